@@ -1,0 +1,5 @@
+"""``python -m pioneer`` runs the CLI."""
+
+from .cli import entry
+
+entry()

@@ -1,0 +1,311 @@
+"""Bootstrap files: the runtime home, bounded reads, sanitising and budgets.
+
+The identity files (``SOUL.md``, ``IDENTITY.md``, ``USER.md``) are read from the
+workspace root in the order the profile declares them, sanitised (CRLF and CR become LF,
+then trimmed), cut to the per-file budget and then to what is left of the total budget,
+all counted in characters (REFERENCE §4). A file that is missing, unreadable, not a
+regular file or not UTF-8 becomes a diagnostic; compiling never fails because of one.
+Reads stream through an incremental decoder, so a huge file costs no more memory than
+its budget.
+"""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import os
+import stat
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import PioneerError, Problem
+from .manifest import Diagnostic, SourceManifestEntry
+from .resources import builtin_dir
+
+__all__ = [
+    "SEED_FILES",
+    "BootstrapFile",
+    "BootstrapResult",
+    "FileReader",
+    "SeedResult",
+    "ensure_runtime_home",
+    "load_bootstrap",
+    "sanitize",
+]
+
+#: Files seeded into a new runtime home; USER.md is never seeded.
+SEED_FILES = ("SOUL.md", "IDENTITY.md")
+_CHUNK = 1 << 16
+
+
+def sanitize(text: str) -> str:
+    """CRLF and lone CR become LF, then the text is trimmed."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").strip()
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """A successful read: the head of the sanitised text and its full char count."""
+
+    head: str
+    chars: int
+
+
+class _ReadFailure(Exception):
+    def __init__(self, missing: bool, reason: str):
+        super().__init__(reason)
+        self.missing = missing
+        self.reason = reason
+
+
+def _os_reason(error: OSError) -> str:
+    return f"{error.strerror or error} (os error {error.errno})"
+
+
+def _stream(fd: int, keep: int) -> _Read:
+    """Sanitise while streaming: keep ``keep`` chars of the head, count all of them."""
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    head: list[str] = []
+    head_len = 0
+    chars = 0
+    trailing_ws = 0
+    started = False
+    pending_cr = False
+    while True:
+        chunk = os.read(fd, _CHUNK)
+        final = not chunk
+        try:
+            text = decoder.decode(chunk, final=final)
+        except UnicodeDecodeError:
+            raise _ReadFailure(False, "stream did not contain valid UTF-8") from None
+        if pending_cr:
+            text = "\r" + text
+        pending_cr = not final and text.endswith("\r")
+        if pending_cr:
+            text = text[:-1]
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if not started:
+            text = text.lstrip()
+            started = bool(text)
+        if text:
+            stripped = text.rstrip()
+            trailing_ws = trailing_ws + len(text) if not stripped else len(text) - len(stripped)
+            chars += len(text)
+            if head_len < keep + 1:
+                piece = text[: keep + 1 - head_len]
+                head.append(piece)
+                head_len += len(piece)
+        if final:
+            break
+    total = chars - trailing_ws
+    return _Read("".join(head)[:total].rstrip() if total <= keep else "".join(head), total)
+
+
+def _read(path: Path, keep: int) -> _Read:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise _ReadFailure(True, "not found") from None
+    except OSError as error:
+        raise _ReadFailure(False, _os_reason(error)) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise _ReadFailure(False, _os_reason(OSError(errno.EISDIR, "Is a directory")))
+        if not stat.S_ISREG(info.st_mode):
+            raise _ReadFailure(False, "not a regular file")
+        try:
+            return _stream(fd, keep)
+        except OSError as error:
+            raise _ReadFailure(False, _os_reason(error)) from None
+    finally:
+        os.close(fd)
+
+
+@dataclass(slots=True)
+class FileReader:
+    """Reads bootstrap files, reusing a read while ``(mtime_ns, size, inode)`` is unchanged."""
+
+    _cache: dict[tuple[str, int], tuple[tuple[int, int, int], _Read]] = field(
+        default_factory=dict
+    )
+
+    def read(self, path: Path, keep: int) -> _Read:
+        """Read (or reuse) the sanitised head of ``path``; raises ``_ReadFailure``."""
+        key = (str(path), keep)
+        try:
+            info = os.stat(path)
+            signature = (info.st_mtime_ns, info.st_size, info.st_ino)
+        except OSError:
+            signature = None
+        cached = self._cache.get(key)
+        if signature is not None and cached is not None and cached[0] == signature:
+            return cached[1]
+        result = _read(path, keep)
+        if signature is not None and stat.S_ISREG(info.st_mode):
+            self._cache[key] = (signature, result)
+        return result
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapFile:
+    """A bootstrap file that survived budgeting."""
+
+    name: str
+    path: str
+    content: str
+    original_chars: int
+    truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapResult:
+    """Kept files by name, the source manifest and the diagnostics, in pipeline order."""
+
+    files: dict[str, BootstrapFile]
+    source_manifest: tuple[SourceManifestEntry, ...]
+    diagnostics: tuple[Diagnostic, ...]
+
+
+def _diag(code: str, name: str, path: str, message: str) -> Diagnostic:
+    return Diagnostic.model_validate(
+        {"code": code, "message": f"bootstrap file `{name}` {message}", "file": path}
+    )
+
+
+def load_bootstrap(
+    root: Path,
+    files: Sequence[tuple[str, bool]],
+    *,
+    max_chars_per_file: int,
+    max_chars_total: int,
+    reader: FileReader | None = None,
+) -> BootstrapResult:
+    """Read and budget ``files`` (name, keep_empty) from ``root`` in the order given."""
+    reader = reader or FileReader()
+    load_diags: list[Diagnostic] = []
+    budget_diags: list[Diagnostic] = []
+    read: list[tuple[str, str, _Read]] = []
+    status: dict[str, tuple[str, int]] = {}
+    for name, _keep_empty in files:
+        path = str(root / name)
+        try:
+            read.append((name, path, reader.read(root / name, max_chars_per_file)))
+        except _ReadFailure as failure:
+            if failure.missing:
+                load_diags.append(_diag("missing_file", name, path, "is missing"))
+                status[name] = ("missing", 0)
+            else:
+                load_diags.append(
+                    _diag("file_read_error", name, path, f"could not be read: {failure.reason}")
+                )
+                status[name] = ("read_error", 0)
+
+    keep_empty = dict(files)
+    kept: dict[str, BootstrapFile] = {}
+    used = 0
+    for name, path, result in read:
+        original = result.chars
+        content = result.head[:max_chars_per_file]
+        truncated = False
+        if len(content) < original:
+            truncated = True
+            budget_diags.append(_diag(
+                "file_truncated", name, path,
+                f"truncated by per-file limit: {original} -> {len(content)} chars",
+            ))
+        remaining = max(max_chars_total - used, 0)
+        if len(content) > remaining:
+            truncated = True
+            budget_diags.append(_diag(
+                "total_budget_truncated", name, path,
+                f"truncated by total budget: {len(content)} -> {remaining} chars",
+            ))
+            content = content[:remaining]
+        used += len(content)
+        dropped = remaining == 0 or (not content and not (keep_empty[name] and original == 0))
+        if dropped:
+            status[name] = ("truncated", 0) if truncated else ("missing", 0)
+            continue
+        kept[name] = BootstrapFile(name, path, content, original, truncated)
+        status[name] = ("truncated" if truncated else "loaded", len(content))
+
+    manifest = tuple(
+        SourceManifestEntry(
+            file=name, path=str(root / name), status=status[name][0],  # type: ignore[arg-type]
+            chars=status[name][1],
+        )
+        for name, _ in files
+    )
+    return BootstrapResult(kept, manifest, tuple(load_diags + budget_diags))
+
+
+@dataclass(frozen=True, slots=True)
+class SeedResult:
+    """What :func:`ensure_runtime_home` created and what it found already there."""
+
+    created: tuple[Path, ...]
+    existing: tuple[Path, ...]
+
+
+def ensure_runtime_home(home: Path) -> SeedResult:
+    """Create ``home`` and seed SOUL.md and IDENTITY.md; never overwrite anything.
+
+    Each seed is written to a temporary file and hard-linked into place, so a concurrent
+    process sees either no file or the complete one, and an existing file (even an empty
+    one) always wins.
+    """
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise PioneerError(Problem("exists but is not a directory", file=str(home))) from None
+    except OSError as error:
+        raise PioneerError(Problem(f"cannot create runtime home: {_os_reason(error)}",
+                                   file=str(home))) from None
+    created: list[Path] = []
+    existing: list[Path] = []
+    seeds = builtin_dir("templates") / "seed"
+    for name in SEED_FILES:
+        target = home / name
+        if _exists(target):
+            existing.append(target)
+            continue
+        content = (seeds / name).read_bytes()
+        if _create_new(target, content):
+            created.append(target)
+        else:
+            _exists(target)
+            existing.append(target)
+    return SeedResult(tuple(created), tuple(existing))
+
+
+def _exists(target: Path) -> bool:
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        if os.path.lexists(target):
+            raise PioneerError(Problem("exists but is not a file (dangling link)",
+                                       file=str(target))) from None
+        return False
+    if not stat.S_ISREG(info.st_mode):
+        raise PioneerError(Problem("exists but is not a file", file=str(target)))
+    return True
+
+
+def _create_new(target: Path, content: bytes) -> bool:
+    """Atomically create ``target`` with ``content``; False when it already exists."""
+    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(temp, target)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        os.unlink(temp)

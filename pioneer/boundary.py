@@ -1,0 +1,58 @@
+"""The cache boundary: joining rendered sections and splitting the full text again.
+
+A section renders as ``## {title}\\n{body}``; sections join with one blank line; the full
+text is ``stable + BOUNDARY + dynamic`` with the reference's rules when a side is empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = [
+    "BOUNDARY_MARKER",
+    "join_full_text",
+    "render_section",
+    "render_sections",
+    "split_prompt_cache_boundary",
+    "strip_prompt_cache_boundary",
+]
+
+BOUNDARY_MARKER = "\n<!-- PIONEER_PROMT_CACHE_BOUNDARY -->\n"
+_SEPARATOR = "\n\n"
+
+
+def render_section(title: str, content: str) -> str:
+    """``## title`` over the trimmed content, or ``""`` when the content is blank."""
+    body = content.strip()
+    if not body:
+        return ""
+    return f"## {title.strip()}\n{body}"
+
+
+def render_sections(rendered: Iterable[str]) -> str:
+    """Join already rendered sections with one blank line, skipping empty ones."""
+    return _SEPARATOR.join(text for text in rendered if text)
+
+
+def join_full_text(stable: str, dynamic: str) -> str:
+    """Stable and dynamic text joined by the boundary marker when both are present."""
+    has_stable = bool(stable.strip())
+    has_dynamic = bool(dynamic.strip())
+    if has_stable and has_dynamic:
+        return stable + BOUNDARY_MARKER + dynamic
+    if has_dynamic:
+        return BOUNDARY_MARKER + dynamic
+    return stable if has_stable else ""
+
+
+def split_prompt_cache_boundary(text: str) -> tuple[str, str] | None:
+    """Split at the first marker into ``(before.rstrip(), after.lstrip())``; None without one."""
+    before, marker, after = text.partition(BOUNDARY_MARKER)
+    if not marker:
+        return None
+    return before.rstrip(), after.lstrip()
+
+
+def strip_prompt_cache_boundary(text: str) -> str:
+    """Replace every marker (with its surrounding newlines) by a single newline."""
+    return text.replace(BOUNDARY_MARKER, "\n")

@@ -1,0 +1,46 @@
+"""Options and helpers shared by several subcommands."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..compiler import PromptCompiler
+from ..errors import InputError, Problem, format_path
+from ..settings import PioneerSettings
+
+__all__ = ["add_compiler_options", "make_compiler", "make_settings"]
+
+
+def add_compiler_options(parser: argparse.ArgumentParser) -> None:
+    """--home, --profile-path and --template-path."""
+    parser.add_argument("--home", type=Path, help="runtime home (default: $PIONEER_HOME or ~/.pioneer)")
+    parser.add_argument("--profile-path", type=Path, action="append", default=None,
+                        metavar="DIR", help="deployment profile folder (repeatable, searched first)")
+    parser.add_argument("--template-path", type=Path, action="append", default=None,
+                        metavar="DIR", help="deployment template folder (repeatable, searched first)")
+
+
+def make_settings(args: argparse.Namespace) -> PioneerSettings:
+    """Settings from the environment and pioneer.toml, overridden by the command line."""
+    overrides: dict[str, object] = {}
+    if getattr(args, "home", None) is not None:
+        overrides["home"] = args.home
+    if getattr(args, "profile_path", None):
+        overrides["profile_path"] = args.profile_path
+    if getattr(args, "template_path", None):
+        overrides["template_path"] = args.template_path
+    try:
+        return PioneerSettings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as error:
+        raise InputError([
+            Problem(str(item["msg"]), path=f"settings → {format_path(item['loc'])}")
+            for item in error.errors()
+        ]) from None
+
+
+def make_compiler(args: argparse.Namespace, *, count_tokens: bool = True) -> PromptCompiler:
+    """A compiler configured from the command line."""
+    return PromptCompiler(make_settings(args), count_tokens=count_tokens)

@@ -1,0 +1,50 @@
+"""``pioneer compile``: compile one prompt and print it (text, payload JSON or manifest)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TextIO
+
+from ..bootstrap import ensure_runtime_home
+from ..inputs import PromptCompileInput, load_compile_input
+from ._common import add_compiler_options, make_compiler
+
+NAME = "compile"
+HELP = "compile a prompt and print it"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Options of ``compile``."""
+    parser.add_argument("--profile", help="profile name or path (default: the input's, else full)")
+    parser.add_argument("--input", type=Path, metavar="FILE",
+                        help="compile input as JSON or TOML (see schemas/compile_input.schema.json)")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the whole payload as JSON")
+    output.add_argument("--manifest", action="store_true", help="print the manifest as JSON")
+    add_compiler_options(parser)
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Ensure the runtime home like a gateway start, compile, print."""
+    text_only = not (args.json or args.manifest)
+    compiler = make_compiler(args, count_tokens=not text_only)
+    compile_input = load_compile_input(args.input) if args.input else PromptCompileInput()
+    updates: dict[str, object] = {}
+    if args.profile:
+        updates["profile"] = args.profile
+    if compile_input.workspace_root is None:
+        ensure_runtime_home(compiler.settings.home)
+        updates["workspace_root"] = compiler.settings.home
+    if updates:
+        compile_input = PromptCompileInput.model_validate(
+            {**compile_input.model_dump(exclude_unset=True), **updates}
+        )
+    payload = compiler.compile(compile_input)
+    if args.json:
+        out.write(payload.to_json() + "\n")
+    elif args.manifest:
+        out.write(payload.manifest.to_json() + "\n")
+    else:
+        out.write(payload.full_system_text + "\n")
+    return 0

@@ -1,0 +1,163 @@
+"""Contribution sections: id rules and the two budget pools.
+
+Runtime sections and hook (dynamic) sections arrive with the compile input. Each pool is
+budgeted on its own (REFERENCE §5): a count limit, a character pool, a per-section cap
+that a caller may lower but never raise, and an omission diagnostic for every input that
+is dropped. The output is the list of kept contributions in pool order; where each one
+is placed in the prompt is the profile's business, not this module's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from .manifest import Diagnostic
+
+if TYPE_CHECKING:
+    from .inputs import SectionInput
+    from .profile import ContributionSpec, PoolSpec
+
+__all__ = [
+    "BUILT_IN_SECTION_IDS",
+    "RUNTIME_BUILT_IN_IDS",
+    "Contribution",
+    "budget_pool",
+    "check_dynamic_id",
+    "check_runtime_id",
+]
+
+#: Ids of the reference's built-in sections; a dynamic id may not take one of them.
+BUILT_IN_SECTION_IDS: frozenset[str] = frozenset(
+    """identity_base assistant_safety artifact_output_contract tool_usage_policy soul_core
+    identity_core user_persona tool_recovery_policy task_orchestration_policy
+    subagents_policy tasks_policy pioneer_cli_runtime_instructions
+    pioneer_cli_runtime_context agents_md memory_recall thread_context selected_skills
+    selected_capabilities current_permissions recovery_continuation
+    execution_continuation skills_runtime_prompt retry_runtime_instruction
+    dynamic_context extra_system artifact_references""".split()
+)
+
+#: Built-in ids a runtime section may carry (REFERENCE §1.3, runtime table).
+RUNTIME_BUILT_IN_IDS: frozenset[str] = frozenset(
+    """pioneer_cli_runtime_instructions pioneer_cli_runtime_context agents_md memory_recall
+    thread_context selected_skills selected_capabilities current_permissions
+    execution_continuation""".split()
+)
+
+
+def check_dynamic_id(value: str) -> str:
+    """Validate a dynamic section id; raise ValueError saying which rule it breaks."""
+    if not value:
+        raise ValueError("must not be empty")
+    if value != value.strip():
+        raise ValueError(f"must not have leading or trailing whitespace (got {value!r})")
+    if any(ch.isspace() for ch in value):
+        raise ValueError(f"must not contain whitespace (got {value!r})")
+    if value in BUILT_IN_SECTION_IDS:
+        raise ValueError(f"{value!r} is a built-in section id and cannot be used as a dynamic id")
+    return value
+
+
+def check_runtime_id(value: str) -> str:
+    """A runtime section id is a built-in runtime id or a valid dynamic id."""
+    if value in RUNTIME_BUILT_IN_IDS:
+        return value
+    return check_dynamic_id(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Contribution:
+    """A contribution that survived its pool's budget, ready to be placed by the profile."""
+
+    id: str
+    title: str
+    content: str
+    pool: Literal["runtime", "hook"]
+    truncated: bool
+    original_chars: int
+
+
+OMIT_COUNT = "dynamic section count limit was reached"
+OMIT_EMPTY = "content was empty"
+OMIT_EXHAUSTED = "dynamic section budget was exhausted"
+OMIT_ZERO = "section character limit was zero"
+
+
+def _omitted(section_id: str, reason: str) -> Diagnostic:
+    return Diagnostic(
+        code="dynamic_section_omitted",
+        message=f"dynamic prompt section `{section_id}` omitted: {reason}",
+        section_id=section_id,
+    )
+
+
+def budget_pool(
+    inputs: Sequence[SectionInput],
+    *,
+    pool: Literal["runtime", "hook"],
+    spec: PoolSpec,
+    known: dict[str, ContributionSpec],
+    default_max_chars: int,
+    default_sort_key: int,
+) -> tuple[list[Contribution], list[Diagnostic]]:
+    """Budget one pool; runtime inputs are stable-sorted by sort key, hook inputs keep order."""
+    ordered: Sequence[SectionInput] = inputs
+    if pool == "runtime":
+        ordered = sorted(
+            inputs,
+            key=lambda item: (
+                known[item.id].sort_key if item.id in known else default_sort_key
+            ),
+        )
+    kept: list[Contribution] = []
+    diagnostics: list[Diagnostic] = []
+    remaining = spec.max_chars
+    for item in ordered:
+        if len(kept) >= spec.max_sections:
+            diagnostics.append(_omitted(item.id, OMIT_COUNT))
+            continue
+        content = item.content.strip()
+        if not content:
+            diagnostics.append(_omitted(item.id, OMIT_EMPTY))
+            continue
+        if remaining <= 0:
+            diagnostics.append(_omitted(item.id, OMIT_EXHAUSTED))
+            continue
+        spec_for_id = known.get(item.id)
+        cap = spec_for_id.max_chars if spec_for_id else default_max_chars
+        requested = cap if item.max_chars is None else item.max_chars
+        limit = min(requested, cap, remaining)
+        if limit <= 0:
+            diagnostics.append(_omitted(item.id, OMIT_ZERO))
+            continue
+        original = len(content)
+        text = content[:limit]
+        cut = len(text) < original
+        if cut or item.truncated:
+            diagnostics.append(
+                Diagnostic(
+                    code="dynamic_section_truncated",
+                    message=(
+                        f"dynamic prompt section `{item.id}` truncated: "
+                        f"{original} -> {len(text)} chars"
+                    ),
+                    section_id=item.id,
+                )
+            )
+        remaining -= len(text)
+        title = (item.title or "").strip()
+        if not title:
+            title = spec_for_id.title if spec_for_id else f"Dynamic: {item.id}"
+        kept.append(
+            Contribution(
+                id=item.id,
+                title=title,
+                content=text,
+                pool=pool,
+                truncated=cut or item.truncated,
+                original_chars=original,
+            )
+        )
+    return kept, diagnostics

@@ -1,0 +1,119 @@
+"""Errors: one root, structured fields, rendered in one place.
+
+Every failure a user can cause is a :class:`PioneerError`. Each carries one or more
+:class:`Problem` values (file, line, column, JSON path, message) so callers can act on
+them, and ``str(error)`` renders them location-first, one per line, the way compilers do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "BudgetError",
+    "HookError",
+    "InputError",
+    "PioneerError",
+    "Problem",
+    "ProfileError",
+    "ProfileSyntaxError",
+    "StoreError",
+    "TemplateError",
+    "format_path",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One located problem: where it is and what was expected."""
+
+    message: str
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+    path: str | None = None
+    context: str | None = None
+
+    def render(self) -> str:
+        location = self.file or ""
+        if self.file and self.line is not None:
+            location += f":{self.line}"
+            if self.column is not None:
+                location += f":{self.column}"
+        head = f"{self.path}: {self.message}" if self.path else self.message
+        text = f"{location}: {head}" if location else head
+        if self.context:
+            text += f"\n  {self.context}"
+        return text
+
+
+def format_path(parts: Iterable[str | int], labels: dict[int, str] | None = None) -> str:
+    """Render a JSON path as ``sections[3] (id "soul_core") → max_chars``.
+
+    ``labels`` maps the position of a list index in ``parts`` to a label shown after it.
+    """
+    out: list[str] = []
+    labels = labels or {}
+    for position, part in enumerate(parts):
+        if isinstance(part, int):
+            piece = f"[{part}]"
+            if position in labels:
+                piece += f" ({labels[position]})"
+            if out:
+                out[-1] += piece
+            else:
+                out.append(piece)
+        else:
+            out.append(str(part))
+    return " → ".join(out)
+
+
+class PioneerError(Exception):
+    """Root of every error pioneer raises on purpose."""
+
+    def __init__(self, problems: Problem | str | Sequence[Problem], *, summary: str | None = None):
+        if isinstance(problems, str):
+            problems = [Problem(problems)]
+        elif isinstance(problems, Problem):
+            problems = [problems]
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        self.summary = summary
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        lines = [p.render() for p in self.problems]
+        if self.summary:
+            lines.append(self.summary)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class ProfileError(PioneerError, ValueError):
+    """A profile is invalid: schema, ids, ordering, references."""
+
+
+class ProfileSyntaxError(ProfileError):
+    """A profile file is not valid TOML."""
+
+
+class TemplateError(PioneerError, ValueError):
+    """A template is missing, does not parse, needs unknown variables or fails to render."""
+
+
+class InputError(PioneerError, ValueError):
+    """The compile input (or another user-supplied document) is invalid."""
+
+
+class BudgetError(PioneerError, ValueError):
+    """A compiled prompt exceeds a declared budget."""
+
+
+class StoreError(PioneerError, RuntimeError):
+    """The conversation store failed or holds inconsistent data."""
+
+
+class HookError(PioneerError, RuntimeError):
+    """A fail-closed hook failed."""

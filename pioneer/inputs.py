@@ -1,0 +1,155 @@
+"""The compile input: everything a caller hands the compiler for one turn.
+
+``PromptCompileInput`` is validated at the edge (pydantic, frozen, ``extra="forbid"``);
+:func:`load_compile_input` reads one from a JSON or TOML file and turns validation
+failures into an :class:`~pioneer.errors.InputError` naming the file and JSON path.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from .contributions import check_dynamic_id, check_runtime_id
+from .errors import InputError, Problem, format_path
+
+__all__ = [
+    "PROFILE_ALIASES",
+    "DynamicSectionInput",
+    "PromptCompileInput",
+    "PromptLimits",
+    "RuntimeSectionInput",
+    "SectionInput",
+    "load_compile_input",
+    "parse_compile_input",
+]
+
+#: Reference profile names accepted on input.
+PROFILE_ALIASES = {
+    "assistant_full": "full",
+    "assistant_minimal": "minimal",
+    "assistant_none": "none",
+}
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class SectionInput(BaseModel):
+    """A contribution section handed to the compiler."""
+
+    model_config = _FROZEN
+    id: str = Field(description="Section id.")
+    title: str | None = Field(None, description="Heading; a default title is used when blank.")
+    content: str = Field(description="Section body; blank content is omitted.")
+    max_chars: int | None = Field(
+        None, ge=0, description="Lower the per-section cap (never raises it)."
+    )
+    truncated: bool = Field(False, description="The producer already cut the content.")
+
+
+class RuntimeSectionInput(SectionInput):
+    """A runtime section: a built-in runtime id or a dynamic id."""
+
+    id: Annotated[str, AfterValidator(check_runtime_id)] = Field(description="Section id.")
+
+
+class DynamicSectionInput(SectionInput):
+    """A hook (dynamic) section: always a dynamic id."""
+
+    id: Annotated[str, AfterValidator(check_dynamic_id)] = Field(description="Section id.")
+
+
+class PromptLimits(BaseModel):
+    """Bootstrap budgets for one compile; they can only lower the profile's."""
+
+    model_config = _FROZEN
+    max_chars_per_file: int | None = Field(None, ge=0, description="Per-file character cap.")
+    max_chars_total: int | None = Field(None, ge=0, description="Total character budget.")
+
+
+def _canonical_profile(value: str) -> str:
+    return PROFILE_ALIASES.get(value, value)
+
+
+class PromptCompileInput(BaseModel):
+    """One turn's compile input."""
+
+    model_config = _FROZEN
+    workspace_root: Path | None = Field(
+        None, description="Folder holding the bootstrap files; defaults to the runtime home."
+    )
+    profile: Annotated[str, AfterValidator(_canonical_profile)] = Field(
+        "full", min_length=1, description="Profile name (assistant_* aliases accepted)."
+    )
+    skills_prompt: str | None = Field(None, description="Pre-rendered skills text.")
+    retry_instruction: str | None = Field(None, description="Retry instruction text.")
+    include_tool_recovery_policy: bool = Field(False, description="Add Tool Recovery Policy.")
+    include_task_orchestration_policy: bool = Field(
+        False, description="Add Task Orchestration."
+    )
+    continue_generation_hint: bool = Field(False, description="Add Recovery Continuation.")
+    runtime_sections: list[RuntimeSectionInput] = Field(
+        default_factory=list, description="Runtime contributions (sorted by sort key)."
+    )
+    dynamic_sections: list[DynamicSectionInput] = Field(
+        default_factory=list, description="Hook contributions (kept in order)."
+    )
+    artifact_ref_count: int = Field(
+        0, ge=0, description="Artifact refs carried by the prompt or the history."
+    )
+    dynamic_context: str | None = Field(None, description="Per-turn context text.")
+    extra_system: str | None = Field(None, description="Extra system text.")
+    limits: PromptLimits = Field(default_factory=PromptLimits, description="Budget overrides.")
+
+
+def _problems_from(error: ValidationError, file: str | None) -> list[Problem]:
+    problems = []
+    for item in error.errors():
+        loc = [part for part in item["loc"] if not isinstance(part, str) or part]
+        message = str(item["msg"]).removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            message = "unknown field"
+        problems.append(Problem(message, file=file, path=format_path(loc) or "(root)"))
+    return problems
+
+
+def parse_compile_input(data: Mapping[str, Any], *, file: str | None = None) -> PromptCompileInput:
+    """Validate a mapping as compile input, reporting every problem at once."""
+    try:
+        return PromptCompileInput.model_validate(data)
+    except ValidationError as error:
+        problems = _problems_from(error, file)
+        raise InputError(problems, summary=_summary(len(problems), file)) from None
+
+
+def _summary(count: int, file: str | None) -> str:
+    where = f" in {file}" if file else ""
+    return f"error: {count} problem{'s' if count != 1 else ''}{where}"
+
+
+def load_compile_input(path: Path) -> PromptCompileInput:
+    """Read a compile input from a ``.json`` or ``.toml`` file."""
+    name = str(path)
+    try:
+        raw = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(Problem(f"cannot read input: {error}", file=name)) from None
+    try:
+        if path.suffix.lower() == ".toml":
+            data: Any = tomllib.loads(raw)
+        else:
+            data = json.loads(raw)
+    except tomllib.TOMLDecodeError as error:
+        raise InputError(Problem(f"{error} (TOML syntax)", file=name)) from None
+    except json.JSONDecodeError as error:
+        raise InputError(
+            Problem(f"{error.msg} (JSON syntax)", file=name, line=error.lineno, column=error.colno)
+        ) from None
+    if not isinstance(data, dict):
+        raise InputError(Problem("expected a JSON object at the top level", file=name))
+    return parse_compile_input(data, file=name)

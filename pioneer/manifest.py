@@ -1,0 +1,177 @@
+"""Compile output models: sections, diagnostics, the manifest and the payload.
+
+These are the edge models a caller persists and audits, so they are pydantic (frozen,
+``extra="forbid"``) and ``schemas/manifest.schema.json`` is generated from
+:class:`PromptManifest`. ``PromptManifest.to_json`` is the canonical serialisation:
+sorted keys, unset optionals left out, byte-identical for identical compiles.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "COMPILER_VERSION",
+    "CompiledPromptPayload",
+    "CompiledSection",
+    "Diagnostic",
+    "DiagnosticCode",
+    "HookSourceEntry",
+    "HookSourceRef",
+    "ManifestSection",
+    "PromptManifest",
+    "SourceManifestEntry",
+]
+
+COMPILER_VERSION = "0.1.0"
+
+DiagnosticCode = Literal[
+    "missing_file",
+    "file_read_error",
+    "file_truncated",
+    "total_budget_truncated",
+    "file_filtered_by_profile",
+    "dynamic_section_truncated",
+    "dynamic_section_omitted",
+    "section_truncated",
+    "hook_diagnostic",
+    "hook_best_effort_failed",
+    "capability_rejected",
+]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class Diagnostic(BaseModel):
+    """Something the compiler noticed; never contains the content it is about."""
+
+    model_config = _FROZEN
+    code: DiagnosticCode = Field(description="snake_case diagnostic code.")
+    message: str = Field(description="Human-readable message without the content itself.")
+    file: str | None = Field(None, description="File the diagnostic is about, when any.")
+    section_id: str | None = Field(None, description="Section the diagnostic is about.")
+    hook_source: str | None = Field(None, description="Hook id that produced it, when any.")
+
+
+class SourceManifestEntry(BaseModel):
+    """One bootstrap file: where it was looked for and what became of it."""
+
+    model_config = _FROZEN
+    file: str = Field(description="Canonical file name, e.g. SOUL.md.")
+    path: str = Field(description="Path the file was read from.")
+    status: Literal["loaded", "missing", "read_error", "truncated"] = Field(
+        description="What became of the file."
+    )
+    chars: int = Field(ge=0, description="Characters of the file that reached the prompt.")
+
+
+class ManifestSection(BaseModel):
+    """One kept section as recorded for audit."""
+
+    model_config = _FROZEN
+    id: str = Field(description="Section id (manifest id).")
+    stability: Literal["stable", "dynamic"] = Field(description="Cache side of the section.")
+    chars: int = Field(ge=0, description="Characters of the rendered section.")
+    tokens: int | None = Field(
+        None, ge=0, description="cl100k_base tokens of the rendered section, when counted."
+    )
+    sha256: str = Field(description="Lowercase hex sha256 of the rendered section.")
+    source: str = Field(
+        description="Where the content came from: builtin, file:NAME, input:FIELD, "
+        "runtime:ID or hook:ID."
+    )
+    truncated: bool = Field(description="Whether the content was cut by a budget.")
+
+
+class HookSourceRef(BaseModel):
+    """Which hook subscription produced a contribution."""
+
+    model_config = _FROZEN
+    hook_id: str = Field(description="Hook id.")
+    subscription_id: str = Field(description="Subscription id.")
+    phase: str = Field(description="Hook phase, e.g. turn.pre_prompt_compile.")
+    contribution_id: str | None = Field(None, description="Contribution id.")
+    contribution_hash: str | None = Field(None, description="sha256 of the contribution.")
+
+
+class HookSourceEntry(BaseModel):
+    """One hook contribution as recorded in the manifest."""
+
+    model_config = _FROZEN
+    source: HookSourceRef = Field(description="The producing hook subscription.")
+    section_id: str | None = Field(None, description="Section the contribution targets.")
+    contribution_kind: Literal[
+        "prompt_context",
+        "thread_context",
+        "prompt_section",
+        "prompt_manifest_diagnostic",
+        "runtime_failure",
+    ] = Field(description="Kind of contribution.")
+    priority: int | None = Field(None, description="Contribution priority.")
+    source_count: int | None = Field(None, ge=0, description="Number of source refs.")
+    truncation: Literal["none", "hook", "prompt", "hook_and_prompt", "unknown"] = Field(
+        description="Who cut the contribution."
+    )
+
+
+class PromptManifest(BaseModel):
+    """What compiled a turn, so an audit can reproduce and explain it."""
+
+    model_config = _FROZEN
+    compiler_version: str = Field(description="pioneer compiler version.")
+    profile: str = Field(description="Resolved profile name.")
+    profile_fingerprint: str = Field(
+        description="sha256 over the resolved profile and every template it uses."
+    )
+    section_ids: list[str] = Field(description="Ids of the kept sections, in order.")
+    sections: list[ManifestSection] = Field(description="Per-section audit records.")
+    fingerprint_stable: str = Field(description="sha256 of the stable text.")
+    fingerprint_dynamic: str = Field(description="sha256 of the dynamic text.")
+    fingerprint_full: str = Field(description="sha256 of the full text.")
+    source_manifest: list[SourceManifestEntry] = Field(description="Bootstrap files.")
+    diagnostics: list[Diagnostic] = Field(description="Diagnostics in pipeline order.")
+    hook_sources: list[HookSourceEntry] = Field(
+        default_factory=list, description="Hook contributions that fed this compile."
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data, optional fields left out when unset."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """Canonical JSON: sorted keys, no unset optionals."""
+        return json.dumps(self.to_dict(), sort_keys=True, indent=indent, ensure_ascii=False)
+
+
+class CompiledSection(BaseModel):
+    """One kept section of a compiled prompt."""
+
+    model_config = _FROZEN
+    id: str = Field(description="Section id.")
+    title: str = Field(description="Section title (the ## heading).")
+    stability: Literal["stable", "dynamic"] = Field(description="Cache side.")
+    text: str = Field(description="The rendered section, heading included.")
+    chars: int = Field(ge=0, description="Characters of text.")
+    fingerprint: str = Field(description="sha256 of text.")
+    source: str = Field(description="Where the content came from.")
+    truncated: bool = Field(False, description="Whether a budget cut the content.")
+
+
+class CompiledPromptPayload(BaseModel):
+    """Everything one compile produces."""
+
+    model_config = _FROZEN
+    stable_system_text: str = Field(description="Stable sections joined.")
+    dynamic_system_text: str = Field(description="Dynamic sections joined.")
+    full_system_text: str = Field(description="Stable + boundary marker + dynamic.")
+    boundary_marker: str = Field(description="The cache boundary marker.")
+    sections: list[CompiledSection] = Field(description="Kept sections in order.")
+    manifest: PromptManifest = Field(description="Audit record of this compile.")
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """Canonical JSON of the whole payload."""
+        data = self.model_dump(mode="json", exclude_none=True)
+        return json.dumps(data, sort_keys=True, indent=indent, ensure_ascii=False)

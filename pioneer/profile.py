@@ -1,0 +1,353 @@
+"""Profiles: find, parse and validate the TOML that declares a prompt.
+
+A profile is data: its ordered sections (id, title, stability, template, condition,
+content source, budget), the bootstrap budgets and the contribution pools. Loading goes
+TOML → ``schemas/profile.schema.json`` → structural rules, and every problem found is
+reported at once with the file, the line where it can be found and the JSON path.
+Template checks need the template environment and live in :mod:`pioneer.templates`.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import Problem, ProfileError, ProfileSyntaxError, format_path
+from .inputs import PROFILE_ALIASES
+from .resources import builtin_dir, load_schema
+
+__all__ = [
+    "BudgetSpec",
+    "ContributionSpec",
+    "PoolSpec",
+    "ProfileSpec",
+    "SectionSpec",
+    "find_profile",
+    "list_profiles",
+    "parse_profile",
+    "structural_problems",
+]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+_ID_PATTERN = r"^[^\s]+$"
+
+
+class SectionSpec(BaseModel):
+    """One declared section."""
+
+    model_config = _FROZEN
+    id: str = Field(pattern=_ID_PATTERN, description="Manifest id (a contribution id for "
+                    "source = \"contribution\").")
+    title: str = Field(min_length=1, description="The ## heading.")
+    stability: Literal["stable", "dynamic"] = Field(
+        description="stable sections form the cached prefix; all come before dynamic ones."
+    )
+    template: str = Field(min_length=1, description="Template file under templates/.")
+    source: Literal["text", "bootstrap", "input", "contribution", "slot"] = Field(
+        "text",
+        description="text: built-in prose; bootstrap: a file of the runtime home; input: a "
+        "compile-input field; contribution: the runtime/hook contribution with this id; "
+        "slot: every contribution no other section claims, in pool order.",
+    )
+    when: str | None = Field(
+        None, min_length=1, description="jinja2 expression over the compile context."
+    )
+    file: str | None = Field(None, min_length=1, description="bootstrap: the file name.")
+    keep_empty: bool = Field(False, description="bootstrap: keep the section for an empty file.")
+    reminder: bool = Field(False, description="bootstrap: add the evolution reminder.")
+    field: str | None = Field(None, min_length=1, description="input: the compile-input field.")
+    max_chars: int | None = Field(None, ge=0, description="Cap on the rendered body.")
+
+
+class PoolSpec(BaseModel):
+    """A contribution pool: total characters and a section count."""
+
+    model_config = _FROZEN
+    max_chars: int = Field(ge=0, description="Characters the pool may hold.")
+    max_sections: int = Field(ge=0, description="Sections the pool may hold.")
+
+
+class ContributionSpec(BaseModel):
+    """Defaults for one known contribution id."""
+
+    model_config = _FROZEN
+    id: str = Field(pattern=_ID_PATTERN, description="Contribution id.")
+    title: str | None = Field(None, min_length=1, description="Default title.")
+    max_chars: int = Field(8000, ge=0, description="Per-section cap (callers may lower it).")
+    sort_key: int = Field(9, description="Runtime-pool order key (lower first).")
+
+
+class BudgetSpec(BaseModel):
+    """Bootstrap and contribution budgets."""
+
+    model_config = _FROZEN
+    max_chars_per_file: int = Field(20_000, ge=0, description="Per bootstrap file.")
+    max_chars_total: int = Field(150_000, ge=0, description="All bootstrap files together.")
+    runtime_pool: PoolSpec = Field(
+        default_factory=lambda: PoolSpec(max_chars=24_000, max_sections=16),
+        description="Runtime contribution pool.",
+    )
+    hook_pool: PoolSpec = Field(
+        default_factory=lambda: PoolSpec(max_chars=16_000, max_sections=16),
+        description="Hook contribution pool.",
+    )
+    contribution_max_chars: int = Field(8000, ge=0, description="Default per-section cap.")
+    contribution_sort_key: int = Field(9, description="Default runtime-pool order key.")
+
+
+class ProfileSpec(BaseModel):
+    """A whole profile."""
+
+    model_config = _FROZEN
+    name: str = Field(pattern=_ID_PATTERN, description="Profile name.")
+    description: str = Field("", description="What the profile is for.")
+    budgets: BudgetSpec = Field(default_factory=BudgetSpec, description="Budgets.")
+    contributions: list[ContributionSpec] = Field(
+        default_factory=list, description="Known contribution ids: titles, caps, order."
+    )
+    sections: list[SectionSpec] = Field(min_length=1, description="Ordered sections.")
+
+    def contribution_specs(self) -> dict[str, ContributionSpec]:
+        """Known contribution ids mapped to their spec."""
+        return {spec.id: spec for spec in self.contributions}
+
+
+def list_profiles(search: Sequence[Path]) -> dict[str, Path]:
+    """Every profile name visible on the search path (earlier folders win)."""
+    found: dict[str, Path] = {}
+    for folder in [*search, builtin_dir("profiles")]:
+        if folder.is_dir():
+            for path in sorted(folder.glob("*.toml")):
+                found.setdefault(path.stem, path)
+    return found
+
+
+def find_profile(name: str, search: Sequence[Path]) -> Path:
+    """Resolve a profile name (or a path to a .toml file) on the search path."""
+    name = PROFILE_ALIASES.get(name, name)
+    if name.endswith(".toml") or "/" in name or "\\" in name:
+        path = Path(name)
+        if path.is_file():
+            return path
+        raise ProfileError(Problem("profile file not found", file=name))
+    for folder in [*search, builtin_dir("profiles")]:
+        candidate = folder / f"{name}.toml"
+        if candidate.is_file():
+            return candidate
+    known = ", ".join(sorted(list_profiles(search))) or "none"
+    raise ProfileError(Problem(f'unknown profile "{name}" (known: {known})'))
+
+
+_TOML_POSITION = re.compile(r"^(?P<msg>.*?) \(at line (?P<line>\d+), column (?P<col>\d+)\)$")
+
+
+def parse_profile(text: str, *, file: str) -> ProfileSpec:
+    """Parse and schema-check profile TOML; raise with every problem found."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        match = _TOML_POSITION.match(str(error))
+        if match:
+            message = match["msg"][:1].lower() + match["msg"][1:]
+            problem = Problem(
+                f"{message} (TOML syntax)",
+                file=file,
+                line=int(match["line"]),
+                column=int(match["col"]),
+            )
+        else:
+            problem = Problem(f"{error} (TOML syntax)", file=file)
+        raise ProfileSyntaxError(problem) from None
+    problems = list(schema_problems(data, text, file=file))
+    if problems:
+        raise ProfileError(problems, summary=problem_summary(problems, file))
+    return ProfileSpec.model_validate(data)
+
+
+def problem_summary(problems: Sequence[Problem], file: str) -> str:
+    """The closing line of a multi-problem report."""
+    count = len(problems)
+    return f"error: {count} problem{'s' if count != 1 else ''} in {file}"
+
+
+def _section_labels(data: Any, parts: Sequence[str | int]) -> dict[int, str]:
+    labels: dict[int, str] = {}
+    node = data
+    for position, part in enumerate(parts):
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            break
+        if isinstance(part, int) and isinstance(node, dict) and isinstance(node.get("id"), str):
+            labels[position] = f'id "{node["id"]}"'
+    return labels
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    value = error.instance
+    shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    if error.validator in ("anyOf", "oneOf") and error.context:
+        specific = [sub for sub in error.context if sub.validator != "type"]
+        if specific:
+            return _describe(specific[0])
+        kinds: list[str] = []
+        for sub in error.context:
+            value = sub.validator_value
+            kinds += [value] if isinstance(value, str) else list(value)
+        return f"expected {' or '.join(dict.fromkeys(kinds))} (got {shown})"
+    match error.validator:
+        case "minimum":
+            return f"must be ≥ {error.validator_value} (got {shown})"
+        case "maximum":
+            return f"must be ≤ {error.validator_value} (got {shown})"
+        case "type":
+            expected = error.validator_value
+            if isinstance(expected, list):
+                expected = " or ".join(expected)
+            return f"expected {expected} (got {shown})"
+        case "enum" | "const":
+            options = schema.get("enum") or [schema.get("const")]
+            choices = ", ".join(f'"{o}"' for o in options)
+            return f"expected one of {choices} (got {shown})"
+        case "required":
+            missing = str(error.message).split("'")[1]
+            return f'missing required key "{missing}"'
+        case "additionalProperties":
+            extra = sorted(set(error.instance) - set(schema.get("properties", {})))
+            return "unknown key " + ", ".join(f'"{key}"' for key in extra)
+        case "pattern":
+            return f"must contain no whitespace (got {shown})"
+        case "minLength":
+            return f"must not be empty (got {shown})"
+        case "minItems":
+            return "must not be empty"
+    return str(error.message)
+
+
+def schema_problems(data: Any, text: str, *, file: str) -> Iterator[Problem]:
+    """Every schema violation of a parsed profile, in document order."""
+    validator = jsonschema.Draft202012Validator(load_schema("profile.schema.json"))
+    errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    for error in errors:
+        parts = list(error.absolute_path)
+        yield Problem(
+            _describe(error),
+            file=file,
+            line=locate(text, parts),
+            path=format_path(parts, _section_labels(data, parts)) or "(root)",
+        )
+
+
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+
+
+def locate(text: str, parts: Sequence[str | int]) -> int | None:
+    """Best-effort 1-based line of a JSON path inside TOML source."""
+    lines = text.splitlines()
+    start, end = 0, len(lines)
+    table: list[str] = []
+    found: int | None = None
+    for part in parts:
+        if isinstance(part, int):
+            headers = [n for n, line in enumerate(lines) if _is_header(line, ".".join(table), True)]
+            if part >= len(headers):
+                return found
+            start, end = headers[part], _next_header(lines, headers[part] + 1)
+            found, table = start + 1, []
+            continue
+        key_line = _find_key(lines, start, end, part)
+        if key_line is not None:
+            return key_line + 1
+        table.append(part)
+        header = next(
+            (n for n, line in enumerate(lines) if _is_header(line, ".".join(table), False)), None
+        )
+        if header is not None:
+            start, end, found, table = header, _next_header(lines, header + 1), header + 1, []
+    return found
+
+
+def _is_header(line: str, name: str, array: bool) -> bool:
+    match = _HEADER.match(line)
+    return bool(match) and match[1] == name and line.lstrip().startswith("[[") == array
+
+
+def _find_key(lines: list[str], start: int, end: int, key: str) -> int | None:
+    pattern = re.compile(rf'^\s*("{re.escape(key)}"|{re.escape(key)})\s*=')
+    first = start + 1 if start < len(lines) and _HEADER.match(lines[start]) else start
+    for number in range(first, _next_header(lines, first) if first == start else end):
+        if pattern.match(lines[number]):
+            return number
+    return None
+
+
+def _next_header(lines: list[str], start: int) -> int:
+    for number in range(start, len(lines)):
+        if _HEADER.match(lines[number]):
+            return number
+    return len(lines)
+
+
+_SOURCE_NEEDS = {"bootstrap": "file", "input": "field"}
+
+
+def structural_problems(
+    profile: ProfileSpec, text: str, *, file: str, input_fields: Sequence[str]
+) -> Iterator[Problem]:
+    """Rules the schema cannot say: unique ids, order, source fields, one slot."""
+    seen: dict[str, int] = {}
+    first_dynamic: str | None = None
+    slots = 0
+    for index, section in enumerate(profile.sections):
+        where = f'sections[{index}] (id "{section.id}")'
+
+        def problem(key: str, message: str, index: int = index, where: str = where) -> Problem:
+            return Problem(
+                message, file=file, line=locate(text, ["sections", index, key]),
+                path=f"{where} → {key}",
+            )
+
+        if section.id in seen:
+            yield problem("id", f'duplicate section id (first used at sections[{seen[section.id]}])')
+        seen.setdefault(section.id, index)
+        if section.stability == "dynamic":
+            first_dynamic = first_dynamic or section.id
+        elif first_dynamic is not None:
+            yield problem(
+                "stability",
+                f'stable section after dynamic section "{first_dynamic}"; '
+                "every stable section must come first",
+            )
+        needed = _SOURCE_NEEDS.get(section.source)
+        if needed and getattr(section, needed) is None:
+            yield problem("source", f'source "{section.source}" needs key "{needed}"')
+        for key in ("file", "field"):
+            if key != needed and getattr(section, key) is not None:
+                yield problem(key, f'key "{key}" only applies to source "{_source_of(key)}"')
+        if section.source != "bootstrap":
+            for key in ("keep_empty", "reminder"):
+                if key in section.model_fields_set:
+                    yield problem(key, f'key "{key}" only applies to source "bootstrap"')
+        if section.source == "input" and section.field and section.field not in input_fields:
+            yield problem(
+                "field", f'"{section.field}" is not a compile-input field'
+            )
+        if section.source == "slot":
+            slots += 1
+            if slots > 1:
+                yield problem("source", "only one slot section is allowed")
+            if section.stability != "dynamic":
+                yield problem("stability", "a slot section must be dynamic")
+        if section.source == "contribution" and section.stability != "dynamic":
+            yield problem("stability", "a contribution section must be dynamic")
+
+
+def _source_of(key: str) -> str:
+    return next(source for source, needed in _SOURCE_NEEDS.items() if needed == key)

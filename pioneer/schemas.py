@@ -1,0 +1,51 @@
+"""JSON Schemas: generated from the edge models, committed under ``schemas/``.
+
+``python -m pioneer.schemas`` rewrites the committed files; a test regenerates them and
+fails when they differ, so the schemas can never drift from the models.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from .inputs import PromptCompileInput
+from .manifest import PromptManifest
+from .profile import ProfileSpec
+
+__all__ = ["SCHEMA_MODELS", "generate", "render"]
+
+#: File name → (model, title). Extended by other stages that own an edge model.
+SCHEMA_MODELS: dict[str, tuple[type[BaseModel], str]] = {
+    "profile.schema.json": (ProfileSpec, "pioneer profile"),
+    "manifest.schema.json": (PromptManifest, "pioneer prompt manifest"),
+    "compile_input.schema.json": (PromptCompileInput, "pioneer compile input"),
+}
+
+
+def generate(name: str) -> dict[str, Any]:
+    """The JSON Schema for one committed schema file."""
+    model, title = SCHEMA_MODELS[name]
+    schema = model.model_json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": title}
+
+
+def render(name: str) -> str:
+    """The exact committed text of one schema file."""
+    return json.dumps(generate(name), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write every schema into the folder given (default: ./schemas)."""
+    target = Path((argv or sys.argv[1:] or ["schemas"])[0])
+    for name in SCHEMA_MODELS:
+        (target / name).write_text(render(name), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,144 @@
+"""Templates: the sandboxed jinja2 environment and the checks a profile's templates pass.
+
+One environment per compiler, built once: ``SandboxedEnvironment`` (templates are
+untrusted code), ``StrictUndefined`` (a missing variable is an error, not an empty
+string), ``autoescape=False`` (the output is Markdown, not HTML), ``trim_blocks`` and
+``lstrip_blocks`` on (block tags do not leave blank lines or indentation behind) and
+``keep_trailing_newline`` on (the compiler trims bodies itself). Input text is only ever
+passed in as variables, never compiled as template source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from jinja2 import meta
+from jinja2.sandbox import SandboxedEnvironment
+
+from .errors import Problem, TemplateError
+from .resources import builtin_dir
+
+__all__ = [
+    "TemplateSet",
+    "build_environment",
+]
+
+
+def build_environment(search: Sequence[Path]) -> SandboxedEnvironment:
+    """The sandboxed environment over deployment template folders, then the built-in one."""
+    loader = jinja2.FileSystemLoader([*map(str, search), str(builtin_dir("templates"))])
+    return SandboxedEnvironment(
+        loader=loader,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        auto_reload=False,
+    )
+
+
+class TemplateSet:
+    """Compiled templates and condition expressions, loaded once and reused every turn."""
+
+    def __init__(self, env: SandboxedEnvironment):
+        self.env = env
+        self._templates: dict[str, jinja2.Template] = {}
+        self._sources: dict[str, tuple[str, str]] = {}
+        self._conditions: dict[str, Callable[..., Any]] = {}
+        self._asts: dict[str, Any] = {}
+
+    def template(self, name: str) -> jinja2.Template:
+        """A compiled template (loaded by :meth:`check_template` first)."""
+        return self._templates[name]
+
+    def condition(self, expression: str) -> Callable[..., Any]:
+        """A compiled ``when`` expression."""
+        return self._conditions[expression]
+
+    def source_digest(self, name: str) -> str:
+        """sha256 of a template's source."""
+        return hashlib.sha256(self._sources[name][0].encode("utf-8")).hexdigest()
+
+    def filename(self, name: str) -> str:
+        """Where a template was loaded from."""
+        return self._sources[name][1]
+
+    def check_template(
+        self, name: str, provided: frozenset[str], *, context: str
+    ) -> Iterator[Problem]:
+        """Load, parse and compile a template; report what is wrong with it."""
+        if name in self._templates:
+            yield from self._undeclared(name, provided, context=context)
+            return
+        try:
+            source, filename, _ = self.env.loader.get_source(self.env, name)  # type: ignore[union-attr]
+        except jinja2.TemplateNotFound:
+            yield Problem(f'template "{name}" not found', context=context)
+            return
+        display = _display(filename)
+        try:
+            ast = self.env.parse(source, name, filename)
+            template = self.env.get_template(name)
+        except jinja2.TemplateSyntaxError as error:
+            yield Problem(error.message or "syntax error", file=display, line=error.lineno,
+                          context=context)
+            return
+        self._templates[name] = template
+        self._sources[name] = (source, display)
+        self._asts[name] = ast
+        yield from self._undeclared(name, provided, context=context)
+
+    def _undeclared(self, name: str, provided: frozenset[str], *, context: str) -> Iterator[Problem]:
+        source, display = self._sources[name]
+        for variable in sorted(meta.find_undeclared_variables(self._asts[name]) - provided):
+            yield Problem(
+                f'"{variable}" is undefined (not in the compile context)',
+                file=display,
+                line=_line_of(source, variable),
+                context=context,
+            )
+
+    def check_condition(
+        self, expression: str, provided: frozenset[str], *, file: str, line: int | None,
+        path: str,
+    ) -> Iterator[Problem]:
+        """Compile a ``when`` expression and check the names it uses."""
+        if expression in self._conditions:
+            return
+        try:
+            ast = self.env.parse("{% if " + expression + " %}{% endif %}")
+            compiled = self.env.compile_expression(expression)
+        except jinja2.TemplateSyntaxError as error:
+            yield Problem(f"invalid condition: {error.message}", file=file, line=line, path=path)
+            return
+        unknown = sorted(meta.find_undeclared_variables(ast) - provided)
+        for variable in unknown:
+            yield Problem(f'"{variable}" is undefined (not in the compile context)',
+                          file=file, line=line, path=path)
+        if not unknown:
+            self._conditions[expression] = compiled
+
+
+def _display(filename: str | None) -> str:
+    if not filename:
+        return "<template>"
+    path = Path(filename)
+    builtin = builtin_dir("templates")
+    try:
+        return f"templates/{path.relative_to(builtin).as_posix()}"
+    except ValueError:
+        return str(path)
+
+
+def _line_of(source: str, variable: str) -> int | None:
+    pattern = re.compile(rf"\b{re.escape(variable)}\b")
+    for number, line in enumerate(source.splitlines(), start=1):
+        if pattern.search(line):
+            return number
+    return None
