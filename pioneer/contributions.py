@@ -149,7 +149,7 @@ def budget_pool(
         remaining -= len(text)
         title = (item.title or "").strip()
         if not title:
-            title = spec_for_id.title if spec_for_id else f"Dynamic: {item.id}"
+            title = (spec_for_id.title if spec_for_id else None) or f"Dynamic: {item.id}"
         kept.append(
             Contribution(
                 id=item.id,
