@@ -7,6 +7,7 @@ them, and ``str(error)`` renders them location-first, one per line, the way comp
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -21,6 +22,7 @@ __all__ = [
     "StoreError",
     "TemplateError",
     "format_path",
+    "toml_problem",
 ]
 
 
@@ -67,6 +69,20 @@ def format_path(parts: Iterable[str | int], labels: dict[int, str] | None = None
         else:
             out.append(str(part))
     return " → ".join(out)
+
+
+_TOML_POSITION = re.compile(r"^(?P<msg>.*?) \(at line (?P<line>\d+), column (?P<col>\d+)\)$")
+
+
+def toml_problem(error: Exception, file: str) -> Problem:
+    """A located problem from a ``tomllib.TOMLDecodeError``."""
+    match = _TOML_POSITION.match(str(error))
+    if not match:
+        return Problem(f"{error} (TOML syntax)", file=file)
+    message = match["msg"][:1].lower() + match["msg"][1:]
+    return Problem(
+        f"{message} (TOML syntax)", file=file, line=int(match["line"]), column=int(match["col"])
+    )
 
 
 class PioneerError(Exception):

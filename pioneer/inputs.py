@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from .contributions import check_dynamic_id, check_runtime_id
-from .errors import InputError, Problem, format_path
+from .errors import InputError, Problem, format_path, toml_problem
 
 __all__ = [
     "PROFILE_ALIASES",
@@ -145,7 +145,7 @@ def load_compile_input(path: Path) -> PromptCompileInput:
         else:
             data = json.loads(raw)
     except tomllib.TOMLDecodeError as error:
-        raise InputError(Problem(f"{error} (TOML syntax)", file=name)) from None
+        raise InputError(toml_problem(error, name)) from None
     except json.JSONDecodeError as error:
         raise InputError(
             Problem(f"{error.msg} (JSON syntax)", file=name, line=error.lineno, column=error.colno)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import Problem, ProfileError, ProfileSyntaxError, format_path
+from .errors import Problem, ProfileError, ProfileSyntaxError, format_path, toml_problem
 from .inputs import PROFILE_ALIASES
 from .resources import builtin_dir, load_schema
 
@@ -144,26 +144,12 @@ def find_profile(name: str, search: Sequence[Path]) -> Path:
     raise ProfileError(Problem(f'unknown profile "{name}" (known: {known})'))
 
 
-_TOML_POSITION = re.compile(r"^(?P<msg>.*?) \(at line (?P<line>\d+), column (?P<col>\d+)\)$")
-
-
 def parse_profile(text: str, *, file: str) -> ProfileSpec:
     """Parse and schema-check profile TOML; raise with every problem found."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        match = _TOML_POSITION.match(str(error))
-        if match:
-            message = match["msg"][:1].lower() + match["msg"][1:]
-            problem = Problem(
-                f"{message} (TOML syntax)",
-                file=file,
-                line=int(match["line"]),
-                column=int(match["col"]),
-            )
-        else:
-            problem = Problem(f"{error} (TOML syntax)", file=file)
-        raise ProfileSyntaxError(problem) from None
+        raise ProfileSyntaxError(toml_problem(error, file)) from None
     problems = list(schema_problems(data, text, file=file))
     if problems:
         raise ProfileError(problems, summary=problem_summary(problems, file))

@@ -1,0 +1,123 @@
+"""Bootstrap files and the runtime home."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pioneer import PioneerError, PromptCompileInput, PromptCompiler, ensure_runtime_home
+from pioneer.bootstrap import FileReader, load_bootstrap, sanitize
+
+FILES = (("SOUL.md", True), ("IDENTITY.md", True), ("USER.md", False))
+
+
+def test_seeding_creates_soul_and_identity_only(home: Path) -> None:
+    result = ensure_runtime_home(home / "nested" / "deeper")
+    created = sorted(p.name for p in result.created)
+    assert created == ["IDENTITY.md", "SOUL.md"]
+    soul = (home / "nested" / "deeper" / "SOUL.md").read_text()
+    identity = (home / "nested" / "deeper" / "IDENTITY.md").read_text()
+    for heading in ("## Core Truths", "## Boundaries", "## Vibe", "## Tone Examples", "## Continuity"):
+        assert heading in soul
+    assert identity.startswith("### Who Am I?")
+    assert "- Name: Pioneer" in identity
+    assert "- Creature: software-native assistant" in identity
+    assert not (home / "nested" / "deeper" / "USER.md").exists()
+    assert not [p for p in (home / "nested" / "deeper").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_seeding_never_overwrites_even_empty_files(home: Path) -> None:
+    (home / "SOUL.md").write_text("")
+    (home / "IDENTITY.md").write_text("mine")
+    result = ensure_runtime_home(home)
+    assert result.created == ()
+    assert [p.name for p in result.existing] == ["SOUL.md", "IDENTITY.md"]
+    assert (home / "SOUL.md").read_text() == ""
+    assert (home / "IDENTITY.md").read_text() == "mine"
+
+
+def test_seeding_is_idempotent(home: Path) -> None:
+    first = ensure_runtime_home(home)
+    before = (home / "SOUL.md").read_bytes()
+    second = ensure_runtime_home(home)
+    assert len(first.created) == 2 and second.created == ()
+    assert (home / "SOUL.md").read_bytes() == before
+
+
+def test_seeding_refuses_a_directory_in_place_of_a_file(home: Path) -> None:
+    (home / "SOUL.md").mkdir()
+    with pytest.raises(PioneerError) as info:
+        ensure_runtime_home(home)
+    assert str(info.value) == f"{home / 'SOUL.md'}: exists but is not a file"
+
+
+def test_seeding_refuses_a_file_in_place_of_the_home(tmp_path: Path) -> None:
+    (tmp_path / "home").write_text("not a folder")
+    with pytest.raises(PioneerError) as info:
+        ensure_runtime_home(tmp_path / "home")
+    assert str(info.value) == f"{tmp_path / 'home'}: exists but is not a directory"
+
+
+def test_sanitize() -> None:
+    assert sanitize("\r\n a\r\nb\rc \n") == "a\nb\nc"
+
+
+@pytest.mark.parametrize("size", [1, 10, 70_000, 200_000])
+def test_streamed_read_matches_whole_read(home: Path, size: int) -> None:
+    # A chunk boundary can fall between \r and \n, or inside a multi-byte character.
+    text = ("  \r\n" + ("é\r\nline ü🙂\r" * size))[: size * 3] + " \n\r\n"
+    (home / "SOUL.md").write_bytes(text.encode())
+    result = load_bootstrap(home, FILES[:1], max_chars_per_file=10**9, max_chars_total=10**9)
+    expected = sanitize(text)
+    assert result.files["SOUL.md"].content == expected
+    assert result.files["SOUL.md"].original_chars == len(expected)
+
+
+def test_huge_file_keeps_only_the_head(home: Path) -> None:
+    with (home / "USER.md").open("wb") as handle:
+        handle.write(b"head " + b"x" * 5_000_000)
+    result = load_bootstrap(home, FILES, max_chars_per_file=100, max_chars_total=1000)
+    user = result.files["USER.md"]
+    assert user.content == ("head " + "x" * 95)
+    assert user.original_chars == 5_000_005
+    assert [d.message for d in result.diagnostics][-1] == (
+        "bootstrap file `USER.md` truncated by per-file limit: 5000005 -> 100 chars"
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_fifo_is_a_read_error_not_a_hang(home: Path) -> None:
+    os.mkfifo(home / "SOUL.md")
+    result = load_bootstrap(home, FILES, max_chars_per_file=100, max_chars_total=1000)
+    assert [(d.code, d.message) for d in result.diagnostics][0] == (
+        "file_read_error",
+        "bootstrap file `SOUL.md` could not be read: not a regular file",
+    )
+
+
+def test_reader_reuses_unchanged_files_and_sees_edits(home: Path) -> None:
+    reader = FileReader()
+    path = home / "SOUL.md"
+    path.write_text("first")
+    assert reader.read(path, 100).head == "first"
+    os.utime(path, ns=(1, 1))
+    path.write_text("second!")
+    assert reader.read(path, 100).head == "second!"
+
+
+def test_none_profile_reads_no_files(home: Path) -> None:
+    (home / "SOUL.md").mkdir()  # would be a read error if it were read
+    payload = PromptCompiler().compile(PromptCompileInput(workspace_root=home, profile="none"))
+    assert payload.manifest.source_manifest == []
+    assert payload.manifest.diagnostics == []
+    assert payload.manifest.section_ids == ["identity_base"]
+
+
+def test_other_identity_files_are_never_read(home: Path) -> None:
+    for name in ("AGENTS.md", "TOOLS.md", "HEARTBEAT.md", "BOOTSTRAP.md", "MEMORY.md"):
+        (home / name).write_text(f"content of {name}")
+    full = PromptCompiler().compile(PromptCompileInput(workspace_root=home)).full_system_text
+    for name in ("AGENTS.md", "TOOLS.md", "HEARTBEAT.md", "BOOTSTRAP.md", "MEMORY.md"):
+        assert name not in full
