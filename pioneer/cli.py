@@ -10,6 +10,7 @@ interrupted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import pkgutil
 import sys
@@ -61,7 +62,8 @@ def main(
     debug = "--debug" in args_list
     try:
         parser = build_parser()
-        args = parser.parse_args(args_list)
+        with contextlib.redirect_stdout(out):  # --help writes to the caller's stream
+            args = parser.parse_args(args_list)
         code: int = args._run(args, out, err)
         return code
     except PioneerError as error:

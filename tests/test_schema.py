@@ -1,0 +1,84 @@
+"""Schemas: committed files match the models, and validate what they claim to."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from pioneer import PromptCompileInput, PromptCompiler
+from pioneer.resources import builtin_dir, load_schema
+from pioneer.schemas import SCHEMA_MODELS, render
+
+SCHEMAS = builtin_dir("schemas")
+PROFILES = sorted(builtin_dir("profiles").glob("*.toml"))
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMA_MODELS))
+def test_committed_schema_matches_models(name: str) -> None:
+    committed = (SCHEMAS / name).read_text("utf-8")
+    assert committed == render(name), f"schemas/{name} is stale: run python -m pioneer.schemas"
+
+
+def test_builtin_profiles_are_found() -> None:
+    assert [p.stem for p in PROFILES] == ["full", "minimal", "none"]
+
+
+@pytest.mark.parametrize("path", PROFILES, ids=[p.stem for p in PROFILES])
+def test_shipped_profiles_validate(path: Path) -> None:
+    data = tomllib.loads(path.read_text("utf-8"))
+    jsonschema.Draft202012Validator(load_schema("profile.schema.json")).validate(data)
+
+
+@pytest.mark.parametrize(
+    "mutation",
+    [
+        {"sections": []},
+        {"name": "has space"},
+        {"budgets": {"max_chars_total": -1}},
+        {"unknown": 1},
+        {"sections": [{"id": "x", "title": "X", "stability": "stable"}]},
+        {"sections": [{"id": "x", "title": "X", "stability": "both", "template": "t"}]},
+        {"sections": [{"id": "x", "title": "", "stability": "stable", "template": "t"}]},
+        {"sections": [{"id": "x", "title": "X", "stability": "stable", "template": "t",
+                       "source": "web"}]},
+    ],
+)
+def test_schema_rejects_broken_profiles(mutation: dict[str, object]) -> None:
+    data = tomllib.loads(PROFILES[0].read_text("utf-8")) | mutation
+    validator = jsonschema.Draft202012Validator(load_schema("profile.schema.json"))
+    assert list(validator.iter_errors(data))
+
+
+def test_manifest_json_validates_against_its_schema(home: Path) -> None:
+    (home / "USER.md").write_text("user")
+    payload = PromptCompiler().compile(
+        PromptCompileInput(workspace_root=home, extra_system="x", dynamic_sections=[
+            {"id": "a.b", "content": "c" * 9000}])
+    )
+    data = json.loads(payload.manifest.to_json())
+    jsonschema.Draft202012Validator(load_schema("manifest.schema.json")).validate(data)
+    assert {d["code"] for d in data["diagnostics"]} == {"missing_file", "dynamic_section_truncated"}
+
+
+def test_builtin_profile_tables_match_the_design() -> None:
+    compiler = PromptCompiler()
+    rows = {
+        name: [(s.id, s.title, s.stability) for s in compiler.load_profile(name).spec.sections]
+        for name in ("full", "minimal", "none")
+    }
+    assert rows["none"] == [("identity_base", "Identity", "stable")]
+    assert [r[0] for r in rows["full"]] == [
+        "identity_base", "assistant_safety", "soul_core", "identity_core", "user_persona",
+        "tool_recovery_policy", "current_permissions", "task_orchestration_policy",
+        "memory_recall", "thread_context", "artifact_references",
+        "request_tools.hidden_domains", "agents_md", "contributions", "recovery_continuation",
+        "skills_runtime_prompt", "retry_runtime_instruction", "dynamic_context", "extra_system",
+    ]
+    dropped = {"tool_recovery_policy", "task_orchestration_policy", "artifact_references",
+               "request_tools.hidden_domains", "skills_runtime_prompt",
+               "retry_runtime_instruction"}
+    assert rows["minimal"] == [r for r in rows["full"] if r[0] not in dropped]
