@@ -128,9 +128,7 @@ def _read(path: Path, keep: int) -> _Read:
 class FileReader:
     """Reads bootstrap files, reusing a read while ``(mtime_ns, size, inode)`` is unchanged."""
 
-    _cache: dict[tuple[str, int], tuple[tuple[int, int, int], _Read]] = field(
-        default_factory=dict
-    )
+    _cache: dict[tuple[str, int], tuple[tuple[int, int, int], _Read]] = field(default_factory=dict)
 
     def read(self, path: Path, keep: int) -> _Read:
         """Read (or reuse) the sanitised head of ``path``; raises ``_ReadFailure``."""
@@ -212,17 +210,25 @@ def load_bootstrap(
         truncated = False
         if len(content) < original:
             truncated = True
-            budget_diags.append(_diag(
-                "file_truncated", name, path,
-                f"truncated by per-file limit: {original} -> {len(content)} chars",
-            ))
+            budget_diags.append(
+                _diag(
+                    "file_truncated",
+                    name,
+                    path,
+                    f"truncated by per-file limit: {original} -> {len(content)} chars",
+                )
+            )
         remaining = max(max_chars_total - used, 0)
         if len(content) > remaining:
             truncated = True
-            budget_diags.append(_diag(
-                "total_budget_truncated", name, path,
-                f"truncated by total budget: {len(content)} -> {remaining} chars",
-            ))
+            budget_diags.append(
+                _diag(
+                    "total_budget_truncated",
+                    name,
+                    path,
+                    f"truncated by total budget: {len(content)} -> {remaining} chars",
+                )
+            )
             content = content[:remaining]
         used += len(content)
         dropped = remaining == 0 or (not content and not (keep_empty[name] and original == 0))
@@ -234,7 +240,9 @@ def load_bootstrap(
 
     manifest = tuple(
         SourceManifestEntry(
-            file=name, path=str(root / name), status=status[name][0],  # type: ignore[arg-type]
+            file=name,
+            path=str(root / name),
+            status=status[name][0],
             chars=status[name][1],
         )
         for name, _ in files
@@ -262,8 +270,9 @@ def ensure_runtime_home(home: Path) -> SeedResult:
     except FileExistsError:
         raise PioneerError(Problem("exists but is not a directory", file=str(home))) from None
     except OSError as error:
-        raise PioneerError(Problem(f"cannot create runtime home: {_os_reason(error)}",
-                                   file=str(home))) from None
+        raise PioneerError(
+            Problem(f"cannot create runtime home: {_os_reason(error)}", file=str(home))
+        ) from None
     created: list[Path] = []
     existing: list[Path] = []
     seeds = builtin_dir("templates") / "seed"
@@ -286,8 +295,9 @@ def _exists(target: Path) -> bool:
         info = os.stat(target)
     except FileNotFoundError:
         if os.path.lexists(target):
-            raise PioneerError(Problem("exists but is not a file (dangling link)",
-                                       file=str(target))) from None
+            raise PioneerError(
+                Problem("exists but is not a file (dangling link)", file=str(target))
+            ) from None
         return False
     if not stat.S_ISREG(info.st_mode):
         raise PioneerError(Problem("exists but is not a file", file=str(target)))

@@ -18,8 +18,8 @@ from typing import Any
 
 import jinja2
 
-from .boundary import BOUNDARY_MARKER, join_full_text, render_section, render_sections
 from .bootstrap import BootstrapResult, FileReader, load_bootstrap
+from .boundary import BOUNDARY_MARKER, join_full_text, render_section, render_sections
 from .contributions import Contribution, budget_pool
 from .errors import PioneerError, Problem, ProfileError, TemplateError
 from .inputs import PromptCompileInput

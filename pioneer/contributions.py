@@ -107,9 +107,7 @@ def budget_pool(
     if pool == "runtime":
         ordered = sorted(
             inputs,
-            key=lambda item: (
-                known[item.id].sort_key if item.id in known else default_sort_key
-            ),
+            key=lambda item: known[item.id].sort_key if item.id in known else default_sort_key,
         )
     kept: list[Contribution] = []
     diagnostics: list[Diagnostic] = []

@@ -262,7 +262,7 @@ def locate(text: str, parts: Sequence[str | int]) -> int | None:
 
 def _is_header(line: str, name: str, array: bool) -> bool:
     match = _HEADER.match(line)
-    return bool(match) and match[1] == name and line.lstrip().startswith("[[") == array
+    return match is not None and match[1] == name and line.lstrip().startswith("[[") == array
 
 
 def _find_key(lines: list[str], start: int, end: int, key: str) -> int | None:

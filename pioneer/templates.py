@@ -20,7 +20,7 @@ import jinja2
 from jinja2 import meta
 from jinja2.sandbox import SandboxedEnvironment
 
-from .errors import Problem, TemplateError
+from .errors import Problem
 from .resources import builtin_dir
 
 __all__ = [
@@ -86,15 +86,18 @@ class TemplateSet:
             ast = self.env.parse(source, name, filename)
             template = self.env.get_template(name)
         except jinja2.TemplateSyntaxError as error:
-            yield Problem(error.message or "syntax error", file=display, line=error.lineno,
-                          context=context)
+            yield Problem(
+                error.message or "syntax error", file=display, line=error.lineno, context=context
+            )
             return
         self._templates[name] = template
         self._sources[name] = (source, display)
         self._asts[name] = ast
         yield from self._undeclared(name, provided, context=context)
 
-    def _undeclared(self, name: str, provided: frozenset[str], *, context: str) -> Iterator[Problem]:
+    def _undeclared(
+        self, name: str, provided: frozenset[str], *, context: str
+    ) -> Iterator[Problem]:
         source, display = self._sources[name]
         for variable in sorted(meta.find_undeclared_variables(self._asts[name]) - provided):
             yield Problem(
@@ -105,7 +108,12 @@ class TemplateSet:
             )
 
     def check_condition(
-        self, expression: str, provided: frozenset[str], *, file: str, line: int | None,
+        self,
+        expression: str,
+        provided: frozenset[str],
+        *,
+        file: str,
+        line: int | None,
         path: str,
     ) -> Iterator[Problem]:
         """Compile a ``when`` expression and check the names it uses."""
@@ -119,8 +127,12 @@ class TemplateSet:
             return
         unknown = sorted(meta.find_undeclared_variables(ast) - provided)
         for variable in unknown:
-            yield Problem(f'"{variable}" is undefined (not in the compile context)',
-                          file=file, line=line, path=path)
+            yield Problem(
+                f'"{variable}" is undefined (not in the compile context)',
+                file=file,
+                line=line,
+                path=path,
+            )
         if not unknown:
             self._conditions[expression] = compiled
 

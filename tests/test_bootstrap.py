@@ -19,7 +19,13 @@ def test_seeding_creates_soul_and_identity_only(home: Path) -> None:
     assert created == ["IDENTITY.md", "SOUL.md"]
     soul = (home / "nested" / "deeper" / "SOUL.md").read_text()
     identity = (home / "nested" / "deeper" / "IDENTITY.md").read_text()
-    for heading in ("## Core Truths", "## Boundaries", "## Vibe", "## Tone Examples", "## Continuity"):
+    for heading in (
+        "## Core Truths",
+        "## Boundaries",
+        "## Vibe",
+        "## Tone Examples",
+        "## Continuity",
+    ):
         assert heading in soul
     assert identity.startswith("### Who Am I?")
     assert "- Name: Pioneer" in identity
@@ -91,7 +97,7 @@ def test_huge_file_keeps_only_the_head(home: Path) -> None:
 def test_fifo_is_a_read_error_not_a_hang(home: Path) -> None:
     os.mkfifo(home / "SOUL.md")
     result = load_bootstrap(home, FILES, max_chars_per_file=100, max_chars_total=1000)
-    assert [(d.code, d.message) for d in result.diagnostics][0] == (
+    assert next((d.code, d.message) for d in result.diagnostics) == (
         "file_read_error",
         "bootstrap file `SOUL.md` could not be read: not a regular file",
     )

@@ -54,7 +54,10 @@ def _run_case(case: Path, tmp_path: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("case", CASE_DIRS, ids=[p.name for p in CASE_DIRS])
 def test_case(
-    case: Path, tmp_path: Path, golden: Callable[[Path, str], None], update_goldens: bool,
+    case: Path,
+    tmp_path: Path,
+    golden: Callable[[Path, str], None],
+    update_goldens: bool,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)

@@ -47,8 +47,16 @@ def test_compile_input_file_and_json_outputs(tmp_path: Path) -> None:
     assert payload["manifest"]["profile"] == "minimal"
     assert payload["dynamic_system_text"] == "## Extra System\nBe brief."
     assert all(isinstance(s["tokens"], int) for s in payload["manifest"]["sections"])
-    code, out, _ = run("compile", "--home", str(tmp_path / "h"), "--input", str(spec),
-                       "--profile", "none", "--manifest")
+    code, out, _ = run(
+        "compile",
+        "--home",
+        str(tmp_path / "h"),
+        "--input",
+        str(spec),
+        "--profile",
+        "none",
+        "--manifest",
+    )
     assert json.loads(out)["section_ids"] == ["identity_base"]
 
 

@@ -17,14 +17,14 @@ from pioneer import (
     load_compile_input,
 )
 
-BASE = '''name = "acme"
+BASE = """name = "acme"
 
 [[sections]]
 id = "identity_base"
 title = "Identity"
 stability = "stable"
 template = "identity_base.md.j2"
-'''
+"""
 
 
 def _load(tmp_path: Path, text: str, templates: dict[str, str] | None = None) -> PioneerError:
@@ -54,7 +54,9 @@ def test_toml_syntax_error_has_line_and_column(tmp_path: Path) -> None:
 
 
 def test_schema_problems_are_all_reported_with_lines(tmp_path: Path) -> None:
-    text = BASE.replace('name = "acme"', 'name = "acme"\n\n[budgets]\nmax_chars_total = -3') + '''
+    text = (
+        BASE.replace('name = "acme"', 'name = "acme"\n\n[budgets]\nmax_chars_total = -3')
+        + """
 [[sections]]
 id = "soul_core"
 title = "Soul"
@@ -62,29 +64,36 @@ stability = "sometimes"
 template = "identity_base.md.j2"
 max_chars = -5
 colour = "red"
-'''
+"""
+    )
     error = _load(tmp_path, text)
     assert isinstance(error, ProfileError)
-    assert _text(error, tmp_path) == "\n".join([
-        "profiles/acme.toml:4: budgets → max_chars_total: must be ≥ 0 (got -3)",
-        'profiles/acme.toml:12: sections[1] (id "soul_core"): unknown key "colour"',
-        'profiles/acme.toml:17: sections[1] (id "soul_core") → max_chars: must be ≥ 0 (got -5)',
-        'profiles/acme.toml:15: sections[1] (id "soul_core") → stability: '
-        "expected one of \"stable\", \"dynamic\" (got 'sometimes')",
-        "error: 4 problems in profiles/acme.toml",
-    ])
+    assert _text(error, tmp_path) == "\n".join(
+        [
+            "profiles/acme.toml:4: budgets → max_chars_total: must be ≥ 0 (got -3)",
+            'profiles/acme.toml:12: sections[1] (id "soul_core"): unknown key "colour"',
+            'profiles/acme.toml:17: sections[1] (id "soul_core") → max_chars: must be ≥ 0 (got -5)',
+            'profiles/acme.toml:15: sections[1] (id "soul_core") → stability: '
+            'expected one of "stable", "dynamic" (got \'sometimes\')',
+            "error: 4 problems in profiles/acme.toml",
+        ]
+    )
 
 
 def test_missing_required_key(tmp_path: Path) -> None:
     error = _load(tmp_path, BASE.replace('title = "Identity"\n', ""))
-    assert _text(error, tmp_path) == "\n".join([
-        'profiles/acme.toml:3: sections[0] (id "identity_base"): missing required key "title"',
-        "error: 1 problem in profiles/acme.toml",
-    ])
+    assert _text(error, tmp_path) == "\n".join(
+        [
+            'profiles/acme.toml:3: sections[0] (id "identity_base"): missing required key "title"',
+            "error: 1 problem in profiles/acme.toml",
+        ]
+    )
 
 
 def test_structural_and_template_problems_are_reported_together(tmp_path: Path) -> None:
-    text = BASE.replace('stability = "stable"', 'stability = "dynamic"') + '''
+    text = (
+        BASE.replace('stability = "stable"', 'stability = "dynamic"')
+        + """
 [[sections]]
 id = "identity_base"
 title = "Again"
@@ -104,29 +113,38 @@ id = "broken"
 title = "Broken"
 stability = "dynamic"
 template = "broken.md.j2"
-'''
-    error = _load(tmp_path, text, {
-        "uses_unknown.md.j2": "{{ content }}\nfor {{ user_name }}\n",
-        "broken.md.j2": "ok\n{% if x %}\n",
-    })
-    assert _text(error, tmp_path) == "\n".join([
-        'profiles/acme.toml:10: sections[1] (id "identity_base") → id: '
-        "duplicate section id (first used at sections[0])",
-        'profiles/acme.toml:12: sections[1] (id "identity_base") → stability: '
-        'stable section after dynamic section "identity_base"; every stable section must come first',
-        'profiles/acme.toml:21: sections[2] (id "extra") → source: source "input" needs key "field"',
-        'profiles/acme.toml:13: sections[1] (id "identity_base") → template: '
-        'template "missing.md.j2" not found on the template search path',
-        'profiles/acme.toml:14: sections[1] (id "identity_base") → when: '
-        '"not_a_field" is undefined (not in the compile context)',
-        'templates/uses_unknown.md.j2:2: "user_name" is undefined (not in the compile context)',
-        '  while checking section "extra" of profiles/acme.toml',
-        "templates/broken.md.j2:2: Unexpected end of template. Jinja was looking for the "
-        "following tags: 'elif' or 'else' or 'endif'. The innermost block that needs to be "
-        "closed is 'if'.",
-        '  while checking section "broken" of profiles/acme.toml',
-        "error: 7 problems in profiles/acme.toml",
-    ])
+"""
+    )
+    error = _load(
+        tmp_path,
+        text,
+        {
+            "uses_unknown.md.j2": "{{ content }}\nfor {{ user_name }}\n",
+            "broken.md.j2": "ok\n{% if x %}\n",
+        },
+    )
+    assert _text(error, tmp_path) == "\n".join(
+        [
+            'profiles/acme.toml:10: sections[1] (id "identity_base") → id: '
+            "duplicate section id (first used at sections[0])",
+            'profiles/acme.toml:12: sections[1] (id "identity_base") → stability: '
+            'stable section after dynamic section "identity_base"; '
+            "every stable section must come first",
+            'profiles/acme.toml:21: sections[2] (id "extra") → source: '
+            'source "input" needs key "field"',
+            'profiles/acme.toml:13: sections[1] (id "identity_base") → template: '
+            'template "missing.md.j2" not found on the template search path',
+            'profiles/acme.toml:14: sections[1] (id "identity_base") → when: '
+            '"not_a_field" is undefined (not in the compile context)',
+            'templates/uses_unknown.md.j2:2: "user_name" is undefined (not in the compile context)',
+            '  while checking section "extra" of profiles/acme.toml',
+            "templates/broken.md.j2:2: Unexpected end of template. Jinja was looking for the "
+            "following tags: 'elif' or 'else' or 'endif'. The innermost block that needs to be "
+            "closed is 'if'.",
+            '  while checking section "broken" of profiles/acme.toml',
+            "error: 7 problems in profiles/acme.toml",
+        ]
+    )
 
 
 def test_unknown_profile_lists_known_ones() -> None:

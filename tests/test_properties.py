@@ -37,9 +37,7 @@ dynamic_fields = st.fixed_dictionaries(
         "dynamic_sections": st.lists(section, max_size=20),
     },
 )
-files = st.fixed_dictionaries(
-    {}, optional={"SOUL.md": text, "IDENTITY.md": text, "USER.md": text}
-)
+files = st.fixed_dictionaries({}, optional={"SOUL.md": text, "IDENTITY.md": text, "USER.md": text})
 profiles = st.sampled_from(["full", "minimal", "none"])
 
 
@@ -94,7 +92,8 @@ def test_boundary_and_fingerprint_invariants(
     assert changed.stable_system_text == stable
     assert changed.manifest.fingerprint_stable == manifest.fingerprint_stable
     assert [s.id for s in payload.sections if s.stability == "stable"] == [
-        s.id for s in payload.sections[: len([x for x in payload.sections if x.stability == "stable"])]
+        s.id
+        for s in payload.sections[: len([x for x in payload.sections if x.stability == "stable"])]
     ]
 
 

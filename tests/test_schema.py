@@ -43,8 +43,11 @@ def test_shipped_profiles_validate(path: Path) -> None:
         {"sections": [{"id": "x", "title": "X", "stability": "stable"}]},
         {"sections": [{"id": "x", "title": "X", "stability": "both", "template": "t"}]},
         {"sections": [{"id": "x", "title": "", "stability": "stable", "template": "t"}]},
-        {"sections": [{"id": "x", "title": "X", "stability": "stable", "template": "t",
-                       "source": "web"}]},
+        {
+            "sections": [
+                {"id": "x", "title": "X", "stability": "stable", "template": "t", "source": "web"}
+            ]
+        },
     ],
 )
 def test_schema_rejects_broken_profiles(mutation: dict[str, object]) -> None:
@@ -56,8 +59,11 @@ def test_schema_rejects_broken_profiles(mutation: dict[str, object]) -> None:
 def test_manifest_json_validates_against_its_schema(home: Path) -> None:
     (home / "USER.md").write_text("user")
     payload = PromptCompiler().compile(
-        PromptCompileInput(workspace_root=home, extra_system="x", dynamic_sections=[
-            {"id": "a.b", "content": "c" * 9000}])
+        PromptCompileInput(
+            workspace_root=home,
+            extra_system="x",
+            dynamic_sections=[{"id": "a.b", "content": "c" * 9000}],
+        )
     )
     data = json.loads(payload.manifest.to_json())
     jsonschema.Draft202012Validator(load_schema("manifest.schema.json")).validate(data)
@@ -72,13 +78,32 @@ def test_builtin_profile_tables_match_the_design() -> None:
     }
     assert rows["none"] == [("identity_base", "Identity", "stable")]
     assert [r[0] for r in rows["full"]] == [
-        "identity_base", "assistant_safety", "soul_core", "identity_core", "user_persona",
-        "tool_recovery_policy", "current_permissions", "task_orchestration_policy",
-        "memory_recall", "thread_context", "artifact_references",
-        "request_tools.hidden_domains", "agents_md", "contributions", "recovery_continuation",
-        "skills_runtime_prompt", "retry_runtime_instruction", "dynamic_context", "extra_system",
+        "identity_base",
+        "assistant_safety",
+        "soul_core",
+        "identity_core",
+        "user_persona",
+        "tool_recovery_policy",
+        "current_permissions",
+        "task_orchestration_policy",
+        "memory_recall",
+        "thread_context",
+        "artifact_references",
+        "request_tools.hidden_domains",
+        "agents_md",
+        "contributions",
+        "recovery_continuation",
+        "skills_runtime_prompt",
+        "retry_runtime_instruction",
+        "dynamic_context",
+        "extra_system",
     ]
-    dropped = {"tool_recovery_policy", "task_orchestration_policy", "artifact_references",
-               "request_tools.hidden_domains", "skills_runtime_prompt",
-               "retry_runtime_instruction"}
+    dropped = {
+        "tool_recovery_policy",
+        "task_orchestration_policy",
+        "artifact_references",
+        "request_tools.hidden_domains",
+        "skills_runtime_prompt",
+        "retry_runtime_instruction",
+    }
     assert rows["minimal"] == [r for r in rows["full"] if r[0] not in dropped]

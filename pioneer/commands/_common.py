@@ -16,11 +16,25 @@ __all__ = ["add_compiler_options", "make_compiler", "make_settings"]
 
 def add_compiler_options(parser: argparse.ArgumentParser) -> None:
     """--home, --profile-path and --template-path."""
-    parser.add_argument("--home", type=Path, help="runtime home (default: $PIONEER_HOME or ~/.pioneer)")
-    parser.add_argument("--profile-path", type=Path, action="append", default=None,
-                        metavar="DIR", help="deployment profile folder (repeatable, searched first)")
-    parser.add_argument("--template-path", type=Path, action="append", default=None,
-                        metavar="DIR", help="deployment template folder (repeatable, searched first)")
+    parser.add_argument(
+        "--home", type=Path, help="runtime home (default: $PIONEER_HOME or ~/.pioneer)"
+    )
+    parser.add_argument(
+        "--profile-path",
+        type=Path,
+        action="append",
+        default=None,
+        metavar="DIR",
+        help="deployment profile folder (repeatable, searched first)",
+    )
+    parser.add_argument(
+        "--template-path",
+        type=Path,
+        action="append",
+        default=None,
+        metavar="DIR",
+        help="deployment template folder (repeatable, searched first)",
+    )
 
 
 def make_settings(args: argparse.Namespace) -> PioneerSettings:
@@ -35,10 +49,12 @@ def make_settings(args: argparse.Namespace) -> PioneerSettings:
     try:
         return PioneerSettings(**overrides)  # type: ignore[arg-type]
     except ValidationError as error:
-        raise InputError([
-            Problem(str(item["msg"]), path=f"settings → {format_path(item['loc'])}")
-            for item in error.errors()
-        ]) from None
+        raise InputError(
+            [
+                Problem(str(item["msg"]), path=f"settings → {format_path(item['loc'])}")
+                for item in error.errors()
+            ]
+        ) from None
 
 
 def make_compiler(args: argparse.Namespace, *, count_tokens: bool = True) -> PromptCompiler:
