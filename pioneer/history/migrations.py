@@ -1,0 +1,126 @@
+"""Schema migrations of the SQLite conversation store: an ordered list of SQL steps.
+
+The database keeps its schema version in ``PRAGMA user_version``. Opening a store
+applies, in one write transaction, every step whose version is above the stored one,
+then records the new version; a database newer than this code is refused rather than
+guessed at. Later stages (episodic index, per-turn records) add their tables by
+appending a step here, never by editing an applied one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import StoreError
+
+__all__ = ["MIGRATIONS", "Migration", "migrate", "schema_version"]
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One forward step: the version it produces and its statements, run in order."""
+
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "threads, turns with stored token counts, artifact refs",
+        (
+            """CREATE TABLE threads (
+                thread_id TEXT PRIMARY KEY,
+                model TEXT,
+                created_at TEXT NOT NULL,
+                summary TEXT,
+                summary_tokens INTEGER,
+                summary_turn_count INTEGER NOT NULL DEFAULT 0,
+                summary_through_seq INTEGER,
+                summary_through_turn_id TEXT
+            )""",
+            """CREATE TABLE turns (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                turn_id TEXT NOT NULL UNIQUE,
+                thread_id TEXT NOT NULL REFERENCES threads(thread_id),
+                user_item_id TEXT,
+                user_text TEXT,
+                user_tokens INTEGER NOT NULL,
+                assistant_item_id TEXT,
+                assistant_text TEXT,
+                assistant_tokens INTEGER NOT NULL,
+                created_at TEXT NOT NULL,
+                prompt_manifest TEXT
+            )""",
+            "CREATE INDEX turns_by_thread ON turns(thread_id, seq)",
+            """CREATE TABLE artifact_refs (
+                turn_id TEXT NOT NULL REFERENCES turns(turn_id),
+                side TEXT NOT NULL CHECK (side IN ('user', 'assistant')),
+                position INTEGER NOT NULL,
+                artifact_id TEXT NOT NULL,
+                version_id TEXT,
+                display_name TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                mime_type TEXT,
+                size_bytes INTEGER,
+                sha256 TEXT,
+                role TEXT,
+                message_id TEXT,
+                turn_item_id TEXT,
+                PRIMARY KEY (turn_id, side, position)
+            )""",
+        ),
+    ),
+)
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The version recorded in the database (0 for a new file)."""
+    row = conn.execute("PRAGMA user_version").fetchone()
+    return int(row[0])
+
+
+def _check_order(steps: Sequence[Migration]) -> None:
+    for expected, step in enumerate(steps, start=1):
+        if step.version != expected:
+            raise StoreError(
+                f"migration steps must be numbered 1, 2, 3…; step {expected} "
+                f"has version {step.version}"
+            )
+
+
+def migrate(
+    conn: sqlite3.Connection, steps: Sequence[Migration] = MIGRATIONS, *, where: str = ""
+) -> int:
+    """Bring the database up to the last step; return the version it started at.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``): each migration run
+    is one explicit ``BEGIN IMMEDIATE`` transaction, so two processes opening the same
+    new file at once apply the steps exactly once.
+    """
+    _check_order(steps)
+    latest = len(steps)
+    started = schema_version(conn)
+    if started == latest:
+        return started
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        current = schema_version(conn)
+        if current > latest:
+            raise StoreError(
+                f"{where or 'database'}: schema version {current} is newer than this "
+                f"pioneer supports ({latest}); upgrade pioneer"
+            )
+        for step in steps[current:]:
+            for statement in step.statements:
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {step.version}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return started

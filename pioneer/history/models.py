@@ -1,0 +1,129 @@
+"""History values: what the store returns and what the budgeter hands to providers.
+
+Frozen dataclasses, passed between the store, the budgeter and the provider adapters.
+:class:`HistoryMessage` is the hand-off shape for providers: a role
+(``system`` | ``user`` | ``assistant``) and its final text, artifact blocks included.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .artifacts import ArtifactRef, render_message, unique_refs
+
+__all__ = [
+    "SUMMARY_PREFIX",
+    "HistoryEntry",
+    "HistoryMessage",
+    "HistoryWindow",
+    "Role",
+    "ThreadRecord",
+    "ThreadSummary",
+    "summary_message_text",
+]
+
+Role = Literal["system", "user", "assistant"]
+
+#: The first line of the system message that carries a thread summary.
+SUMMARY_PREFIX = "Summary of earlier conversation:\n"
+
+
+def summary_message_text(summary: str) -> str:
+    """The content of the summary system message."""
+    return SUMMARY_PREFIX + summary.strip()
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryMessage:
+    """One message of conversation history, ready for a provider adapter."""
+
+    role: Role
+    content: str
+
+    def to_dict(self) -> dict[str, str]:
+        """``{"role": ..., "content": ...}``."""
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadRecord:
+    """A conversation thread and the model it talks to."""
+
+    thread_id: str
+    model: str | None
+    created_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadSummary:
+    """A stored thread summary and the turns it covers.
+
+    ``through_seq`` is the store position of the last covered turn; every turn at or
+    before it is covered, so later loads start after it. ``tokens`` is the count of
+    the summary *message* (prefix and per-message overhead included), computed once
+    when the summary was stored.
+    """
+
+    text: str
+    tokens: int
+    turn_count: int
+    through_seq: int
+    through_turn_id: str
+
+    @property
+    def message(self) -> HistoryMessage:
+        """The system message that carries this summary."""
+        return HistoryMessage("system", summary_message_text(self.text))
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One stored turn: the user message, the assistant reply, their refs and counts.
+
+    ``user_tokens`` and ``assistant_tokens`` are the counts of the rendered messages
+    (artifact blocks included) plus the per-message overhead, or 0 when that side
+    renders to nothing. They are computed once, when the turn is written.
+    """
+
+    seq: int
+    turn_id: str
+    thread_id: str
+    user_item_id: str | None
+    assistant_item_id: str | None
+    user_text: str | None
+    assistant_text: str | None
+    user_tokens: int
+    assistant_tokens: int
+    user_artifacts: tuple[ArtifactRef, ...] = field(default=())
+    assistant_artifacts: tuple[ArtifactRef, ...] = field(default=())
+
+    @property
+    def tokens(self) -> int:
+        """Tokens of the whole turn as sent (both messages)."""
+        return self.user_tokens + self.assistant_tokens
+
+    def messages(self) -> tuple[HistoryMessage, ...]:
+        """The user message then the reply, each only when it renders to something."""
+        out: list[HistoryMessage] = []
+        user = render_message(self.user_text, self.user_artifacts, "user")
+        if user is not None:
+            out.append(HistoryMessage("user", user))
+        reply = render_message(self.assistant_text, self.assistant_artifacts, "assistant")
+        if reply is not None:
+            out.append(HistoryMessage("assistant", reply))
+        return tuple(out)
+
+    @property
+    def artifact_count(self) -> int:
+        """Distinct artifact refs on both messages."""
+        return len(unique_refs(self.user_artifacts)) + len(unique_refs(self.assistant_artifacts))
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryWindow:
+    """What one budgeting pass reads: the summary and the turns after its coverage."""
+
+    thread: ThreadRecord
+    summary: ThreadSummary | None
+    entries: tuple[HistoryEntry, ...]

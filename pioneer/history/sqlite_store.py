@@ -1,0 +1,373 @@
+"""The embedded conversation store: SQLite in WAL mode, one transaction per write.
+
+Takes a database path and a token counter; implements :class:`~pioneer.history.store.CrudStore`.
+Each thread of the calling process gets its own connection (WAL lets readers run beside
+the one writer); each write is a single ``BEGIN IMMEDIATE`` … ``COMMIT``, so concurrent
+writers in threads or processes queue on SQLite's lock instead of losing turns. Token
+counts of a turn's rendered messages are computed before the write and stored with it,
+so budgeting a thread later only sums integers. ``synchronous=NORMAL``: a crash never
+leaves a half-written turn; a power cut may lose the last commits.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ..errors import StoreError
+from ..manifest import PromptManifest
+from ..tokens import MESSAGE_OVERHEAD, TokenCounter, default_counter
+from .artifacts import ArtifactRef, Side, render_message
+from .migrations import MIGRATIONS, Migration, migrate
+from .models import HistoryEntry, HistoryWindow, ThreadRecord, ThreadSummary, summary_message_text
+from .store import MAX_TURNS
+
+__all__ = ["SqliteStore"]
+
+_TURN_COLUMNS = (
+    "seq, turn_id, thread_id, user_item_id, assistant_item_id, user_text, assistant_text, "
+    "user_tokens, assistant_tokens"
+)
+_REF_COLUMNS = (
+    "artifact_id, display_name, kind, version_id, mime_type, size_bytes, sha256, role, "
+    "message_id, turn_item_id"
+)
+_WINDOW = (
+    "FROM turns WHERE thread_id = ? AND seq > ? AND turn_id IS NOT ? ORDER BY seq DESC LIMIT ?"
+)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class SqliteStore:
+    """Conversation history in one SQLite file (created and migrated on open)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        counter: TokenCounter | None = None,
+        create: bool = True,
+        busy_timeout: float = 30.0,
+        migrations: Sequence[Migration] = MIGRATIONS,
+    ) -> None:
+        self.path = Path(path)
+        if not create and not self.path.is_file():
+            raise StoreError(f"{self.path}: no conversation store at this path")
+        self._counter = counter or default_counter()
+        self._busy_timeout = busy_timeout
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        with self._guard():
+            migrate(self._connection(), migrations, where=str(self.path))
+
+    # -- connections -------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreError(f"{self.path}: the store is closed")
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(
+                self.path, timeout=self._busy_timeout, isolation_level=None,
+                check_same_thread=False,
+            )
+            self._configure(conn)
+            self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    def _configure(self, conn: sqlite3.Connection) -> None:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        # Switching to WAL needs a moment of exclusive access; two processes creating
+        # the same file at once can see SQLITE_BUSY here without the busy handler.
+        for attempt in range(50):
+            try:
+                mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError:
+                if attempt == 49:
+                    raise
+                time.sleep(0.02)
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as error:
+            raise StoreError(f"{self.path}: {error}") from None
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
+        with self._guard():
+            conn = self._connection()
+            conn.execute(begin)
+            try:
+                yield conn
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self._transaction("BEGIN IMMEDIATE")
+
+    def _read(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self._transaction("BEGIN")
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        with self._lock:
+            self._closed = True
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+
+    def __enter__(self) -> SqliteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- threads -----------------------------------------------------------------
+
+    def ensure_thread(self, thread_id: str, *, model: str | None = None) -> ThreadRecord:
+        """Create the thread when missing (setting ``model`` when given); return it."""
+        if not thread_id.strip():
+            raise StoreError("thread id must not be blank")
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO threads (thread_id, model, created_at) VALUES (?, ?, ?) "
+                "ON CONFLICT(thread_id) DO NOTHING",
+                (thread_id, model, _now()),
+            )
+            if model is not None:
+                conn.execute("UPDATE threads SET model = ? WHERE thread_id = ?", (model, thread_id))
+            record = self._thread(conn, thread_id)
+        assert record is not None
+        return record
+
+    def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        """The thread, or ``None`` when it does not exist."""
+        with self._guard():
+            return self._thread(self._connection(), thread_id)
+
+    @staticmethod
+    def _thread(conn: sqlite3.Connection, thread_id: str) -> ThreadRecord | None:
+        row = conn.execute(
+            "SELECT thread_id, model, created_at FROM threads WHERE thread_id = ?", (thread_id,)
+        ).fetchone()
+        return ThreadRecord(*row) if row else None
+
+    # -- turns -------------------------------------------------------------------
+
+    def _message_tokens(self, text: str | None, refs: Sequence[ArtifactRef], side: Side) -> int:
+        rendered = render_message(text, refs, side)
+        return 0 if rendered is None else self._counter.count(rendered) + MESSAGE_OVERHEAD
+
+    def add_turn(
+        self,
+        thread_id: str,
+        *,
+        user_text: str | None,
+        assistant_text: str | None,
+        user_artifacts: Sequence[ArtifactRef] = (),
+        assistant_artifacts: Sequence[ArtifactRef] = (),
+        turn_id: str | None = None,
+        user_item_id: str | None = None,
+        assistant_item_id: str | None = None,
+    ) -> HistoryEntry:
+        """Write one completed turn (ids generated when not given) in one transaction."""
+        turn_id = turn_id or uuid.uuid4().hex
+        if user_item_id is None and (user_text is not None or user_artifacts):
+            user_item_id = uuid.uuid4().hex
+        if assistant_item_id is None and (assistant_text is not None or assistant_artifacts):
+            assistant_item_id = uuid.uuid4().hex
+        # Counted outside the transaction so the write lock is held only for the insert.
+        user_tokens = self._message_tokens(user_text, user_artifacts, "user")
+        assistant_tokens = self._message_tokens(assistant_text, assistant_artifacts, "assistant")
+        with self._write() as conn:
+            if self._thread(conn, thread_id) is None:
+                raise StoreError(f"{self.path}: thread {thread_id!r} does not exist")
+            try:
+                cursor = conn.execute(
+                    "INSERT INTO turns (turn_id, thread_id, user_item_id, user_text, "
+                    "user_tokens, assistant_item_id, assistant_text, assistant_tokens, "
+                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (turn_id, thread_id, user_item_id, user_text, user_tokens,
+                     assistant_item_id, assistant_text, assistant_tokens, _now()),
+                )
+            except sqlite3.IntegrityError:
+                raise StoreError(f"{self.path}: turn {turn_id!r} already exists") from None
+            seq = cursor.lastrowid
+            assert seq is not None
+            for side, refs in (("user", user_artifacts), ("assistant", assistant_artifacts)):
+                conn.executemany(
+                    f"INSERT INTO artifact_refs (turn_id, side, position, {_REF_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (turn_id, side, position, ref.artifact_id, ref.display_name, ref.kind,
+                         ref.version_id, ref.mime_type, ref.size_bytes, ref.sha256, ref.role,
+                         ref.message_id, ref.turn_item_id)
+                        for position, ref in enumerate(refs)
+                    ],
+                )
+        return HistoryEntry(
+            seq=seq, turn_id=turn_id, thread_id=thread_id, user_item_id=user_item_id,
+            assistant_item_id=assistant_item_id, user_text=user_text,
+            assistant_text=assistant_text, user_tokens=user_tokens,
+            assistant_tokens=assistant_tokens, user_artifacts=tuple(user_artifacts),
+            assistant_artifacts=tuple(assistant_artifacts),
+        )
+
+    def get_thread_conversation_history(
+        self,
+        thread_id: str,
+        limit: int = MAX_TURNS,
+        *,
+        after_seq: int = 0,
+        exclude_turn_id: str | None = None,
+    ) -> tuple[HistoryEntry, ...]:
+        """The newest ``limit`` turns after ``after_seq``, oldest first."""
+        with self._read() as conn:
+            return self._entries(conn, thread_id, limit, after_seq, exclude_turn_id)
+
+    @staticmethod
+    def _entries(
+        conn: sqlite3.Connection, thread_id: str, limit: int, after_seq: int,
+        exclude_turn_id: str | None,
+    ) -> tuple[HistoryEntry, ...]:
+        params = (thread_id, after_seq, exclude_turn_id, max(0, limit))
+        rows = conn.execute(f"SELECT {_TURN_COLUMNS} {_WINDOW}", params).fetchall()
+        refs: dict[tuple[str, str], list[ArtifactRef]] = {}
+        for turn_id, side, *fields in conn.execute(
+            f"SELECT turn_id, side, {_REF_COLUMNS} FROM artifact_refs "
+            f"WHERE turn_id IN (SELECT turn_id {_WINDOW}) ORDER BY turn_id, side, position",
+            params,
+        ):
+            refs.setdefault((turn_id, side), []).append(ArtifactRef(*fields))
+        return tuple(
+            HistoryEntry(
+                seq=seq, turn_id=turn_id, thread_id=thread, user_item_id=user_item,
+                assistant_item_id=assistant_item, user_text=user_text,
+                assistant_text=assistant_text, user_tokens=user_tokens,
+                assistant_tokens=assistant_tokens,
+                user_artifacts=tuple(refs.get((turn_id, "user"), ())),
+                assistant_artifacts=tuple(refs.get((turn_id, "assistant"), ())),
+            )
+            for (seq, turn_id, thread, user_item, assistant_item, user_text, assistant_text,
+                 user_tokens, assistant_tokens) in reversed(rows)
+        )
+
+    # -- summary -----------------------------------------------------------------
+
+    @staticmethod
+    def _summary(conn: sqlite3.Connection, thread_id: str) -> ThreadSummary | None:
+        row = conn.execute(
+            "SELECT summary, summary_tokens, summary_turn_count, summary_through_seq, "
+            "summary_through_turn_id FROM threads WHERE thread_id = ?",
+            (thread_id,),
+        ).fetchone()
+        if row is None or row[0] is None:
+            return None
+        return ThreadSummary(*row)
+
+    def get_thread_summary(self, thread_id: str) -> ThreadSummary | None:
+        """The stored summary, or ``None``."""
+        with self._guard():
+            return self._summary(self._connection(), thread_id)
+
+    def set_thread_summary(
+        self, thread_id: str, summary: str, *, through_turn_id: str
+    ) -> ThreadSummary:
+        """Store a summary covering every turn up to and including ``through_turn_id``.
+
+        Coverage never moves backwards: if a summary covering later turns is already
+        stored (a concurrent writer won), that one is kept and returned.
+        """
+        text = summary.strip()
+        if not text:
+            raise StoreError(f"{self.path}: a thread summary must not be empty")
+        tokens = self._counter.count(summary_message_text(text)) + MESSAGE_OVERHEAD
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT seq FROM turns WHERE turn_id = ? AND thread_id = ?",
+                (through_turn_id, thread_id),
+            ).fetchone()
+            if row is None:
+                raise StoreError(
+                    f"{self.path}: turn {through_turn_id!r} is not in thread {thread_id!r}"
+                )
+            seq = int(row[0])
+            current = self._summary(conn, thread_id)
+            if current is not None and current.through_seq > seq:
+                return current
+            (count,) = conn.execute(
+                "SELECT COUNT(*) FROM turns WHERE thread_id = ? AND seq <= ?", (thread_id, seq)
+            ).fetchone()
+            conn.execute(
+                "UPDATE threads SET summary = ?, summary_tokens = ?, summary_turn_count = ?, "
+                "summary_through_seq = ?, summary_through_turn_id = ? WHERE thread_id = ?",
+                (text, tokens, count, seq, through_turn_id, thread_id),
+            )
+        return ThreadSummary(text, tokens, int(count), seq, through_turn_id)
+
+    def get_history_window(
+        self, thread_id: str, limit: int = MAX_TURNS, *, exclude_turn_id: str | None = None
+    ) -> HistoryWindow:
+        """Summary plus the turns it does not cover, read as one consistent snapshot."""
+        with self._read() as conn:
+            thread = self._thread(conn, thread_id)
+            if thread is None:
+                raise StoreError(f"{self.path}: thread {thread_id!r} does not exist")
+            summary = self._summary(conn, thread_id)
+            after = summary.through_seq if summary else 0
+            entries = self._entries(conn, thread_id, limit, after, exclude_turn_id)
+        return HistoryWindow(thread, summary, entries)
+
+    # -- manifests ---------------------------------------------------------------
+
+    def update_turn_prompt_manifest(self, turn_id: str, manifest: str | PromptManifest) -> None:
+        """Attach the prompt manifest (JSON text or model) that compiled a turn."""
+        if isinstance(manifest, PromptManifest):
+            text = manifest.to_json(indent=None)
+        else:
+            try:
+                parsed = json.loads(manifest)
+            except ValueError as error:
+                raise StoreError(
+                    f"prompt manifest for turn {turn_id!r}: not JSON: {error}"
+                ) from None
+            if not isinstance(parsed, dict):
+                raise StoreError(f"prompt manifest for turn {turn_id!r}: expected a JSON object")
+            text = manifest
+        with self._write() as conn:
+            cursor = conn.execute(
+                "UPDATE turns SET prompt_manifest = ? WHERE turn_id = ?", (text, turn_id)
+            )
+            if cursor.rowcount == 0:
+                raise StoreError(f"{self.path}: turn {turn_id!r} does not exist")
+
+    def get_turn_prompt_manifest(self, turn_id: str) -> str | None:
+        """The manifest JSON stored for a turn, or ``None``."""
+        with self._guard():
+            row = self._connection().execute(
+                "SELECT prompt_manifest FROM turns WHERE turn_id = ?", (turn_id,)
+            ).fetchone()
+        return None if row is None else row[0]

@@ -1,0 +1,163 @@
+"""Summarizers: the protocol, the summary prompt, and an OpenAI-compatible HTTP client.
+
+The budgeter hands a :class:`SummaryRequest` (model, target size, earlier summary,
+transcript) to a :class:`Summarizer` and gets the summary text back, or an exception.
+:class:`OpenAIChatSummarizer` posts the request's prompt to any server speaking the
+OpenAI chat-completions protocol (``POST {base_url}/chat/completions``) with the
+standard library's ``urllib``; every failure becomes a :class:`SummarizerError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..errors import PioneerError
+from .models import HistoryMessage
+
+__all__ = [
+    "ASSISTANT_TEXT_LIMIT",
+    "TRUNCATION_MARK",
+    "OpenAIChatSummarizer",
+    "Summarizer",
+    "SummarizerError",
+    "SummaryRequest",
+]
+
+#: Assistant messages longer than this are cut in the summary prompt.
+ASSISTANT_TEXT_LIMIT = 3000
+TRUNCATION_MARK = "...[truncated]"
+
+_INSTRUCTION = (
+    "Summarise the conversation below in about {target} tokens, as notes for whoever "
+    "carries it on. Keep every decision, technical detail, stated preference, open task "
+    "and error; leave out greetings and repetition."
+)
+
+
+class SummarizerError(PioneerError, RuntimeError):
+    """A summarizer could not produce a summary."""
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRequest:
+    """What to compress: the earlier summary, the transcript and the size to aim for."""
+
+    model: str | None
+    target_tokens: int
+    previous_summary: str | None
+    transcript: tuple[HistoryMessage, ...]
+
+    def prompt(self) -> str:
+        """The one user message a chat model is asked to summarise."""
+        parts = [_INSTRUCTION.format(target=self.target_tokens)]
+        if self.previous_summary and self.previous_summary.strip():
+            parts.append("Earlier summary:\n" + self.previous_summary.strip() + "\n\n---")
+        parts.append("\n\n".join(_transcript_line(message) for message in self.transcript))
+        return "\n\n".join(parts)
+
+
+def _transcript_line(message: HistoryMessage) -> str:
+    if message.role == "assistant":
+        text = message.content
+        if len(text) > ASSISTANT_TEXT_LIMIT:
+            text = text[:ASSISTANT_TEXT_LIMIT] + TRUNCATION_MARK
+        return f"Assistant: {text}"
+    label = "User" if message.role == "user" else "System"
+    return f"{label}: {message.content}"
+
+
+class Summarizer(Protocol):
+    """Compresses conversation history into a shorter text."""
+
+    def summarize(self, request: SummaryRequest) -> str:
+        """The summary text; raise (any exception) on failure."""
+        ...
+
+
+class OpenAIChatSummarizer:
+    """Summarizes through an OpenAI-compatible chat-completions endpoint.
+
+    ``model`` overrides the request's model (the configured summary model, else the
+    thread's). The key is read from the ``api_key_env`` environment variable on each
+    call and sent as a bearer token when set. ``timeout`` (seconds) bounds the connect
+    and each read.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str | None = None,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        timeout: float = 30.0,
+        temperature: float = 0.3,
+    ) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise SummarizerError(
+                f"summarizer base URL must start with http:// or https://: {base_url!r}"
+            )
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self.api_key_env = api_key_env
+        self.timeout = timeout
+        self.temperature = temperature
+
+    def body(self, request: SummaryRequest) -> dict[str, Any]:
+        """The JSON body that would be posted for ``request``."""
+        model = self.model or request.model
+        if not model:
+            raise SummarizerError("no summary model: set summary_model or the thread's model")
+        return {
+            "model": model,
+            "messages": [{"role": "user", "content": request.prompt()}],
+            "temperature": self.temperature,
+            "max_tokens": max(1, request.target_tokens),
+        }
+
+    def summarize(self, request: SummaryRequest) -> str:
+        """POST the prompt and return the reply text (stripped; may be empty)."""
+        data = json.dumps(self.body(request)).encode("utf-8")
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        http_request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(http_request, timeout=self.timeout) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as error:
+            detail = error.read(300).decode("utf-8", "replace").strip()
+            raise SummarizerError(
+                f"{self.url}: HTTP {error.code}" + (f": {detail}" if detail else "")
+            ) from None
+        except TimeoutError:
+            raise SummarizerError(f"{self.url}: timed out after {self.timeout:g}s") from None
+        except urllib.error.URLError as error:
+            if isinstance(error.reason, TimeoutError):
+                raise SummarizerError(f"{self.url}: timed out after {self.timeout:g}s") from None
+            raise SummarizerError(f"{self.url}: {error.reason}") from None
+        except OSError as error:
+            raise SummarizerError(f"{self.url}: {error}") from None
+        return _reply_text(raw, self.url)
+
+
+def _reply_text(raw: bytes, url: str) -> str:
+    try:
+        payload = json.loads(raw)
+        content = payload["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise SummarizerError(f"{url}: not a chat-completions reply") from None
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content.strip()
+    if isinstance(content, Sequence):
+        texts = [part.get("text", "") for part in content if isinstance(part, dict)]
+        return "".join(text for text in texts if isinstance(text, str)).strip()
+    raise SummarizerError(f"{url}: reply content is neither text nor a list of parts")
