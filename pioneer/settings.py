@@ -48,6 +48,15 @@ class PioneerSettings(BaseSettings):
         16_000, ge=0, description="Tokens kept free for the model's reply."
     )
     summary_model: str | None = Field(None, description="Model that writes history summaries.")
+    summary_base_url: str | None = Field(
+        None, description="OpenAI-compatible base URL for history summaries (…/v1); none: off."
+    )
+    summary_api_key_env: str = Field(
+        "OPENAI_API_KEY", description="Environment variable holding the summary endpoint's key."
+    )
+    summary_timeout: float = Field(
+        30.0, gt=0, description="Seconds before a summary request is abandoned."
+    )
     store_path: Path | None = Field(
         None, description="SQLite conversation store; defaults to <home>/pioneer.db."
     )
