@@ -1,0 +1,65 @@
+"""Provider mapping: one provider-neutral :class:`ChatRequest` to each provider's request body.
+
+Each adapter is a pure function from a ``ChatRequest`` to the JSON body (a plain dict)
+of one API: Anthropic Messages, OpenAI Chat Completions, OpenAI Responses and Gemini
+generateContent. :data:`PROVIDERS` names them for the command line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import InputError, Problem
+from .anthropic import to_anthropic
+from .caching import MAX_CACHE_BREAKPOINTS, count_breakpoints
+from .gemini import to_gemini
+from .openai_chat import to_openai_chat
+from .openai_responses import to_openai_responses
+from .request import (
+    ChatMessage,
+    ChatRequest,
+    SamplingOptions,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    load_chat_request,
+    parse_chat_request,
+)
+
+__all__ = [
+    "MAX_CACHE_BREAKPOINTS",
+    "PROVIDERS",
+    "ChatMessage",
+    "ChatRequest",
+    "SamplingOptions",
+    "ToolCall",
+    "ToolResult",
+    "ToolSpec",
+    "build_request_body",
+    "count_breakpoints",
+    "load_chat_request",
+    "parse_chat_request",
+    "to_anthropic",
+    "to_gemini",
+    "to_openai_chat",
+    "to_openai_responses",
+]
+
+#: Provider name (as the CLI spells it) → adapter with its default options.
+PROVIDERS: dict[str, Callable[[ChatRequest], dict[str, Any]]] = {
+    "anthropic": to_anthropic,
+    "openai-chat": to_openai_chat,
+    "openai-responses": to_openai_responses,
+    "gemini": to_gemini,
+}
+
+
+def build_request_body(provider: str, request: ChatRequest) -> dict[str, Any]:
+    """The request body for a provider named as in :data:`PROVIDERS`."""
+    adapter = PROVIDERS.get(provider)
+    if adapter is None:
+        raise InputError(Problem(
+            f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}"
+        ))
+    return adapter(request)

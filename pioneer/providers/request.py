@@ -1,0 +1,283 @@
+"""The provider-neutral chat request: one model call before an adapter maps it.
+
+:class:`ChatRequest` carries the model, the compiled prompt payload, the conversation
+(system, user, assistant and tool messages, with tool calls and their results), the
+tools as JSON Schema and the sampling options. It is validated at the edge (pydantic,
+frozen, ``extra="forbid"``), so an adapter never sees a conversation that no provider
+would accept: every tool call is answered exactly once, right after the assistant
+message that made it. :func:`parse_chat_request` and :func:`load_chat_request` turn
+validation failures into an :class:`~pioneer.errors.InputError` naming file and path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from ..boundary import strip_prompt_cache_boundary
+from ..errors import InputError, Problem, format_path
+from ..manifest import CompiledPromptPayload
+
+__all__ = [
+    "TOOL_NAME_PATTERN",
+    "ChatMessage",
+    "ChatRequest",
+    "Role",
+    "SamplingOptions",
+    "ToolCall",
+    "ToolResult",
+    "ToolSpec",
+    "load_chat_request",
+    "parse_chat_request",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+#: Tool names every supported provider accepts (the strictest of their rules).
+TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+def _visible(text: str) -> bool:
+    """Whether text still says something once the boundary marker is removed."""
+    return bool(strip_prompt_cache_boundary(text).strip())
+
+
+class ToolSpec(BaseModel):
+    """A tool the model may call: a name, what it does, its arguments as JSON Schema."""
+
+    model_config = _FROZEN
+    name: str = Field(
+        pattern=TOOL_NAME_PATTERN, description="Tool name (letters, digits, _ and -)."
+    )
+    description: str = Field("", description="What the tool does, for the model.")
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        description='JSON Schema of the arguments; must describe an object ("type": "object").',
+    )
+
+    @field_validator("parameters")
+    @classmethod
+    def _schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            jsonschema.Draft202012Validator.check_schema(value)
+        except jsonschema.SchemaError as error:
+            where = format_path(error.path) or "(root)"
+            raise ValueError(f"not a valid JSON Schema at {where}: {error.message}") from None
+        if value.get("type") != "object":
+            got = value.get("type")
+            raise ValueError(f'must describe an object ("type": "object"), got type {got!r}')
+        return value
+
+
+class ToolCall(BaseModel):
+    """One call the assistant made to a tool."""
+
+    model_config = _FROZEN
+    id: str = Field(min_length=1, description="Call id; the tool result names it.")
+    name: str = Field(pattern=TOOL_NAME_PATTERN, description="Name of the called tool.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments object.")
+
+
+class ToolResult(BaseModel):
+    """What a tool returned for one call."""
+
+    model_config = _FROZEN
+    call_id: str = Field(min_length=1, description="Id of the call this answers.")
+    content: str = Field(description="The tool's output as text.")
+    is_error: bool = Field(False, description="The tool failed; content describes the failure.")
+
+
+class ChatMessage(BaseModel):
+    """One conversation message: system, user, assistant (maybe with tool calls) or tool."""
+
+    model_config = _FROZEN
+    role: Role = Field(description="Who speaks: system, user, assistant or tool.")
+    content: str = Field("", description="Message text; empty for tool messages.")
+    tool_calls: list[ToolCall] = Field(
+        default_factory=list, description="Tool calls (assistant messages only)."
+    )
+    tool_result: ToolResult | None = Field(
+        None, description="The result a tool message carries (tool messages only)."
+    )
+    cache_breakpoint: bool = Field(
+        False,
+        description="Ask providers with explicit caching (Anthropic) to cache the "
+        "conversation up to this message; others ignore it.",
+    )
+
+    @model_validator(mode="after")
+    def _shape(self) -> ChatMessage:
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError(
+                f"tool_calls: only assistant messages make tool calls, not {self.role}"
+            )
+        if self.role == "tool":
+            if self.tool_result is None:
+                raise ValueError("tool_result: a tool message needs a tool_result")
+            if self.content:
+                raise ValueError("content: a tool message carries its text in tool_result.content")
+            return self
+        if self.tool_result is not None:
+            raise ValueError(f"tool_result: only tool messages carry a result, not {self.role}")
+        if not _visible(self.content) and not self.tool_calls:
+            wanted = "text or tool calls" if self.role == "assistant" else "text"
+            raise ValueError(f"content: a {self.role} message needs {wanted}")
+        return self
+
+    @classmethod
+    def system(cls, content: str, *, cache_breakpoint: bool = False) -> ChatMessage:
+        """A system message, such as the history summary."""
+        return cls(role="system", content=content, cache_breakpoint=cache_breakpoint)
+
+    @classmethod
+    def user(cls, content: str, *, cache_breakpoint: bool = False) -> ChatMessage:
+        """A user message."""
+        return cls(role="user", content=content, cache_breakpoint=cache_breakpoint)
+
+    @classmethod
+    def assistant(
+        cls, content: str = "", *, tool_calls: Sequence[ToolCall] = (),
+        cache_breakpoint: bool = False,
+    ) -> ChatMessage:
+        """An assistant reply, optionally with tool calls."""
+        return cls(role="assistant", content=content, tool_calls=list(tool_calls),
+                   cache_breakpoint=cache_breakpoint)
+
+    @classmethod
+    def tool(
+        cls, call_id: str, content: str, *, is_error: bool = False, cache_breakpoint: bool = False
+    ) -> ChatMessage:
+        """The result of one tool call."""
+        return cls(role="tool", tool_result=ToolResult(call_id=call_id, content=content,
+                                                       is_error=is_error),
+                   cache_breakpoint=cache_breakpoint)
+
+
+class SamplingOptions(BaseModel):
+    """How the model samples its reply; unset options are left to the provider."""
+
+    model_config = _FROZEN
+    max_tokens: int | None = Field(None, ge=1, description="Most tokens the reply may use.")
+    temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature.")
+    top_p: float | None = Field(None, gt=0, le=1, description="Nucleus sampling mass.")
+    stop: list[str] = Field(default_factory=list, description="Stop sequences.")
+
+
+class ChatRequest(BaseModel):
+    """One provider-neutral model call: prompt, conversation, tools and sampling."""
+
+    model_config = _FROZEN
+    model: str = Field(min_length=1, description="Provider model name.")
+    compiled_prompt: CompiledPromptPayload | None = Field(
+        None, description="The compiled system prompt (stable and dynamic text)."
+    )
+    messages: list[ChatMessage] = Field(
+        default_factory=list, description="The conversation, oldest first."
+    )
+    tools: list[ToolSpec] = Field(default_factory=list, description="Tools the model may call.")
+    sampling: SamplingOptions = Field(
+        default_factory=SamplingOptions, description="Sampling options."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ChatRequest:
+        problems = _pairing_problems(self.messages)
+        seen: set[str] = set()
+        for index, tool in enumerate(self.tools):
+            if tool.name in seen:
+                problems.append(f"tools[{index}]: tool name {tool.name!r} is used twice")
+            seen.add(tool.name)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def tool_call_names(self) -> dict[str, str]:
+        """Call id → tool name, for providers whose results repeat the tool name."""
+        return {call.id: call.name for m in self.messages for call in m.tool_calls}
+
+
+def _pairing_problems(messages: Sequence[ChatMessage]) -> list[str]:
+    """Every tool call answered exactly once, by tool messages right after its assistant."""
+    problems: list[str] = []
+    waiting: dict[str, int] = {}  # call id -> index of the assistant message that made it
+    answered: set[str] = set()
+    for index, message in enumerate(messages):
+        if message.role == "tool" and message.tool_result is not None:
+            call_id = message.tool_result.call_id
+            if call_id in waiting:
+                del waiting[call_id]
+                answered.add(call_id)
+            elif call_id in answered:
+                problems.append(f"messages[{index}]: call {call_id!r} is already answered")
+            else:
+                problems.append(
+                    f"messages[{index}]: result for call {call_id!r}, which the assistant message "
+                    "just before the tool results did not make"
+                )
+            continue
+        problems += _unanswered(waiting, before=index)
+        waiting.clear()
+        for call in message.tool_calls:
+            if call.id in waiting or call.id in answered:
+                problems.append(f"messages[{index}]: call id {call.id!r} is used twice")
+            waiting[call.id] = index
+    problems += _unanswered(waiting, before=None)
+    return problems
+
+
+def _unanswered(waiting: Mapping[str, int], *, before: int | None) -> list[str]:
+    where = f"before messages[{before}]" if before is not None else "at the end of the conversation"
+    return [f"messages[{index}]: call {call_id!r} has no tool result {where}"
+            for call_id, index in waiting.items()]
+
+
+def parse_chat_request(data: Mapping[str, Any], *, file: str | None = None) -> ChatRequest:
+    """Validate a mapping as a chat request, reporting every problem at once."""
+    try:
+        return ChatRequest.model_validate(data)
+    except ValidationError as error:
+        problems = []
+        for item in error.errors():
+            message = str(item["msg"]).removeprefix("Value error, ")
+            if item["type"] == "extra_forbidden":
+                message = "unknown field"
+            problems.append(Problem(message, file=file, path=format_path(item["loc"]) or None))
+        count = len(problems)
+        where = f" in {file}" if file else ""
+        raise InputError(
+            problems, summary=f"error: {count} problem{'s' if count != 1 else ''}{where}"
+        ) from None
+
+
+def load_chat_request(path: Path, **fields: Any) -> ChatRequest:
+    """Read a chat request from JSON: an object of request fields or a list of messages.
+
+    ``fields`` (such as ``model`` or ``compiled_prompt``) override what the file says.
+    """
+    name = str(path)
+    try:
+        data: Any = json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(Problem(f"cannot read messages: {error}", file=name)) from None
+    except json.JSONDecodeError as error:
+        raise InputError(
+            Problem(f"{error.msg} (JSON syntax)", file=name, line=error.lineno, column=error.colno)
+        ) from None
+    if isinstance(data, list):
+        data = {"messages": data}
+    if not isinstance(data, dict):
+        raise InputError(Problem("expected a JSON object or a list of messages", file=name))
+    return parse_chat_request({**data, **fields}, file=name)
