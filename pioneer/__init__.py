@@ -35,6 +35,15 @@ from .manifest import (
     Diagnostic,
     PromptManifest,
 )
+from .providers import (
+    ChatMessage,
+    ChatRequest,
+    SamplingOptions,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    build_request_body,
+)
 from .settings import PioneerSettings
 from .tokens import TiktokenCounter, TokenCounter
 
@@ -44,6 +53,8 @@ __all__ = [
     "BOUNDARY_MARKER",
     "COMPILER_VERSION",
     "BudgetError",
+    "ChatMessage",
+    "ChatRequest",
     "CompiledPromptPayload",
     "CompiledSection",
     "Diagnostic",
@@ -60,12 +71,17 @@ __all__ = [
     "PromptLimits",
     "PromptManifest",
     "RuntimeSectionInput",
+    "SamplingOptions",
     "SeedResult",
     "StoreError",
     "TemplateError",
     "TiktokenCounter",
     "TokenCounter",
+    "ToolCall",
+    "ToolResult",
+    "ToolSpec",
     "__version__",
+    "build_request_body",
     "compile_prompt",
     "ensure_runtime_home",
     "load_compile_input",

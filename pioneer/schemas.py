@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from .inputs import PromptCompileInput
 from .manifest import PromptManifest
 from .profile import ProfileSpec
+from .providers.request import ChatRequest
 
 __all__ = ["SCHEMA_MODELS", "generate", "render"]
 
@@ -24,6 +25,7 @@ SCHEMA_MODELS: dict[str, tuple[type[BaseModel], str]] = {
     "profile.schema.json": (ProfileSpec, "pioneer profile"),
     "manifest.schema.json": (PromptManifest, "pioneer prompt manifest"),
     "compile_input.schema.json": (PromptCompileInput, "pioneer compile input"),
+    "chat_request.schema.json": (ChatRequest, "pioneer chat request"),
 }
 
 

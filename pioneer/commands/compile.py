@@ -9,6 +9,7 @@ from typing import TextIO
 from ..bootstrap import ensure_runtime_home
 from ..inputs import PromptCompileInput, load_compile_input
 from ._common import add_compiler_options, make_compiler
+from ._provider import add_provider_options, provider_output
 
 NAME = "compile"
 HELP = "compile a prompt and print it"
@@ -22,6 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the whole payload as JSON")
     output.add_argument("--manifest", action="store_true", help="print the manifest as JSON")
+    add_provider_options(parser, output)
     add_compiler_options(parser)
 
 
@@ -41,7 +43,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             {**compile_input.model_dump(exclude_unset=True), **updates}
         )
     payload = compiler.compile(compile_input)
-    if args.json:
+    body = provider_output(args, payload)
+    if body is not None:
+        out.write(body)
+    elif args.json:
         out.write(payload.to_json() + "\n")
     elif args.manifest:
         out.write(payload.manifest.to_json() + "\n")

@@ -1,0 +1,45 @@
+"""``compile --provider``: the compiled prompt (plus a conversation) as a provider request body."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, Problem
+from ..manifest import CompiledPromptPayload
+from ..providers import PROVIDERS, ChatRequest, build_request_body, load_chat_request
+
+__all__ = ["add_provider_options", "provider_output"]
+
+
+def add_provider_options(parser: argparse.ArgumentParser, output: Any) -> None:
+    """--provider (one of the output choices in ``output``), --model and --messages."""
+    output.add_argument("--provider", choices=list(PROVIDERS),
+                        help="print the request body for this provider API as JSON")
+    parser.add_argument("--model", help="model name for --provider (overrides the messages file)")
+    parser.add_argument("--messages", type=Path, metavar="FILE",
+                        help="conversation for --provider as JSON: a list of messages, or an "
+                        "object of request fields (see schemas/chat_request.schema.json)")
+
+
+def provider_output(args: argparse.Namespace, payload: CompiledPromptPayload) -> str | None:
+    """The request body JSON for ``args.provider``; None when no provider was asked for."""
+    fields: dict[str, Any] = {"compiled_prompt": payload}
+    if args.model:
+        fields["model"] = args.model
+    if args.provider is None:
+        if len(fields) > 1 or args.messages is not None:
+            raise InputError(Problem("--model and --messages need --provider"))
+        return None
+    if args.messages is not None:
+        request = load_chat_request(args.messages, **fields)
+    elif args.model:
+        request = ChatRequest(**fields)
+    else:
+        raise InputError(Problem(
+            '--provider needs --model (or a --messages file that sets "model")'
+        ))
+    body = build_request_body(args.provider, request)
+    return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
