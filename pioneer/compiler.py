@@ -1,7 +1,7 @@
 """The interpreter: walk a profile's sections and assemble the compiled prompt.
 
-``PromptCompiler`` loads each profile (TOML → schema → structural rules → templates and
-conditions) once and keeps the compiled templates for every later turn. ``compile``
+``PromptCompiler`` loads each profile (TOML → extends → schema → structural rules →
+templates and conditions) once and keeps the compiled templates for every later turn. ``compile``
 is a straight chain: bootstrap files → contribution pools → for each declared section
 (condition → source → render → budget → keep) → stable/dynamic/full text, fingerprints
 and the manifest.
@@ -10,9 +10,8 @@ and the manifest.
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,8 @@ from .bootstrap import BootstrapResult, FileReader, load_bootstrap
 from .boundary import BOUNDARY_MARKER, join_full_text, render_section, render_sections
 from .contributions import Contribution, budget_pool
 from .errors import PioneerError, Problem, ProfileError, TemplateError
+from .extends import ProfileSource, resolve_profile
+from .fingerprint import profile_fingerprint, template_digests
 from .inputs import PromptCompileInput
 from .manifest import (
     COMPILER_VERSION,
@@ -32,16 +33,14 @@ from .manifest import (
     PromptManifest,
 )
 from .profile import (
+    Locator,
     ProfileSpec,
     SectionSpec,
     find_profile,
     list_profiles,
-    locate,
-    parse_profile,
     problem_summary,
     structural_problems,
 )
-from .resources import builtin_dir
 from .settings import PioneerSettings
 from .templates import TemplateSet, build_environment
 from .tokens import TokenCounter, default_counter
@@ -70,13 +69,10 @@ class LoadedProfile:
     fingerprint: str
     bootstrap_files: tuple[tuple[str, bool], ...]
     claimed: frozenset[str]
-
-
-def _display_path(path: Path) -> str:
-    try:
-        return f"profiles/{path.resolve().relative_to(builtin_dir('profiles')).as_posix()}"
-    except ValueError:
-        return str(path)
+    #: The resolved profile's files (the extends chain) and where each value was written.
+    source: ProfileSource | None = None
+    #: sha256 by name of every template the profile uses (includes and imports too).
+    templates: Mapping[str, str] = field(default_factory=dict)
 
 
 class PromptCompiler:
@@ -111,62 +107,50 @@ class PromptCompiler:
         cached = self._profiles.get(name)
         if cached is not None:
             return cached
-        path = find_profile(name, self.profile_path)
-        file = _display_path(path)
-        try:
-            text = path.read_text("utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise ProfileError(Problem(f"cannot read profile: {error}", file=file)) from None
-        spec = parse_profile(text, file=file)
-        problems = list(structural_problems(spec, text, file=file, input_fields=sorted(INPUT_FIELDS)))
-        problems += list(self._template_problems(spec, text, file))
+        source = resolve_profile(find_profile(name, self.profile_path), self.profile_path)
+        spec, file, where = source.spec, source.file, source.locator
+        problems = list(structural_problems(spec, where, input_fields=sorted(INPUT_FIELDS)))
+        problems += list(self._template_problems(spec, where, file))
         if problems:
             error_type = (
                 TemplateError if all(p.context for p in problems) else ProfileError
             )
             raise error_type(problems, summary=problem_summary(problems, file))
+        templates = template_digests(self.templates.env, {s.template for s in spec.sections})
         loaded = LoadedProfile(
             spec=spec,
             file=file,
-            fingerprint=self._fingerprint(spec),
+            fingerprint=profile_fingerprint(spec, templates),
             bootstrap_files=tuple(
                 (s.file, s.keep_empty) for s in spec.sections if s.source == "bootstrap" and s.file
             ),
             claimed=frozenset(s.id for s in spec.sections if s.source == "contribution"),
+            source=source,
+            templates=templates,
         )
         self._profiles[name] = loaded
         return loaded
 
-    def _template_problems(self, spec: ProfileSpec, text: str, file: str) -> Iterator[Problem]:
+    def _template_problems(
+        self, spec: ProfileSpec, where: Locator, file: str
+    ) -> Iterator[Problem]:
         for index, section in enumerate(spec.sections):
             context = f'while checking section "{section.id}" of {file}'
             for problem in self.templates.check_template(
                 section.template, PROVIDED_NAMES[section.source], context=context
             ):
                 if problem.file is None:  # template not found: point at the profile line
-                    yield Problem(
+                    yield where.problem(
+                        ["sections", index, "template"],
                         f"{problem.message} on the template search path",
-                        file=file,
-                        line=locate(text, ["sections", index, "template"]),
-                        path=f'sections[{index}] (id "{section.id}") → template',
                     )
                 else:
                     yield problem
             if section.when is not None:
+                when_file, line, path = where.where(["sections", index, "when"])
                 yield from self.templates.check_condition(
-                    section.when,
-                    _CONDITION_NAMES,
-                    file=file,
-                    line=locate(text, ["sections", index, "when"]),
-                    path=f'sections[{index}] (id "{section.id}") → when',
+                    section.when, _CONDITION_NAMES, file=when_file, line=line, path=path
                 )
-
-    def _fingerprint(self, spec: ProfileSpec) -> str:
-        digest = hashlib.sha256()
-        digest.update(json.dumps(spec.model_dump(mode="json"), sort_keys=True).encode())
-        for name in sorted({s.template for s in spec.sections}):
-            digest.update(f"\n{name}:{self.templates.source_digest(name)}".encode())
-        return digest.hexdigest()
 
     def check(self, names: Sequence[str] | None = None) -> list[PioneerError]:
         """Load every named (default: every visible) profile; return the errors found."""

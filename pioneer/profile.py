@@ -13,7 +13,7 @@ import re
 import tomllib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,12 +25,16 @@ from .resources import builtin_dir, load_schema
 __all__ = [
     "BudgetSpec",
     "ContributionSpec",
+    "Locator",
     "PoolSpec",
     "ProfileSpec",
     "SectionSpec",
+    "TextLocator",
+    "display_path",
     "find_profile",
     "list_profiles",
     "parse_profile",
+    "schema_problems",
     "structural_problems",
 ]
 
@@ -63,6 +67,10 @@ class SectionSpec(BaseModel):
     reminder: bool = Field(False, description="bootstrap: add the evolution reminder.")
     field: str | None = Field(None, min_length=1, description="input: the compile-input field.")
     max_chars: int | None = Field(None, ge=0, description="Cap on the rendered body.")
+    max_tokens: int | None = Field(
+        None, ge=0, description="Budget gate: `pioneer check` fails when the rendered section "
+        "(each contribution, for a slot) has more cl100k tokens.",
+    )
 
 
 class PoolSpec(BaseModel):
@@ -99,6 +107,10 @@ class BudgetSpec(BaseModel):
     )
     contribution_max_chars: int = Field(8000, ge=0, description="Default per-section cap.")
     contribution_sort_key: int = Field(9, description="Default runtime-pool order key.")
+    max_tokens: int | None = Field(
+        None, ge=0, description="Budget gate: `pioneer check` fails when stable + dynamic text "
+        "has more cl100k tokens.",
+    )
 
 
 class ProfileSpec(BaseModel):
@@ -128,6 +140,14 @@ def list_profiles(search: Sequence[Path]) -> dict[str, Path]:
     return found
 
 
+def display_path(path: Path) -> str:
+    """How a profile file is named in messages: built-ins as ``profiles/NAME.toml``."""
+    try:
+        return f"profiles/{path.resolve().relative_to(builtin_dir('profiles')).as_posix()}"
+    except ValueError:
+        return str(path)
+
+
 def find_profile(name: str, search: Sequence[Path]) -> Path:
     """Resolve a profile name (or a path to a .toml file) on the search path."""
     name = PROFILE_ALIASES.get(name, name)
@@ -150,10 +170,45 @@ def parse_profile(text: str, *, file: str) -> ProfileSpec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ProfileSyntaxError(toml_problem(error, file)) from None
-    problems = list(schema_problems(data, text, file=file))
+    where = TextLocator(file, text, data)
+    if isinstance(data.get("extends"), str):
+        raise ProfileError(where.problem(
+            ["extends"], "a derived profile is resolved on a search path: load it with "
+            "PromptCompiler.load_profile or pioneer.extends.resolve_profile",
+        ))
+    problems = list(schema_problems(data, where))
     if problems:
         raise ProfileError(problems, summary=problem_summary(problems, file))
     return ProfileSpec.model_validate(data)
+
+
+class Locator(Protocol):
+    """Maps a JSON path of profile data to the file, line and path a message shows."""
+
+    def where(self, parts: Sequence[str | int]) -> tuple[str, int | None, str]:
+        """(file, line, rendered path) for ``parts``."""
+        ...
+
+    def problem(self, parts: Sequence[str | int], message: str) -> Problem:
+        """A problem located at ``parts``."""
+        ...
+
+
+class TextLocator:
+    """Locates paths inside one TOML file."""
+
+    def __init__(self, file: str, text: str, data: Any):
+        self.file, self.text, self.data = file, text, data
+
+    def where(self, parts: Sequence[str | int]) -> tuple[str, int | None, str]:
+        """(file, line, rendered path) for ``parts``."""
+        path = format_path(parts, _section_labels(self.data, parts)) or "(root)"
+        return self.file, locate(self.text, parts), path
+
+    def problem(self, parts: Sequence[str | int], message: str) -> Problem:
+        """A problem located at ``parts``."""
+        file, line, path = self.where(parts)
+        return Problem(message, file=file, line=line, path=path)
 
 
 def problem_summary(problems: Sequence[Problem], file: str) -> str:
@@ -217,18 +272,12 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return str(error.message)
 
 
-def schema_problems(data: Any, text: str, *, file: str) -> Iterator[Problem]:
-    """Every schema violation of a parsed profile, in document order."""
+def schema_problems(data: Any, where: Locator) -> Iterator[Problem]:
+    """Every schema violation of parsed (or resolved) profile data, in document order."""
     validator = jsonschema.Draft202012Validator(load_schema("profile.schema.json"))
     errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     for error in errors:
-        parts = list(error.absolute_path)
-        yield Problem(
-            _describe(error),
-            file=file,
-            line=locate(text, parts),
-            path=format_path(parts, _section_labels(data, parts)) or "(root)",
-        )
+        yield where.problem(list(error.absolute_path), _describe(error))
 
 
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
@@ -285,23 +334,20 @@ _SOURCE_NEEDS = {"bootstrap": "file", "input": "field"}
 
 
 def structural_problems(
-    profile: ProfileSpec, text: str, *, file: str, input_fields: Sequence[str]
+    profile: ProfileSpec, where: Locator, *, input_fields: Sequence[str]
 ) -> Iterator[Problem]:
     """Rules the schema cannot say: unique ids, order, source fields, one slot."""
     seen: dict[str, int] = {}
     first_dynamic: str | None = None
     slots = 0
     for index, section in enumerate(profile.sections):
-        where = f'sections[{index}] (id "{section.id}")'
 
-        def problem(key: str, message: str, index: int = index, where: str = where) -> Problem:
-            return Problem(
-                message, file=file, line=locate(text, ["sections", index, key]),
-                path=f"{where} → {key}",
-            )
+        def problem(key: str, message: str, index: int = index) -> Problem:
+            return where.problem(["sections", index, key], message)
 
         if section.id in seen:
-            yield problem("id", f'duplicate section id (first used at sections[{seen[section.id]}])')
+            first = seen[section.id]
+            yield problem("id", f"duplicate section id (first used at sections[{first}])")
         seen.setdefault(section.id, index)
         if section.stability == "dynamic":
             first_dynamic = first_dynamic or section.id

@@ -13,16 +13,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .derived import ProfileFile
 from .inputs import PromptCompileInput
 from .manifest import PromptManifest
-from .profile import ProfileSpec
 from .providers.request import ChatRequest
 
 __all__ = ["SCHEMA_MODELS", "generate", "render"]
 
 #: File name → (model, title). Extended by other stages that own an edge model.
 SCHEMA_MODELS: dict[str, tuple[type[BaseModel], str]] = {
-    "profile.schema.json": (ProfileSpec, "pioneer profile"),
+    "profile.schema.json": (ProfileFile, "pioneer profile"),
     "manifest.schema.json": (PromptManifest, "pioneer prompt manifest"),
     "compile_input.schema.json": (PromptCompileInput, "pioneer compile input"),
     "chat_request.schema.json": (ChatRequest, "pioneer chat request"),

@@ -1,0 +1,357 @@
+"""Derived profiles: resolve ``extends`` on raw TOML data, before the interpreter sees it.
+
+Takes a profile file and the profile search path; returns a :class:`ProfileSource`: the
+resolved :class:`~pioneer.profile.ProfileSpec` (what the structural rules, the template
+checks and the interpreter see) plus a :class:`SourceMap` that remembers which file and
+which JSON path every resolved value was written at. A problem found in a resolved
+profile therefore still names the file, line and path its author typed.
+
+Each file is schema-checked on its own first (a derived file against the derived shape
+of ``schemas/profile.schema.json``), then its base is resolved, its edits are applied in
+order, and the merged data is schema-checked again as a whole profile. A base named by
+``extends = "NAME"`` is looked up on the search path, skipping the extending file
+itself, so a deployment's ``full.toml`` can derive from the built-in ``full``; a base
+given as a ``.toml`` path is relative to the extending file. Cycles, unknown bases and
+edits of unknown section ids are errors located at the offending key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import Problem, ProfileError, ProfileSyntaxError, toml_problem
+from .inputs import PROFILE_ALIASES
+from .profile import (
+    BudgetSpec,
+    ProfileSpec,
+    TextLocator,
+    display_path,
+    list_profiles,
+    problem_summary,
+    schema_problems,
+)
+from .resources import builtin_dir
+
+__all__ = ["Origin", "ProfileSource", "SourceFile", "SourceMap", "resolve_profile"]
+
+Parts = tuple[str | int, ...]
+_SECTION_OPS = frozenset({"remove", "replace", "before", "after"})
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """One profile file of an extends chain, as read from disk."""
+
+    file: str
+    path: Path
+    text: str
+    data: dict[str, Any]
+
+    @property
+    def sha256(self) -> str:
+        """sha256 of the file's text."""
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+    @property
+    def locator(self) -> TextLocator:
+        """Locates paths inside this file."""
+        return TextLocator(self.file, self.text, self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a resolved value was written: a file and the JSON path inside it."""
+
+    source: SourceFile
+    parts: Parts
+
+
+@dataclass(frozen=True, slots=True)
+class SourceMap:
+    """Maps JSON paths of a resolved profile to the file, line and path they came from."""
+
+    files: tuple[SourceFile, ...]
+    origins: Mapping[Parts, Origin]
+
+    def origin(self, parts: Sequence[str | int]) -> Origin:
+        """The origin of ``parts``: the nearest recorded ancestor, extended by the rest."""
+        key = tuple(parts)
+        for size in range(len(key), -1, -1):
+            found = self.origins.get(key[:size])
+            if found is not None:
+                return Origin(found.source, (*found.parts, *key[size:]))
+        raise KeyError(key)  # the root is always recorded
+
+    def where(self, parts: Sequence[str | int]) -> tuple[str, int | None, str]:
+        """(file, line, rendered path) for ``parts``."""
+        origin = self.origin(parts)
+        return origin.source.locator.where(origin.parts)
+
+    def problem(self, parts: Sequence[str | int], message: str) -> Problem:
+        """A problem located where ``parts`` was written."""
+        file, line, path = self.where(parts)
+        return Problem(message, file=file, line=line, path=path)
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileSource:
+    """A resolved profile, the files it came from and where each of its values was written."""
+
+    spec: ProfileSpec
+    locator: SourceMap
+
+    @property
+    def file(self) -> str:
+        """The profile file that was asked for."""
+        return self.locator.files[0].file
+
+    @property
+    def files(self) -> tuple[SourceFile, ...]:
+        """The extends chain: the requested file first, then each base."""
+        return self.locator.files
+
+
+def resolve_profile(path: Path, search: Sequence[Path]) -> ProfileSource:
+    """Read a profile file, resolve its extends chain and schema-check the result."""
+    data, locator = _resolve(path, search, ())
+    return ProfileSource(ProfileSpec.model_validate(data), locator)
+
+
+def _fail(problems: list[Problem], file: str) -> ProfileError:
+    return ProfileError(problems, summary=problem_summary(problems, file))
+
+
+def _read(path: Path) -> SourceFile:
+    file = display_path(path)
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ProfileError(Problem(f"cannot read profile: {error}", file=file)) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ProfileSyntaxError(toml_problem(error, file)) from None
+    return SourceFile(file, path, text, data)
+
+
+def _resolve(
+    path: Path, search: Sequence[Path], chain: tuple[SourceFile, ...]
+) -> tuple[dict[str, Any], SourceMap]:
+    source = _read(path)
+    problems = list(schema_problems(source.data, source.locator))
+    if problems:
+        raise _fail(problems, source.file)
+    if "extends" not in source.data:
+        return source.data, SourceMap((source,), {(): Origin(source, ())})
+    base_path = _find_base(source, search, chain)
+    base_data, base_map = _resolve(base_path, search, (*chain, source))
+    merge = _Merge(source, base_data, base_map)
+    if merge.problems:
+        raise _fail(merge.problems, source.file)
+    data, locator = merge.result()
+    problems = list(schema_problems(data, locator))
+    if problems:
+        raise _fail(problems, source.file)
+    return data, locator
+
+
+def _find_base(source: SourceFile, search: Sequence[Path], chain: tuple[SourceFile, ...]) -> Path:
+    target = str(source.data["extends"])
+    target = PROFILE_ALIASES.get(target, target)
+    own = source.path.resolve()
+
+    def fail(message: str) -> ProfileError:
+        return ProfileError(source.locator.problem(["extends"], message))
+
+    if target.endswith(".toml") or "/" in target or "\\" in target:
+        base = Path(os.path.normpath(source.path.parent / target))
+        if not base.is_file():
+            raise fail(f'profile file "{target}" not found (looked for {base})')
+    else:
+        found = [
+            folder / f"{target}.toml"
+            for folder in [*search, builtin_dir("profiles")]
+            if (folder / f"{target}.toml").is_file()
+        ]
+        resolved = [candidate.resolve() for candidate in found]
+        if own in resolved:  # a file extending its own name means the next one down
+            found = found[resolved.index(own) + 1:]
+            if not found:
+                raise fail(f'profile "{target}" extends itself and no other "{target}" '
+                           "is further down the search path")
+        if not found:
+            known = ", ".join(sorted(list_profiles(search))) or "none"
+            raise fail(f'unknown profile "{target}" (known: {known})')
+        base = found[0]
+    walked = [*chain, source]
+    repeats = [index for index, item in enumerate(walked) if item.path.resolve() == base.resolve()]
+    if repeats:
+        loop = [item.file for item in walked[repeats[0]:]] + [walked[repeats[0]].file]
+        raise fail("extends cycle: " + " → ".join(loop))
+    return base
+
+
+@dataclass(slots=True)
+class _Entry:
+    """One resolved list entry (a section or a contribution) and where its parts came from."""
+
+    data: dict[str, Any]
+    origin: Origin
+    keys: dict[Parts, Origin] = field(default_factory=dict)
+
+
+class _Merge:
+    """Applies one derived file's overrides and edits to its resolved base."""
+
+    def __init__(self, derived: SourceFile, base: dict[str, Any], base_map: SourceMap):
+        self.derived = derived
+        self.base_name = str(base.get("name", "?"))
+        self.problems: list[Problem] = []
+        self.top = {key: value for key, value in base.items() if key not in _LISTS}
+        self.origins: dict[Parts, Origin] = {
+            parts: origin for parts, origin in base_map.origins.items()
+            if not parts or parts[0] not in _LISTS
+        }
+        self.files = (derived, *base_map.files)
+        self.lists = {key: _entries(base, base_map, key) for key in _LISTS}
+        self.present = {key for key in _LISTS if key in base or key in derived.data}
+        self.touched: set[tuple[str, str]] = set()
+        edits = derived.data
+        for key in ("name", "description"):
+            if key in edits:
+                self.top[key] = edits[key]
+                self._mark((key,))
+        if "budgets" in edits:
+            self._budgets(edits["budgets"])
+        for index, edit in enumerate(edits.get("contributions", [])):
+            self._edit("contributions", index, edit)
+        for index, edit in enumerate(edits.get("sections", [])):
+            self._edit("sections", index, edit)
+
+    def _mark(self, parts: Parts, at: Parts | None = None) -> Origin:
+        origin = Origin(self.derived, parts if at is None else at)
+        self.origins[parts] = origin
+        return origin
+
+    def _problem(self, parts: Parts, message: str) -> None:
+        self.problems.append(self.derived.locator.problem(list(parts), message))
+
+    def _budgets(self, patch: dict[str, Any]) -> None:
+        budgets = dict(self.top.get("budgets", {}))
+        defaults = BudgetSpec().model_dump(mode="json", exclude_none=True)
+        for key, value in patch.items():
+            if isinstance(value, dict):  # a pool: merge key by key over the base's pool
+                pool = dict(budgets.get(key, defaults[key]))
+                for sub, number in value.items():
+                    pool[sub] = number
+                    self._mark(("budgets", key, sub))
+                budgets[key] = pool
+            else:
+                budgets[key] = value
+                self._mark(("budgets", key))
+        self.top["budgets"] = budgets
+
+    def _edit(self, kind: str, index: int, edit: dict[str, Any]) -> None:
+        """Apply one ``[[sections]]`` or ``[[contributions]]`` entry of the derived file."""
+        at: Parts = (kind, index)
+        entries = self.lists[kind]
+        ids = [str(entry.data["id"]) for entry in entries]
+        item_id = str(edit["id"])
+        current = ids.index(item_id) if item_id in ids else None
+        anchor_key = "before" if "before" in edit else "after" if "after" in edit else None
+        wrong = self._wrong(kind, edit, ids, current, anchor_key)
+        self.touched.add((kind, item_id))
+        self._mark((kind,))
+        if wrong is not None:
+            self._problem((*at, wrong[0]), wrong[1])
+            return
+        if edit.get("remove"):
+            del entries[current]  # type: ignore[arg-type]  # _wrong ruled out None
+            return
+        fields = {key: value for key, value in edit.items() if key not in _SECTION_OPS}
+        if current is None or edit.get("replace"):
+            entry = _Entry(fields, Origin(self.derived, at))
+        else:
+            old = entries[current]
+            entry = _Entry({**old.data, **fields}, old.origin, dict(old.keys))
+            entry.keys.update({(key,): Origin(self.derived, (*at, key)) for key in fields})
+        if anchor_key is not None:
+            if current is not None:
+                del entries[current], ids[current]
+            entries.insert(ids.index(edit[anchor_key]) + (anchor_key == "after"), entry)
+        elif current is None:
+            entries.append(entry)
+        else:
+            entries[current] = entry
+
+    def _wrong(
+        self, kind: str, edit: dict[str, Any], ids: list[str], current: int | None,
+        anchor_key: str | None,
+    ) -> tuple[str, str] | None:
+        """What is wrong with an edit, as (key, message), or None."""
+        item_id = str(edit["id"])
+        noun = kind.removesuffix("s")
+        if (kind, item_id) in self.touched:
+            first = next(n for n, e in enumerate(self.derived.data[kind]) if e["id"] == item_id)
+            return "id", f'{noun} "{item_id}" is already edited at {kind}[{first}]'
+        if edit.get("remove"):
+            extra = sorted(set(edit) - {"id", "remove"})
+            if extra:
+                got = ", ".join(f'"{key}"' for key in extra)
+                return "remove", f"remove = true takes no other keys (got {got})"
+            return None if current is not None else ("id", self._unknown(item_id, ids, noun))
+        if "before" in edit and "after" in edit:
+            return "after", 'give "before" or "after", not both'
+        if current is None and edit.get("replace"):
+            return "id", self._unknown(item_id, ids, noun)
+        if current is None and anchor_key is None and kind == "sections":
+            hint = '; to add a section, give it before = "<id>" or after = "<id>"'
+            return "id", self._unknown(item_id, ids, noun, hint)
+        if anchor_key is not None:
+            anchor = str(edit[anchor_key])
+            if anchor == item_id:
+                return anchor_key, f'cannot place {noun} "{item_id}" {anchor_key} itself'
+            if anchor not in ids:
+                return anchor_key, self._unknown(anchor, ids, noun)
+        return None
+
+    def _unknown(self, item_id: str, ids: list[str], noun: str, hint: str = "") -> str:
+        message = f'unknown {noun} id "{item_id}" in base profile "{self.base_name}"'
+        close = difflib.get_close_matches(item_id, ids, n=1, cutoff=0.75)
+        return message + (f' (did you mean "{close[0]}"?)' if close else hint)
+
+    def result(self) -> tuple[dict[str, Any], SourceMap]:
+        """The merged data and its source map."""
+        data = dict(self.top)
+        origins = dict(self.origins)
+        for kind, entries in self.lists.items():
+            if kind not in self.present:
+                continue
+            data[kind] = [entry.data for entry in entries]
+            for index, entry in enumerate(entries):
+                origins[(kind, index)] = entry.origin
+                for sub, origin in entry.keys.items():
+                    origins[(kind, index, *sub)] = origin
+        return data, SourceMap(self.files, origins)
+
+
+_LISTS = ("contributions", "sections")
+
+
+def _entries(base: dict[str, Any], base_map: SourceMap, kind: str) -> list[_Entry]:
+    entries = []
+    for index, item in enumerate(base.get(kind, [])):
+        at: Parts = (kind, index)
+        keys = {
+            parts[2:]: origin for parts, origin in base_map.origins.items()
+            if len(parts) > 2 and parts[:2] == at
+        }
+        entries.append(_Entry(dict(item), base_map.origin(at), keys))
+    return entries
