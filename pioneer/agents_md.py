@@ -1,0 +1,219 @@
+"""The AGENTS.md hook: the nearest AGENTS.md above a thread's folder, as a prompt section.
+
+:func:`find_agents_md` walks from the thread's folder up to the workspace root and
+returns the first *active* AGENTS.md: a regular UTF-8 file whose text is not blank (a
+blank file is a draft and is passed over). It never reads outside the root: a thread
+folder that is absolute or climbs with ``..`` is refused outright, and a candidate whose
+real path leaves the root (through a symlink) is refused without being opened; both
+become diagnostics. :func:`agents_md_subscription` is the built-in hook at
+``turn.pre_prompt_compile`` (blocking, fail-closed) that renders the document with its
+source folder, a scope line and the document fenced in ``<AGENTS_MD>`` tags
+(REFERENCE §8.1), using ``templates/renderers/agents_md.md.j2``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+import jinja2
+
+from .bootstrap import sanitize
+from .hook_models import HookDiagnostic, HookOutput, PromptSectionContribution, SourceRef
+from .hooks import HookContext, Subscription
+from .renderers._macros import call_macro
+
+__all__ = [
+    "DOMAIN",
+    "FILE_NAME",
+    "HOOK_ID",
+    "HOOK_MAX_CHARS",
+    "PRIORITY",
+    "SUBSCRIPTION_ID",
+    "AgentsDoc",
+    "AgentsLookup",
+    "agents_md_contribution",
+    "agents_md_subscription",
+    "find_agents_md",
+]
+
+FILE_NAME = "AGENTS.md"
+HOOK_ID = "pioneer.thread_agents_doc_prompt"
+SUBSCRIPTION_ID = "pioneer.thread_agents_doc_prompt.turn_pre_prompt_compile"
+DOMAIN = "pioneer.thread_agents_doc"
+PRIORITY = 600
+HOOK_MAX_CHARS = 16_000
+TEMPLATE = "renderers/agents_md.md.j2"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentsDoc:
+    """The effective AGENTS.md of a thread."""
+
+    #: Folder names from the root down to the folder holding the file; ``()`` is the root.
+    folders: tuple[str, ...]
+    content: str
+    #: The file was longer than what was read.
+    cut: bool
+    #: The file sits above the thread's own folder.
+    inherited: bool
+
+    @property
+    def doc_id(self) -> str:
+        """The file's path relative to the root, with ``/`` separators."""
+        return "/".join((*self.folders, FILE_NAME))
+
+    @property
+    def source(self) -> str:
+        """``thread tree / <root>`` or ``thread tree / A / B``."""
+        return "thread tree / " + (" / ".join(self.folders) if self.folders else "<root>")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentsLookup:
+    """The document found (if any) and what was refused or unreadable on the way."""
+
+    doc: AgentsDoc | None
+    diagnostics: tuple[str, ...] = ()
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def _read_head(path: Path, max_chars: int) -> tuple[str, bool] | None:
+    """Up to ``max_chars`` of a regular UTF-8 file and whether more follows; None if absent."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as error:
+        raise _Unreadable(error.strerror or str(error)) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _Unreadable("not a regular file")
+        limit = (max_chars + 1) * 4  # a char is at most 4 UTF-8 bytes
+        data = b""
+        while len(data) < limit:
+            chunk = os.read(fd, limit - len(data))
+            if not chunk:
+                break
+            data += chunk
+        more = bool(os.read(fd, 1))
+        try:
+            text = codecs.getincrementaldecoder("utf-8")("strict").decode(data, final=not more)
+        except UnicodeDecodeError:
+            raise _Unreadable("not valid UTF-8") from None
+        return text, more or len(text) > max_chars
+    except OSError as error:
+        raise _Unreadable(error.strerror or str(error)) from None
+    finally:
+        os.close(fd)
+
+
+def _folder_parts(thread_folder: str | None) -> tuple[str, ...] | str:
+    """The folder's parts, or the reason it is refused."""
+    if not thread_folder:
+        return ()
+    if PurePosixPath(thread_folder).is_absolute() or PureWindowsPath(thread_folder).is_absolute():
+        return f"thread folder `{thread_folder}` is absolute; AGENTS.md lookup stays inside " \
+               "the workspace root"
+    parts = tuple(p for p in thread_folder.replace("\\", "/").split("/") if p not in ("", "."))
+    if ".." in parts:
+        return f"thread folder `{thread_folder}` leaves the workspace root with `..`"
+    return parts
+
+
+def find_agents_md(
+    root: Path, thread_folder: str | None, *, max_chars: int = HOOK_MAX_CHARS
+) -> AgentsLookup:
+    """The nearest active AGENTS.md from ``root/thread_folder`` up to ``root``."""
+    parts = _folder_parts(thread_folder)
+    if isinstance(parts, str):
+        return AgentsLookup(None, (parts,))
+    real_root = root.resolve()
+    notes: list[str] = []
+    for depth in range(len(parts), -1, -1):
+        folders = parts[:depth]
+        path = root.joinpath(*folders, FILE_NAME)
+        shown = "/".join((*folders, FILE_NAME))
+        try:
+            inside = path.resolve().is_relative_to(real_root)
+        except (OSError, RuntimeError):  # a symlink loop
+            notes.append(f"`{shown}` could not be resolved (symlink loop); not read")
+            continue
+        if not inside:
+            notes.append(f"`{shown}` resolves outside the workspace root; not read")
+            continue
+        try:
+            found = _read_head(path, max_chars)
+        except _Unreadable as error:
+            notes.append(f"`{shown}` could not be read: {error}")
+            continue
+        if found is None:
+            continue
+        text, more = found
+        content = sanitize(text[:max_chars])
+        if content:
+            return AgentsLookup(AgentsDoc(folders, content, more, depth < len(parts)),
+                                tuple(notes))
+    return AgentsLookup(None, tuple(notes))
+
+
+def _render(doc: AgentsDoc, env: jinja2.Environment, max_chars: int) -> tuple[str, bool]:
+    """The section text within ``max_chars``, cutting the document, never the fence."""
+    document, cut = doc.content, doc.cut
+    text = call_macro(env, TEMPLATE, "section", doc.source, document)
+    while len(text) > max_chars and document:
+        document = document[: max(0, len(document) - (len(text) - max_chars))].rstrip()
+        cut = True
+        text = call_macro(env, TEMPLATE, "section", doc.source, document)
+    return text, cut
+
+
+def agents_md_contribution(
+    doc: AgentsDoc, env: jinja2.Environment, *, max_chars: int = HOOK_MAX_CHARS
+) -> PromptSectionContribution:
+    """The ``agents_md`` contribution for a found document."""
+    text, cut = _render(doc, env, max_chars)
+    version = hashlib.sha256(doc.content.encode("utf-8")).hexdigest()[:12]
+    where = "root" if not doc.folders else "/ " + " / ".join(doc.folders)
+    return PromptSectionContribution(
+        contribution_id=f"thread_agents_doc.{doc.doc_id}.v{version}",
+        section_id="agents_md",
+        title="AGENTS.md",
+        domain=DOMAIN,
+        priority=PRIORITY,
+        content=text,
+        max_chars=max_chars,
+        truncated=cut,
+        source_refs=[SourceRef(kind="document", id=doc.doc_id,
+                               label=f"AGENTS.md at thread tree {where}")],
+    )
+
+
+def agents_md_subscription(root: Path, *, max_chars: int = HOOK_MAX_CHARS) -> Subscription:
+    """The built-in AGENTS.md hook for workspace ``root``: blocking and fail-closed."""
+
+    def agents_md_hook(context: HookContext) -> list[HookOutput]:
+        lookup = find_agents_md(root, context.turn.thread_folder, max_chars=max_chars)
+        outputs: list[HookOutput] = [
+            HookDiagnostic(message=note, section_id="agents_md") for note in lookup.diagnostics
+        ]
+        if lookup.doc is not None:
+            outputs.append(agents_md_contribution(lookup.doc, context.env, max_chars=max_chars))
+        return outputs
+
+    return Subscription(
+        hook_id=HOOK_ID,
+        phase="turn.pre_prompt_compile",
+        function=agents_md_hook,
+        priority=0,
+        deadline_ms=None,
+        failure="fail_closed",
+        subscription_id=SUBSCRIPTION_ID,
+    )

@@ -1,0 +1,463 @@
+"""Hooks: callables subscribed to turn phases, and the runner that applies their policies.
+
+A :class:`Subscription` ties a hook function to one phase with a priority (higher runs
+first, ties in registration order), an await policy (blocking, or a deadline in
+milliseconds) and a failure policy. :meth:`HookRegistry.run_phase` calls every
+subscription of a phase and returns a :class:`PhaseOutcome`: the contributions (each cut
+to its own ``max_chars`` on the hook side), the manifest diagnostics and the manifest
+entries for diagnostics and failures.
+
+Deadline hooks of a phase start together on daemon threads, and each is waited for no
+longer than its own deadline counted from its start; a hook that overruns is abandoned
+(Python cannot stop a thread) and its late result is discarded. A hook that raises or
+overruns is handled by its failure policy: ``fail_closed`` raises :class:`HookError`,
+``best_effort`` becomes a ``hook_best_effort_failed`` diagnostic and the turn goes on.
+Hooks register in code or through the ``pioneer.hooks`` entry-point group.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from .errors import HookError, PioneerError, Problem
+from .hook_models import (
+    HookDiagnostic,
+    HookOutput,
+    PromptContextContribution,
+    PromptSectionContribution,
+)
+from .manifest import Diagnostic, HookSourceEntry, HookSourceRef
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from .inputs import PromptCompileInput
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PHASES",
+    "PROMPT_PHASES",
+    "TURN_PROMPT_PHASES",
+    "CollectedContribution",
+    "FailurePolicy",
+    "HookContext",
+    "HookFunction",
+    "HookRegistry",
+    "PhaseOutcome",
+    "Subscription",
+    "TurnContext",
+    "canonical_phase",
+]
+
+#: Every phase, in the order a turn passes through them.
+PHASES: tuple[str, ...] = (
+    "turn.pre_policy",
+    "turn.pre_tool_materialization",
+    "turn.pre_prompt_context",
+    "turn.post_preflight_prompt_context",
+    "runtime.turn_pre_context",
+    "turn.pre_prompt_compile",
+    "turn.post_prompt_compile",
+    "turn.post_turn",
+    "turn.pre_compaction",
+)
+#: Phases whose contributions reach the prompt; contributions anywhere else are ignored.
+PROMPT_PHASES: frozenset[str] = frozenset(
+    {
+        "turn.pre_prompt_context",
+        "turn.post_preflight_prompt_context",
+        "runtime.turn_pre_context",
+        "turn.pre_prompt_compile",
+    }
+)
+#: The phases :func:`pioneer.turn.compile_turn` runs before compiling an assistant turn.
+TURN_PROMPT_PHASES: tuple[str, ...] = (
+    "turn.pre_prompt_context",
+    "turn.post_preflight_prompt_context",
+    "turn.pre_prompt_compile",
+)
+ENTRY_POINT_GROUP = "pioneer.hooks"
+# The reference spells phases with underscores only (turn_pre_prompt_compile).
+_ALIASES = {phase.replace(".", "_", 1): phase for phase in PHASES}
+
+FailurePolicy = Literal["fail_closed", "best_effort"]
+ContributionKind = Literal["prompt_context", "thread_context", "prompt_section"]
+_DETAIL_CAP = 200
+
+
+def canonical_phase(name: str) -> str:
+    """The dotted phase name; the reference's underscore spelling is accepted too."""
+    if name in PHASES:
+        return name
+    if name in _ALIASES:
+        return _ALIASES[name]
+    raise HookError(Problem(f'unknown hook phase "{name}" (known: {", ".join(PHASES)})'))
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """What hooks know about the turn being compiled."""
+
+    thread_id: str | None = None
+    #: The thread's folder, relative to the workspace root (``None``: the root itself).
+    thread_folder: str | None = None
+    user_text: str = ""
+    #: Paths the turn touches; skills match their path globs against these.
+    touched_paths: tuple[str, ...] = ()
+    #: Anything else an application hands its own hooks.
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class HookContext:
+    """The argument every hook function receives."""
+
+    phase: str
+    subscription: Subscription
+    turn: TurnContext
+    compile_input: PromptCompileInput
+    #: The compiler's sandboxed template environment, for the section renderers.
+    env: jinja2.Environment
+    #: Contributions collected in earlier phases of this turn.
+    earlier: tuple[CollectedContribution, ...] = ()
+
+
+HookResult = HookOutput | Iterable[HookOutput] | None
+
+
+class HookFunction(Protocol):
+    """A hook: takes the context, returns contributions and diagnostics (or nothing)."""
+
+    def __call__(self, context: HookContext, /) -> HookResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """One hook function subscribed to one phase, with its policies."""
+
+    hook_id: str
+    phase: str
+    function: HookFunction
+    priority: int = 0
+    #: ``None`` blocks until the hook returns; otherwise the hook gets this many ms.
+    deadline_ms: int | None = None
+    failure: FailurePolicy = "fail_closed"
+    subscription_id: str = ""
+
+    def __post_init__(self) -> None:
+        where = f'hook "{self.hook_id}"'
+        if not self.hook_id.strip():
+            raise HookError(Problem("hook id must not be blank"))
+        object.__setattr__(self, "phase", canonical_phase(self.phase))
+        if self.deadline_ms is not None and self.deadline_ms <= 0:
+            raise HookError(Problem(f"deadline_ms must be > 0 (got {self.deadline_ms})",
+                                    path=where))
+        if self.failure not in ("fail_closed", "best_effort"):
+            raise HookError(Problem(
+                f'failure must be "fail_closed" or "best_effort" (got {self.failure!r})',
+                path=where,
+            ))
+        if not self.subscription_id:
+            object.__setattr__(self, "subscription_id", f"{self.hook_id}.{self.phase}")
+
+    def source(
+        self, contribution_id: str | None = None, digest: str | None = None
+    ) -> HookSourceRef:
+        """The manifest reference to this subscription."""
+        return HookSourceRef(
+            hook_id=self.hook_id, subscription_id=self.subscription_id, phase=self.phase,
+            contribution_id=contribution_id, contribution_hash=digest,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CollectedContribution:
+    """A contribution as the runtime accepted it, after the hook-side cut."""
+
+    subscription: Subscription
+    output: PromptSectionContribution | PromptContextContribution
+    section_id: str
+    kind: ContributionKind
+    content: str
+    hook_truncated: bool
+    content_hash: str
+
+    @property
+    def title(self) -> str | None:
+        """The contribution's own title (context contributions have none)."""
+        return self.output.title if isinstance(self.output, PromptSectionContribution) else None
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseOutcome:
+    """What one phase produced, in subscription order."""
+
+    phase: str
+    #: Contributions, and ready manifest entries for diagnostics and failures, in order.
+    records: tuple[CollectedContribution | HookSourceEntry, ...]
+    diagnostics: tuple[Diagnostic, ...]
+
+    @property
+    def contributions(self) -> tuple[CollectedContribution, ...]:
+        """Only the contributions."""
+        return tuple(r for r in self.records if isinstance(r, CollectedContribution))
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class HookRegistry:
+    """The hooks of an application, by phase."""
+
+    def __init__(self) -> None:
+        self._subscriptions: list[Subscription] = []
+
+    def add(self, subscription: Subscription) -> Subscription:
+        """Register a subscription; its id must be new."""
+        if any(s.subscription_id == subscription.subscription_id for s in self._subscriptions):
+            raise HookError(Problem(
+                f'subscription id "{subscription.subscription_id}" is already registered'
+            ))
+        self._subscriptions.append(subscription)
+        return subscription
+
+    def hook(
+        self,
+        hook_id: str,
+        *,
+        phase: str,
+        priority: int = 0,
+        deadline_ms: int | None = None,
+        failure: FailurePolicy = "fail_closed",
+        subscription_id: str = "",
+    ) -> Callable[[F], F]:
+        """Decorator form of :meth:`add`."""
+
+        def register(function: F) -> F:
+            self.add(Subscription(
+                hook_id=hook_id, phase=phase, function=function, priority=priority,
+                deadline_ms=deadline_ms, failure=failure, subscription_id=subscription_id,
+            ))
+            return function
+
+        return register
+
+    def subscriptions(self, phase: str | None = None) -> list[Subscription]:
+        """Subscriptions of one phase (or all), highest priority first."""
+        wanted = None if phase is None else canonical_phase(phase)
+        chosen = [s for s in self._subscriptions if wanted is None or s.phase == wanted]
+        return sorted(chosen, key=lambda s: -s.priority)
+
+    def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> list[str]:
+        """Register the hooks installed packages declare; return the entry-point names.
+
+        An entry point names a :class:`Subscription`, or a callable that takes this
+        registry and registers its own hooks.
+        """
+        loaded = []
+        for point in sorted(entry_points(group=group), key=lambda p: p.name):
+            where = f"entry point {point.name} = {point.value}"
+            try:
+                target = point.load()
+                if isinstance(target, Subscription):
+                    self.add(target)
+                elif callable(target):
+                    target(self)
+                else:
+                    raise TypeError(f"expected a Subscription or a callable, got "
+                                    f"{type(target).__name__}")
+            except PioneerError:
+                raise
+            except Exception as error:
+                raise HookError(Problem(
+                    f"cannot register hooks: {_detail(error)}", path=f"{group} → {where}"
+                )) from None
+            loaded.append(point.name)
+        return loaded
+
+    def run_phase(
+        self,
+        phase: str,
+        *,
+        turn: TurnContext,
+        compile_input: PromptCompileInput,
+        env: jinja2.Environment,
+        earlier: tuple[CollectedContribution, ...] = (),
+    ) -> PhaseOutcome:
+        """Run every subscription of ``phase`` under its await and failure policies."""
+        phase = canonical_phase(phase)
+        subscriptions = self.subscriptions(phase)
+
+        def context(subscription: Subscription) -> HookContext:
+            return HookContext(phase, subscription, turn, compile_input, env, earlier)
+
+        pending = {
+            s.subscription_id: _Pending(s, context(s))
+            for s in subscriptions if s.deadline_ms is not None
+        }
+        collector = _Collector(phase)
+        for subscription in subscriptions:
+            waiting = pending.get(subscription.subscription_id)
+            collector.add(subscription, waiting.wait() if waiting else _call(subscription,
+                                                                              context(subscription)))
+        return PhaseOutcome(phase, tuple(collector.records), tuple(collector.diagnostics))
+
+
+# -- calling hooks -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Result:
+    outputs: tuple[HookOutput, ...] = ()
+    error: BaseException | None = None
+    timed_out: bool = False
+
+
+_OUTPUT_TYPES = (PromptSectionContribution, PromptContextContribution, HookDiagnostic)
+
+
+def _outputs(value: HookResult) -> tuple[HookOutput, ...]:
+    if value is None:
+        return ()
+    items: Iterable[Any] = (
+        (value,) if isinstance(value, (BaseModel, str, bytes)) else value
+    )
+    outputs = tuple(items)
+    for item in outputs:
+        if not isinstance(item, _OUTPUT_TYPES):
+            raise TypeError(
+                f"hook returned {type(item).__name__}; expected PromptSectionContribution, "
+                "PromptContextContribution or HookDiagnostic"
+            )
+    return outputs
+
+
+def _call(subscription: Subscription, context: HookContext) -> _Result:
+    try:
+        return _Result(_outputs(subscription.function(context)))
+    except Exception as error:
+        return _Result(error=error)
+
+
+class _Pending:
+    """A deadline hook running on its own daemon thread."""
+
+    def __init__(self, subscription: Subscription, context: HookContext):
+        self.deadline = (subscription.deadline_ms or 0) / 1000
+        self.future: concurrent.futures.Future[tuple[HookOutput, ...]] = (
+            concurrent.futures.Future()
+        )
+        self.started = time.monotonic()
+        # Daemon: an abandoned hook must never keep the process alive at exit.
+        threading.Thread(
+            target=self._run, args=(subscription, context),
+            name=f"pioneer-hook:{subscription.subscription_id}", daemon=True,
+        ).start()
+
+    def _run(self, subscription: Subscription, context: HookContext) -> None:
+        try:
+            self.future.set_result(_outputs(subscription.function(context)))
+        except BaseException as error:  # handed to the waiting thread, never lost
+            self.future.set_exception(error)
+
+    def wait(self) -> _Result:
+        remaining = max(0.0, self.deadline - (time.monotonic() - self.started))
+        done, _ = concurrent.futures.wait([self.future], timeout=remaining)
+        if not done:
+            return _Result(timed_out=True)
+        error = self.future.exception()
+        if error is not None and not isinstance(error, Exception):
+            raise error
+        return _Result(error=error) if error else _Result(self.future.result())
+
+
+def _detail(error: BaseException) -> str:
+    if isinstance(error, PioneerError):
+        return error.render()
+    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return text if len(text) <= _DETAIL_CAP else text[: _DETAIL_CAP - 3] + "..."
+
+
+class _Collector:
+    """Turns hook results into contributions, diagnostics and manifest entries."""
+
+    def __init__(self, phase: str):
+        self.phase = phase
+        self.records: list[CollectedContribution | HookSourceEntry] = []
+        self.diagnostics: list[Diagnostic] = []
+
+    def add(self, subscription: Subscription, result: _Result) -> None:
+        if result.timed_out or result.error is not None:
+            self._failed(subscription, result)
+            return
+        for output in result.outputs:
+            if isinstance(output, HookDiagnostic):
+                self._note(subscription, output.message, output.section_id)
+                self.records.append(HookSourceEntry(
+                    source=subscription.source(), section_id=output.section_id,
+                    contribution_kind="prompt_manifest_diagnostic", truncation="none",
+                ))
+            else:
+                self._contribution(subscription, output)
+
+    def _failed(self, subscription: Subscription, result: _Result) -> None:
+        if result.timed_out:
+            what = f"missed its {subscription.deadline_ms} ms deadline"
+        else:
+            assert result.error is not None
+            what = f"failed: {_detail(result.error)}"
+        if subscription.failure == "fail_closed":
+            raise HookError(Problem(
+                f'hook "{subscription.hook_id}" {what} (fail-closed, the turn stops)',
+                path=f"{self.phase} → {subscription.subscription_id}",
+            ))
+        self.diagnostics.append(Diagnostic(
+            code="hook_best_effort_failed",
+            message=f"hook `{subscription.hook_id}` at {self.phase} {what}; "
+            "the turn went on without it",
+            hook_source=subscription.hook_id,
+        ))
+        self.records.append(HookSourceEntry(
+            source=subscription.source(), contribution_kind="runtime_failure", truncation="none",
+        ))
+
+    def _note(self, subscription: Subscription, message: str, section_id: str | None) -> None:
+        self.diagnostics.append(Diagnostic(
+            code="hook_diagnostic", message=f"hook `{subscription.hook_id}`: {message}",
+            section_id=section_id, hook_source=subscription.hook_id,
+        ))
+
+    def _contribution(
+        self, subscription: Subscription,
+        output: PromptSectionContribution | PromptContextContribution,
+    ) -> None:
+        kind: ContributionKind = "prompt_section"
+        if isinstance(output, PromptSectionContribution):
+            section_id = output.section_id
+        else:
+            section_id = output.domain
+            kind = "thread_context" if output.domain == "thread_context" else "prompt_context"
+        for message in output.diagnostics:
+            self._note(subscription, message, section_id)
+        if self.phase not in PROMPT_PHASES:
+            self._note(subscription, f"contribution `{output.contribution_id}` ignored: "
+                       f"{self.phase} does not feed the prompt", section_id)
+            return
+        content = output.content.strip()
+        cut = output.max_chars is not None and len(content) > output.max_chars
+        if cut:
+            content = content[: output.max_chars]
+        self.records.append(CollectedContribution(
+            subscription=subscription, output=output, section_id=section_id,
+            kind=kind, content=content, hook_truncated=cut or output.truncated,
+            content_hash=hashlib.sha256(output.content.encode("utf-8")).hexdigest(),
+        ))

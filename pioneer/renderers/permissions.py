@@ -1,0 +1,76 @@
+"""Current Permissions: what the agent may do this turn, when that is less than everything.
+
+Data in (:class:`PermissionProfile`), text out (:func:`render_current_permissions`). Plain
+full access with nothing narrowed gives ``None``: no section. Otherwise the section lists
+the mode, a word on what the mode means, every behaviour axis that is not ``allow`` (in
+the reference order, ``mcp_read`` left out), the non-empty tool and path lists, and a
+closing line (REFERENCE §11.4). The words come from
+``templates/renderers/current_permissions.md.j2``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import jinja2
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._macros import call_macro
+
+__all__ = ["AXES", "GUIDANCE_AXES", "Behavior", "PermissionProfile", "render_current_permissions"]
+
+TEMPLATE = "renderers/current_permissions.md.j2"
+#: Every behaviour axis of a permission profile.
+AXES = (
+    "file_read",
+    "file_write",
+    "shell_command",
+    "network",
+    "mcp_read",
+    "mcp_write_or_unknown",
+    "dynamic_skill_tool",
+    "task_subagent",
+)
+#: The axes the guidance lists, in order.
+GUIDANCE_AXES = tuple(axis for axis in AXES if axis != "mcp_read")
+_LISTS = ("allowed_tools", "denied_tools", "allowed_paths")
+
+Behavior = Literal["allow", "ask", "deny"]
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class PermissionProfile(BaseModel):
+    """The permission profile in force for a turn."""
+
+    model_config = _FROZEN
+    mode: str = Field("full_access", min_length=1,
+                      description="full_access, workspace_write, read_only or a custom mode.")
+    file_read: Behavior = Field("allow", description="Reading files.")
+    file_write: Behavior = Field("allow", description="Writing files.")
+    shell_command: Behavior = Field("allow", description="Running shell commands.")
+    network: Behavior = Field("allow", description="Network access.")
+    mcp_read: Behavior = Field("allow", description="Read-only MCP tools.")
+    mcp_write_or_unknown: Behavior = Field("allow", description="Other MCP tools.")
+    dynamic_skill_tool: Behavior = Field("allow", description="Tools defined by skills.")
+    task_subagent: Behavior = Field("allow", description="Starting tasks and subagents.")
+    allowed_tools: tuple[str, ...] = Field((), description="Only these tools, when set.")
+    denied_tools: tuple[str, ...] = Field((), description="Never these tools.")
+    allowed_paths: tuple[str, ...] = Field((), description="Only these paths, when set.")
+
+    def narrowed(self) -> bool:
+        """Whether any list is set or any axis asks or denies."""
+        return any(getattr(self, name) for name in _LISTS) or any(
+            getattr(self, axis) != "allow" for axis in AXES
+        )
+
+
+def render_current_permissions(
+    profile: PermissionProfile, env: jinja2.Environment
+) -> str | None:
+    """The Current Permissions body, or ``None`` for plain full access."""
+    if profile.mode == "full_access" and not profile.narrowed():
+        return None
+    axes = [(axis, getattr(profile, axis)) for axis in GUIDANCE_AXES
+            if getattr(profile, axis) != "allow"]
+    lists = [(name, list(getattr(profile, name))) for name in _LISTS if getattr(profile, name)]
+    return call_macro(env, TEMPLATE, "section", profile.mode, axes, lists)

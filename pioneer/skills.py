@@ -1,0 +1,202 @@
+"""Skills on disk: discover ``SKILL.md`` folders and choose the skills active for a turn.
+
+:func:`discover_skills` reads each immediate subfolder of a skills root that holds a
+``SKILL.md``: YAML front matter (``name``, ``description``, optional ``paths`` globs,
+``user-invocable``, ``disable-model-invocation``) between ``---`` lines, then the body.
+A broken skill is skipped and reported as a located :class:`~pioneer.errors.Problem`;
+it never stops the others. :func:`resolve_skills` picks the active skills in the
+reference's order of reasons (explicit, then path match, then implicit) and
+:func:`match_path` is its glob (``**`` spans segments, ``*`` stays within one).
+Rendering them is :mod:`pioneer.renderers.skills`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml  # type: ignore[import-untyped]
+
+from .errors import InputError, Problem
+from .renderers.skills import ActivationReason, ActiveSkill, Skill, SkillSource
+
+__all__ = [
+    "MAX_SKILLS_PER_SOURCE",
+    "READ_SKILL_MAX_CHARS",
+    "SKILL_FILE",
+    "SkillDiscovery",
+    "discover_skills",
+    "match_path",
+    "parse_skill",
+    "resolve_skills",
+]
+
+SKILL_FILE = "SKILL.md"
+READ_SKILL_MAX_CHARS = 72_000
+MAX_SKILLS_PER_SOURCE = 256
+_RANK: dict[ActivationReason, int] = {"explicit": 0, "path_match": 1, "implicit": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class SkillDiscovery:
+    """The skills found under a root, and the problems with the ones skipped."""
+
+    skills: tuple[Skill, ...]
+    problems: tuple[Problem, ...]
+
+
+def _flag(meta: dict[str, Any], key: str, default: bool, file: str) -> bool:
+    for spelling in (key, key.replace("-", "_")):
+        if spelling in meta:
+            value = meta[spelling]
+            if not isinstance(value, bool):
+                raise InputError(Problem(f"expected true or false (got {value!r})",
+                                            file=file, path=f"front matter → {spelling}"))
+            return value
+    return default
+
+
+def _text(meta: dict[str, Any], key: str, file: str) -> str:
+    value = meta.get(key)
+    if not isinstance(value, str) or not value.strip():
+        shown = "nothing" if value is None else repr(value)
+        raise InputError(Problem(f"expected a non-empty string (got {shown})", file=file,
+                                    path=f"front matter → {key}"))
+    return value.strip()
+
+
+def _globs(meta: dict[str, Any], file: str) -> tuple[str, ...]:
+    value = meta.get("paths", ())
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise InputError(Problem(f"expected a glob or a list of globs (got {value!r})",
+                                    file=file, path="front matter → paths"))
+    return tuple(v.strip() for v in value if v.strip())
+
+
+def parse_skill(
+    text: str, *, file: str, slug: str, directory: str, source: SkillSource = "user"
+) -> Skill:
+    """Parse one SKILL.md; raise :class:`~pioneer.errors.InputError` naming file and line."""
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        raise InputError(Problem("missing front matter: the first line must be ---",
+                                    file=file, line=1))
+    end = next((n for n in range(1, len(lines)) if lines[n].strip() == "---"), None)
+    if end is None:
+        raise InputError(Problem("front matter is not closed by a --- line", file=file,
+                                    line=1))
+    try:
+        meta = yaml.safe_load("\n".join(lines[1:end])) or {}
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        reason = getattr(error, "problem", None) or "invalid YAML"
+        raise InputError(Problem(f"{reason} (YAML front matter)", file=file,
+                                    line=mark.line + 2 if mark else None)) from None
+    if not isinstance(meta, dict):
+        raise InputError(Problem("front matter must be a mapping of keys", file=file, line=2))
+    return Skill(
+        slug=slug,
+        name=_text(meta, "name", file),
+        description=_text(meta, "description", file),
+        directory=directory,
+        source=source,
+        body="\n".join(lines[end + 1:]).strip(),
+        paths=_globs(meta, file),
+        user_invocable=_flag(meta, "user-invocable", True, file),
+        disable_model_invocation=_flag(meta, "disable-model-invocation", False, file),
+    )
+
+
+def _read(path: Path) -> str:
+    with path.open(encoding="utf-8", newline=None) as handle:
+        return handle.read(READ_SKILL_MAX_CHARS)
+
+
+def discover_skills(
+    root: Path, *, source: SkillSource = "user", owner: str = "workspace"
+) -> SkillDiscovery:
+    """Every ``<root>/<folder>/SKILL.md``, folders in name order; slugs ``owner/folder``."""
+    skills: list[Skill] = []
+    problems: list[Problem] = []
+    if not root.is_dir():
+        return SkillDiscovery((), ())
+    real_root = root.resolve()
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        path = folder / SKILL_FILE
+        if not path.is_file():
+            continue
+        file = str(path)
+        if not path.resolve().is_relative_to(real_root):
+            problems.append(Problem("skipped: it resolves outside the skills folder", file=file))
+            continue
+        if len(skills) == MAX_SKILLS_PER_SOURCE:
+            problems.append(Problem(f"skipped: more than {MAX_SKILLS_PER_SOURCE} skills in "
+                                    f"one folder", file=file))
+            continue
+        try:
+            text = _read(path)
+            skills.append(parse_skill(text, file=file, slug=f"{owner}/{folder.name}",
+                                      directory=str(folder), source=source))
+        except InputError as error:
+            problems.extend(error.problems)
+        except (OSError, UnicodeDecodeError) as error:
+            problems.append(Problem(f"cannot read: {error}", file=file))
+    return SkillDiscovery(tuple(skills), tuple(problems))
+
+
+def _segments(path: str) -> tuple[str, ...]:
+    return tuple(s for s in path.replace("\\", "/").split("/") if s not in ("", "."))
+
+
+@lru_cache(maxsize=512)
+def _segment_pattern(glob: str) -> re.Pattern[str]:
+    return re.compile(".*".join(map(re.escape, glob.split("*"))), re.DOTALL)
+
+
+def _match(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    if not pattern:
+        return not path
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        return any(_match(rest, path[skip:]) for skip in range(len(path) + 1))
+    return bool(path) and bool(_segment_pattern(head).fullmatch(path[0])) and _match(rest, path[1:])
+
+
+def match_path(glob: str, path: str) -> bool:
+    """Whether ``path`` matches ``glob`` (``\\`` and ``/`` alike; empty and ``.`` ignored)."""
+    return _match(_segments(glob), _segments(path))
+
+
+def resolve_skills(
+    skills: Iterable[Skill],
+    *,
+    explicit: Sequence[str] = (),
+    touched_paths: Sequence[str] = (),
+    allow_implicit: bool = False,
+) -> list[ActiveSkill]:
+    """The skills active for a turn, sorted by reason, then skill id.
+
+    ``explicit`` names skills by skill id (``user:workspace/weather``) or slug. A skill
+    that disables model invocation is only ever active when named explicitly.
+    """
+    named = set(explicit)
+    active: list[ActiveSkill] = []
+    for skill in skills:
+        reason: ActivationReason | None = None
+        if skill.skill_id in named or skill.slug in named:
+            reason = "explicit"
+        elif skill.disable_model_invocation:
+            continue
+        elif any(match_path(g, p) for g in skill.paths for p in touched_paths):
+            reason = "path_match"
+        elif allow_implicit and skill.user_invocable:
+            reason = "implicit"
+        if reason is not None:
+            active.append(ActiveSkill(skill, reason))
+    return sorted(active, key=lambda a: (_RANK[a.reason], a.skill.skill_id))

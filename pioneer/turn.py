@@ -1,0 +1,118 @@
+"""One turn: run the prompt hook phases, compile, and record where every section came from.
+
+:func:`compile_turn` is the high-level call. It is a straight chain: each prompt phase
+in turn order (:data:`~pioneer.hooks.TURN_PROMPT_PHASES`) → hook contributions become
+runtime sections (higher priority first, so they get pool room first) → the
+Current Permissions and Hidden Tool Domains sections when the turn has them → the
+compiler → the manifest gets one ``hook_sources`` entry per hook contribution,
+diagnostic or failure, and the hook diagnostics after the compiler's own.
+
+A contribution's truncation is ``hook`` when the hook (or the runtime, at the hook's
+own ``max_chars``) cut it, ``prompt`` when the compiled prompt does not hold all of it
+(a pool or section cap cut it, or it was left out), ``hook_and_prompt`` for both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from .compiler import PromptCompiler
+from .hooks import TURN_PROMPT_PHASES, CollectedContribution, HookRegistry, TurnContext
+from .inputs import PromptCompileInput, RuntimeSectionInput
+from .manifest import CompiledPromptPayload, CompiledSection, Diagnostic, HookSourceEntry
+from .renderers.permissions import PermissionProfile, render_current_permissions
+from .renderers.tool_domains import SECTION_ID as HIDDEN_DOMAINS_ID
+from .renderers.tool_domains import render_hidden_tool_domains
+
+__all__ = ["compile_turn"]
+
+Truncation = Literal["none", "hook", "prompt", "hook_and_prompt"]
+_TRUNCATION: dict[tuple[bool, bool], Truncation] = {
+    (False, False): "none",
+    (True, False): "hook",
+    (False, True): "prompt",
+    (True, True): "hook_and_prompt",
+}
+
+
+def compile_turn(
+    compiler: PromptCompiler,
+    compile_input: PromptCompileInput,
+    hooks: HookRegistry | None = None,
+    *,
+    turn: TurnContext | None = None,
+    permissions: PermissionProfile | None = None,
+    hidden_tool_domains: Mapping[str, Sequence[str]] | None = None,
+    phases: Sequence[str] = TURN_PROMPT_PHASES,
+) -> CompiledPromptPayload:
+    """Run the hook phases for one turn, then compile it."""
+    turn = turn or TurnContext()
+    hooks = hooks or HookRegistry()
+    env = compiler.templates.env
+    collected: list[CollectedContribution] = []
+    records: list[CollectedContribution | HookSourceEntry] = []
+    hook_diagnostics: list[Diagnostic] = []
+    for phase in phases:
+        outcome = hooks.run_phase(
+            phase, turn=turn, compile_input=compile_input, env=env, earlier=tuple(collected)
+        )
+        collected.extend(outcome.contributions)
+        records.extend(outcome.records)
+        hook_diagnostics.extend(outcome.diagnostics)
+    runtime = [*compile_input.runtime_sections, *_hook_sections(collected)]
+    present = {section.id for section in runtime}
+    if permissions is not None and "current_permissions" not in present:
+        text = render_current_permissions(permissions, env)
+        if text:
+            runtime.append(RuntimeSectionInput(id="current_permissions", content=text))
+    if hidden_tool_domains and HIDDEN_DOMAINS_ID not in present:
+        text = render_hidden_tool_domains(hidden_tool_domains, env)
+        if text:
+            runtime.append(RuntimeSectionInput(id=HIDDEN_DOMAINS_ID, content=text))
+    ref_count = compile_input.artifact_ref_count + sum(
+        c.output.artifact_ref_count for c in collected if c.content
+    )
+    compiled = compiler.compile(compile_input.model_copy(
+        update={"runtime_sections": runtime, "artifact_ref_count": ref_count}
+    ))
+    manifest = compiled.manifest.model_copy(update={
+        "hook_sources": [
+            *compiled.manifest.hook_sources,
+            *(_entry(r, compiled.sections) for r in records),
+        ],
+        "diagnostics": [*compiled.manifest.diagnostics, *hook_diagnostics],
+    })
+    return compiled.model_copy(update={"manifest": manifest})
+
+
+def _hook_sections(collected: Sequence[CollectedContribution]) -> list[RuntimeSectionInput]:
+    # Pools are first come, first served: higher priority goes first (stable for ties).
+    ordered = sorted(collected, key=lambda c: -c.output.priority)
+    return [
+        RuntimeSectionInput(id=c.section_id, title=c.title, content=c.content,
+                            truncated=c.hook_truncated)
+        for c in ordered
+    ]
+
+
+def _normalised(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n").strip()
+
+
+def _entry(
+    record: CollectedContribution | HookSourceEntry, sections: Sequence[CompiledSection]
+) -> HookSourceEntry:
+    if isinstance(record, HookSourceEntry):
+        return record
+    content = _normalised(record.content)
+    in_prompt = any(s.id == record.section_id and content in s.text for s in sections)
+    output = record.output
+    return HookSourceEntry(
+        source=record.subscription.source(output.contribution_id, record.content_hash),
+        section_id=record.section_id,
+        contribution_kind=record.kind,
+        priority=output.priority,
+        source_count=len(output.source_refs),
+        truncation=_TRUNCATION[(record.hook_truncated, bool(content) and not in_prompt)],
+    )
