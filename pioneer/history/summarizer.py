@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import PioneerError
+from ..settings import PioneerSettings
 from .models import HistoryMessage
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "Summarizer",
     "SummarizerError",
     "SummaryRequest",
+    "summarizer_from_settings",
 ]
 
 #: Assistant messages longer than this are cut in the summary prompt.
@@ -161,3 +163,15 @@ def _reply_text(raw: bytes, url: str) -> str:
         texts = [part.get("text", "") for part in content if isinstance(part, dict)]
         return "".join(text for text in texts if isinstance(text, str)).strip()
     raise SummarizerError(f"{url}: reply content is neither text nor a list of parts")
+
+
+def summarizer_from_settings(
+    settings: PioneerSettings, *, base_url: str | None = None
+) -> OpenAIChatSummarizer | None:
+    """The HTTP summarizer the settings configure (``base_url`` overrides), or ``None``."""
+    url = base_url or settings.summary_base_url
+    if not url:
+        return None
+    return OpenAIChatSummarizer(
+        url, api_key_env=settings.summary_api_key_env, timeout=settings.summary_timeout
+    )
