@@ -7,6 +7,7 @@ dynamic and full system text plus an auditable :class:`PromptManifest`.
 
 from __future__ import annotations
 
+from .agents_md import agents_md_subscription
 from .bootstrap import SeedResult, ensure_runtime_home
 from .boundary import BOUNDARY_MARKER, split_prompt_cache_boundary, strip_prompt_cache_boundary
 from .compiler import PromptCompiler, compile_prompt
@@ -21,6 +22,13 @@ from .errors import (
     StoreError,
     TemplateError,
 )
+from .hook_models import (
+    HookDiagnostic,
+    PromptContextContribution,
+    PromptSectionContribution,
+    SourceRef,
+)
+from .hooks import HookContext, HookRegistry, Subscription, TurnContext
 from .inputs import (
     DynamicSectionInput,
     PromptCompileInput,
@@ -46,6 +54,7 @@ from .providers import (
 )
 from .settings import PioneerSettings
 from .tokens import TiktokenCounter, TokenCounter
+from .turn import compile_turn
 
 __version__ = COMPILER_VERSION
 
@@ -59,7 +68,10 @@ __all__ = [
     "CompiledSection",
     "Diagnostic",
     "DynamicSectionInput",
+    "HookContext",
+    "HookDiagnostic",
     "HookError",
+    "HookRegistry",
     "InputError",
     "PioneerError",
     "PioneerSettings",
@@ -68,21 +80,28 @@ __all__ = [
     "ProfileSyntaxError",
     "PromptCompileInput",
     "PromptCompiler",
+    "PromptContextContribution",
     "PromptLimits",
     "PromptManifest",
+    "PromptSectionContribution",
     "RuntimeSectionInput",
     "SamplingOptions",
     "SeedResult",
+    "SourceRef",
     "StoreError",
+    "Subscription",
     "TemplateError",
     "TiktokenCounter",
     "TokenCounter",
     "ToolCall",
     "ToolResult",
     "ToolSpec",
+    "TurnContext",
     "__version__",
+    "agents_md_subscription",
     "build_request_body",
     "compile_prompt",
+    "compile_turn",
     "ensure_runtime_home",
     "load_compile_input",
     "split_prompt_cache_boundary",
