@@ -8,7 +8,8 @@ role merge into one turn, which is how Anthropic wants parallel results. Cache
 breakpoints are requested most valuable first and granted by
 :func:`~pioneer.providers.caching.allot_breakpoints`: the stable block (or, with no
 stable text, the last tool), the last message, so the next tool round reads the whole
-conversation from cache, then messages the caller marked, newest first.
+conversation from cache, then messages the caller marked, newest first. The current API
+version takes no ``temperature`` or ``top_p``; they are not sent.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator
 from typing import Any
 
-from ..errors import InputError, Problem
 from .caching import allot_breakpoints, cache_control
 from .request import ChatMessage, ChatRequest
 from .system import SystemPart, clean, system_parts
@@ -120,17 +120,6 @@ def _blocks(message: ChatMessage) -> list[dict[str, Any]]:
 
 
 def _sampling(request: ChatRequest) -> dict[str, Any]:
-    sampling = request.sampling
-    if sampling.temperature is not None and sampling.temperature > 1:
-        raise InputError(Problem(
-            f"anthropic accepts a temperature from 0 to 1 (got {sampling.temperature})",
-            path="sampling → temperature",
-        ))
-    options: dict[str, Any] = {}
-    if sampling.temperature is not None:
-        options["temperature"] = sampling.temperature
-    if sampling.top_p is not None:
-        options["top_p"] = sampling.top_p
-    if sampling.stop:
-        options["stop_sequences"] = list(sampling.stop)
-    return options
+    # The current Messages API version refuses temperature and top_p outright, so they
+    # are left out rather than turning a provider-neutral request into a 400.
+    return {"stop_sequences": list(request.sampling.stop)} if request.sampling.stop else {}

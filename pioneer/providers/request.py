@@ -12,16 +12,19 @@ validation failures into an :class:`~pioneer.errors.InputError` naming file and 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import jsonschema
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     ValidationError,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -50,6 +53,20 @@ TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
+def _tool_name(value: str) -> str:
+    if not re.fullmatch(TOOL_NAME_PATTERN, value):
+        raise ValueError(f"must be 1 to 64 letters, digits, _ or - (got {value!r})")
+    return value
+
+
+#: A tool name, checked with a message that shows the offending value.
+ToolName = Annotated[
+    str,
+    AfterValidator(_tool_name),
+    WithJsonSchema({"type": "string", "pattern": TOOL_NAME_PATTERN}),
+]
+
+
 def _visible(text: str) -> bool:
     """Whether text still says something once the boundary marker is removed."""
     return bool(strip_prompt_cache_boundary(text).strip())
@@ -59,9 +76,7 @@ class ToolSpec(BaseModel):
     """A tool the model may call: a name, what it does, its arguments as JSON Schema."""
 
     model_config = _FROZEN
-    name: str = Field(
-        pattern=TOOL_NAME_PATTERN, description="Tool name (letters, digits, _ and -)."
-    )
+    name: ToolName = Field(description="Tool name (letters, digits, _ and -).")
     description: str = Field("", description="What the tool does, for the model.")
     parameters: dict[str, Any] = Field(
         default_factory=lambda: {"type": "object", "properties": {}},
@@ -87,7 +102,7 @@ class ToolCall(BaseModel):
 
     model_config = _FROZEN
     id: str = Field(min_length=1, description="Call id; the tool result names it.")
-    name: str = Field(pattern=TOOL_NAME_PATTERN, description="Name of the called tool.")
+    name: ToolName = Field(description="Name of the called tool.")
     arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments object.")
 
 
@@ -133,8 +148,9 @@ class ChatMessage(BaseModel):
         if self.tool_result is not None:
             raise ValueError(f"tool_result: only tool messages carry a result, not {self.role}")
         if not _visible(self.content) and not self.tool_calls:
-            wanted = "text or tool calls" if self.role == "assistant" else "text"
-            raise ValueError(f"content: a {self.role} message needs {wanted}")
+            if self.role == "assistant":
+                raise ValueError("content: an assistant message needs text or tool calls")
+            raise ValueError(f"content: a {self.role} message needs text")
         return self
 
     @classmethod
@@ -201,7 +217,7 @@ class ChatRequest(BaseModel):
                 problems.append(f"tools[{index}]: tool name {tool.name!r} is used twice")
             seen.add(tool.name)
         if problems:
-            raise ValueError("; ".join(problems))
+            raise ValueError("\n".join(problems))
         return self
 
     def tool_call_names(self) -> dict[str, str]:
@@ -224,8 +240,8 @@ def _pairing_problems(messages: Sequence[ChatMessage]) -> list[str]:
                 problems.append(f"messages[{index}]: call {call_id!r} is already answered")
             else:
                 problems.append(
-                    f"messages[{index}]: result for call {call_id!r}, which the assistant message "
-                    "just before the tool results did not make"
+                    f"messages[{index}]: tool result for call {call_id!r}, but the assistant "
+                    "message before it made no such call"
                 )
             continue
         problems += _unanswered(waiting, before=index)
@@ -254,7 +270,9 @@ def parse_chat_request(data: Mapping[str, Any], *, file: str | None = None) -> C
             message = str(item["msg"]).removeprefix("Value error, ")
             if item["type"] == "extra_forbidden":
                 message = "unknown field"
-            problems.append(Problem(message, file=file, path=format_path(item["loc"]) or None))
+            path = format_path(item["loc"]) or None
+            # Conversation-wide checks report one problem per line, each with its own path.
+            problems += [Problem(line, file=file, path=path) for line in message.splitlines()]
         count = len(problems)
         where = f" in {file}" if file else ""
         raise InputError(

@@ -1,0 +1,519 @@
+"""Provider adapters, checked on the wire: each body goes through the official SDK.
+
+Every SDK gets an in-process transport (``httpx2.MockTransport``, the HTTP client the
+SDKs are built on) that records the request and answers with a minimal valid reply, so
+the assertions are on the JSON the SDK would really send. Nothing touches the network.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+import pytest
+from google import genai
+from google.genai import types as genai_types
+
+from pioneer import (
+    BOUNDARY_MARKER,
+    ChatMessage,
+    ChatRequest,
+    CompiledPromptPayload,
+    InputError,
+    PromptCompileInput,
+    PromptCompiler,
+    SamplingOptions,
+    ToolCall,
+    ToolSpec,
+    ensure_runtime_home,
+)
+from pioneer.providers import (
+    MAX_CACHE_BREAKPOINTS,
+    count_breakpoints,
+    to_anthropic,
+    to_gemini,
+    to_openai_chat,
+    to_openai_responses,
+)
+from pioneer.providers.gemini import endpoint
+
+SUMMARY = "Summary of earlier conversation:\nThe user is planning a trip to Norway."
+WEATHER = ToolSpec(
+    name="get_weather",
+    description="Current weather for a city.",
+    parameters={
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+)
+CLOCK = ToolSpec(name="clock", description="The local time.")
+
+
+class Wire:
+    """An in-process HTTP transport that records requests and returns a canned reply."""
+
+    def __init__(self, reply: dict[str, Any]):
+        self.reply = reply
+        self.requests: list[httpx2.Request] = []
+
+    def _handle(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
+        return httpx2.Response(200, json=self.reply)
+
+    def client(self) -> httpx2.Client:
+        return httpx2.Client(transport=httpx2.MockTransport(self._handle))
+
+    @property
+    def body(self) -> dict[str, Any]:
+        assert len(self.requests) == 1, "expected exactly one request on the wire"
+        data: dict[str, Any] = json.loads(self.requests[0].content)
+        return data
+
+    @property
+    def url(self) -> str:
+        return str(self.requests[0].url)
+
+
+def send_anthropic(body: dict[str, Any]) -> Wire:
+    wire = Wire({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
+        "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+        "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1},
+    })
+    client = anthropic.Anthropic(api_key="test", http_client=wire.client(), max_retries=0)
+    reply = client.messages.create(**body)
+    assert reply.content[0].type == "text"
+    return wire
+
+
+def send_openai_chat(body: dict[str, Any]) -> Wire:
+    wire = Wire({
+        "id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "ok"}}],
+    })
+    client = openai.OpenAI(api_key="test", http_client=wire.client(), max_retries=0)
+    reply = client.chat.completions.create(**body)
+    assert reply.choices[0].message.content == "ok"
+    return wire
+
+
+def send_openai_responses(body: dict[str, Any]) -> Wire:
+    wire = Wire({
+        "id": "r1", "object": "response", "created_at": 0, "model": body["model"],
+        "status": "completed", "output": [], "parallel_tool_calls": True,
+        "tool_choice": "auto", "tools": [],
+    })
+    client = openai.OpenAI(api_key="test", http_client=wire.client(), max_retries=0)
+    reply = client.responses.create(**body)
+    assert reply.status == "completed"
+    return wire
+
+
+def send_gemini(model: str, body: dict[str, Any]) -> Wire:
+    """The SDK takes contents and a flat config; it puts them back into the REST shape."""
+    wire = Wire({"candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]},
+                                 "finishReason": "STOP"}]})
+    client = genai.Client(
+        api_key="test", http_options=genai_types.HttpOptions(httpx_client=wire.client())
+    )
+    config = {key: body[key] for key in ("systemInstruction", "tools") if key in body}
+    config.update(body.get("generationConfig", {}))
+    reply = client.models.generate_content(model=model, contents=body["contents"], config=config)
+    assert reply.text == "ok"
+    return wire
+
+
+@pytest.fixture(scope="module")
+def payload(tmp_path_factory: pytest.TempPathFactory) -> CompiledPromptPayload:
+    home = tmp_path_factory.mktemp("home")
+    ensure_runtime_home(home)
+    return PromptCompiler().compile(PromptCompileInput(
+        workspace_root=home, profile="full", dynamic_context="The user is in Oslo.",
+    ))
+
+
+def conversation() -> list[ChatMessage]:
+    """A summary, a question, two parallel tool calls and their results, a follow-up."""
+    return [
+        ChatMessage.system(SUMMARY),
+        ChatMessage.user("What is the weather in Oslo and Bergen?"),
+        ChatMessage.assistant("Checking both.", tool_calls=[
+            ToolCall(id="call_1", name="get_weather", arguments={"city": "Oslo"}),
+            ToolCall(id="call_2", name="get_weather", arguments={"city": "Bergen"}),
+        ]),
+        ChatMessage.tool("call_1", "Rain, 9 °C"),
+        ChatMessage.tool("call_2", "service unavailable", is_error=True),
+        ChatMessage.assistant("Oslo has rain; Bergen's weather service is down."),
+        ChatMessage.user("And what time is it?"),
+    ]
+
+
+@pytest.fixture
+def request_(payload: CompiledPromptPayload) -> ChatRequest:
+    return ChatRequest(
+        model="test-model", compiled_prompt=payload, messages=conversation(),
+        tools=[WEATHER, CLOCK], sampling=SamplingOptions(max_tokens=512, temperature=0.3),
+    )
+
+
+def assert_no_marker(body: dict[str, Any]) -> None:
+    text = json.dumps(body, ensure_ascii=False)
+    assert "PIONEER_PROMT_CACHE_BOUNDARY" not in text
+
+
+def assert_no_tool_prose(texts: list[str]) -> None:
+    """Tool definitions travel in ``tools`` only, never as system prose."""
+    for text in texts:
+        assert WEATHER.description not in text
+        assert '"city"' not in text
+
+
+# -- Anthropic Messages --------------------------------------------------------
+
+
+def test_anthropic_on_the_wire(request_: ChatRequest, payload: CompiledPromptPayload) -> None:
+    body = to_anthropic(request_)
+    wire = send_anthropic(body)
+    sent = wire.body
+    assert wire.url == "https://api.anthropic.com/v1/messages"
+    assert sent == body
+    assert sent["system"] == [
+        {"type": "text", "text": payload.stable_system_text,
+         "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": payload.dynamic_system_text},
+        {"type": "text", "text": SUMMARY},
+    ]
+    assert [turn["role"] for turn in sent["messages"]] == [
+        "user", "assistant", "user", "assistant", "user"
+    ]
+    question, calls, results, answer, follow_up = sent["messages"]
+    assert question["content"] == [
+        {"type": "text", "text": "What is the weather in Oslo and Bergen?"}
+    ]
+    assert calls["content"] == [
+        {"type": "text", "text": "Checking both."},
+        {"type": "tool_use", "id": "call_1", "name": "get_weather", "input": {"city": "Oslo"}},
+        {"type": "tool_use", "id": "call_2", "name": "get_weather", "input": {"city": "Bergen"}},
+    ]
+    # Parallel results travel together in the one user turn right after the calls.
+    assert results["content"] == [
+        {"type": "tool_result", "tool_use_id": "call_1", "content": "Rain, 9 °C"},
+        {"type": "tool_result", "tool_use_id": "call_2", "content": "service unavailable",
+         "is_error": True},
+    ]
+    assert answer["content"] == [
+        {"type": "text", "text": "Oslo has rain; Bergen's weather service is down."}
+    ]
+    assert follow_up["content"][0]["text"] == "And what time is it?"
+    assert sent["tools"] == [
+        {"name": "get_weather", "description": WEATHER.description,
+         "input_schema": WEATHER.parameters},
+        {"name": "clock", "description": CLOCK.description,
+         "input_schema": {"type": "object", "properties": {}}},
+    ]
+    # The Messages API version the SDK speaks refuses sampling knobs; they stay out.
+    assert sent["max_tokens"] == 512 and "temperature" not in sent
+    assert_no_marker(sent)
+    assert_no_tool_prose([block["text"] for block in sent["system"]])
+
+
+def test_anthropic_user_text_after_tool_results_joins_their_turn(
+    payload: CompiledPromptPayload,
+) -> None:
+    request = ChatRequest(model="m", compiled_prompt=payload, messages=[
+        ChatMessage.user("time?"),
+        ChatMessage.assistant(tool_calls=[ToolCall(id="t", name="clock")]),
+        ChatMessage.tool("t", ""),
+        ChatMessage.user("that was empty, try again"),
+    ], tools=[CLOCK])
+    sent = send_anthropic(to_anthropic(request)).body
+    assert [turn["role"] for turn in sent["messages"]] == ["user", "assistant", "user"]
+    assert sent["messages"][1]["content"] == [
+        {"type": "tool_use", "id": "t", "name": "clock", "input": {}}
+    ]
+    assert sent["messages"][2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "t"},
+        {"type": "text", "text": "that was empty, try again",
+         "cache_control": {"type": "ephemeral"}},
+    ]
+
+
+def test_anthropic_marks_stable_and_conversation_tail(request_: ChatRequest) -> None:
+    sent = send_anthropic(to_anthropic(request_)).body
+    assert count_breakpoints(sent) == 2
+    assert "cache_control" in sent["system"][0]
+    assert all("cache_control" not in block for block in sent["system"][1:])
+    tail = sent["messages"][-1]["content"][-1]
+    assert tail == {"type": "text", "text": "And what time is it?",
+                    "cache_control": {"type": "ephemeral"}}
+    assert all("cache_control" not in tool for tool in sent["tools"])
+
+
+def test_anthropic_without_conversation_caching(request_: ChatRequest) -> None:
+    body = to_anthropic(request_, cache_conversation=False)
+    assert count_breakpoints(body) == 1
+    assert "cache_control" in body["system"][0]
+
+
+def test_anthropic_never_more_than_four_breakpoints(payload: CompiledPromptPayload) -> None:
+    messages = []
+    for turn in range(6):
+        messages += [ChatMessage.user(f"question {turn}", cache_breakpoint=True),
+                     ChatMessage.assistant(f"answer {turn}", cache_breakpoint=True)]
+    messages.append(ChatMessage.user("last question"))
+    request = ChatRequest(model="m", compiled_prompt=payload, messages=messages, tools=[WEATHER])
+    sent = send_anthropic(to_anthropic(request)).body
+    assert count_breakpoints(sent) == MAX_CACHE_BREAKPOINTS == 4
+    marked = [block["text"] for turn in sent["messages"] for block in turn["content"]
+              if "cache_control" in block]
+    # the stable block, the tail, then the caller's marks newest first
+    assert "cache_control" in sent["system"][0]
+    assert marked == ["question 5", "answer 5", "last question"]
+
+
+def test_anthropic_marks_last_tool_when_there_is_no_stable_text() -> None:
+    request = ChatRequest(model="m", messages=[ChatMessage.user("hi")], tools=[WEATHER, CLOCK])
+    sent = send_anthropic(to_anthropic(request)).body
+    assert "system" not in sent
+    assert sent["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in sent["tools"][0]
+    assert count_breakpoints(sent) == 2
+
+
+def test_anthropic_caller_mark_on_the_summary(payload: CompiledPromptPayload) -> None:
+    request = ChatRequest(model="m", compiled_prompt=payload, messages=[
+        ChatMessage.system(SUMMARY, cache_breakpoint=True), ChatMessage.user("hi"),
+    ])
+    system = to_anthropic(request)["system"]
+    assert [("cache_control" in block) for block in system] == [True, False, True]
+
+
+def test_anthropic_default_max_tokens_and_stop(payload: CompiledPromptPayload) -> None:
+    request = ChatRequest(model="m", compiled_prompt=payload, messages=[ChatMessage.user("hi")],
+                          sampling=SamplingOptions(stop=["END"], top_p=0.9))
+    sent = send_anthropic(to_anthropic(request)).body
+    assert sent["max_tokens"] == 4096
+    assert sent["stop_sequences"] == ["END"] and "top_p" not in sent
+
+
+# -- OpenAI Chat Completions ---------------------------------------------------
+
+
+def test_openai_chat_on_the_wire(request_: ChatRequest, payload: CompiledPromptPayload) -> None:
+    body = to_openai_chat(request_)
+    wire = send_openai_chat(body)
+    sent = wire.body
+    assert wire.url == "https://api.openai.com/v1/chat/completions"
+    assert sent == body
+    prompt = payload.stable_system_text + "\n\n" + payload.dynamic_system_text
+    assert sent["messages"][:2] == [
+        {"role": "system", "content": prompt},
+        {"role": "system", "content": SUMMARY},
+    ]
+    assert [m["role"] for m in sent["messages"][2:]] == [
+        "user", "assistant", "tool", "tool", "assistant", "user"
+    ]
+    calls = sent["messages"][3]
+    assert calls["content"] == "Checking both."
+    assert [(c["id"], c["type"], c["function"]["name"], json.loads(c["function"]["arguments"]))
+            for c in calls["tool_calls"]] == [
+        ("call_1", "function", "get_weather", {"city": "Oslo"}),
+        ("call_2", "function", "get_weather", {"city": "Bergen"}),
+    ]
+    assert sent["messages"][4] == {"role": "tool", "tool_call_id": "call_1",
+                                   "content": "Rain, 9 °C"}
+    assert sent["tools"][0] == {"type": "function", "function": {
+        "name": "get_weather", "description": WEATHER.description,
+        "parameters": WEATHER.parameters,
+    }}
+    assert sent["prompt_cache_key"] == f"pioneer-{payload.manifest.fingerprint_stable[:48]}"
+    assert len(sent["prompt_cache_key"]) <= 64
+    assert sent["max_completion_tokens"] == 512 and sent["temperature"] == 0.3
+    assert_no_marker(sent)
+    assert_no_tool_prose([sent["messages"][0]["content"]])
+
+
+def test_openai_chat_developer_role(request_: ChatRequest) -> None:
+    sent = send_openai_chat(to_openai_chat(request_, system_role="developer")).body
+    assert [m["role"] for m in sent["messages"][:2]] == ["developer", "developer"]
+    assert "system" not in [m["role"] for m in sent["messages"]]
+
+
+def test_openai_chat_tool_calls_without_text(payload: CompiledPromptPayload) -> None:
+    request = ChatRequest(model="m", compiled_prompt=payload, messages=[
+        ChatMessage.user("time?"),
+        ChatMessage.assistant(tool_calls=[ToolCall(id="t", name="clock")]),
+        ChatMessage.tool("t", "12:00"),
+    ])
+    sent = send_openai_chat(to_openai_chat(request)).body
+    assert sent["messages"][2] == {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "t", "type": "function", "function": {"name": "clock", "arguments": "{}"}},
+    ]}
+
+
+# -- OpenAI Responses ----------------------------------------------------------
+
+
+def test_openai_responses_on_the_wire(
+    request_: ChatRequest, payload: CompiledPromptPayload
+) -> None:
+    body = to_openai_responses(request_)
+    wire = send_openai_responses(body)
+    sent = wire.body
+    assert wire.url == "https://api.openai.com/v1/responses"
+    assert sent == body
+    assert sent["instructions"] == (
+        payload.stable_system_text + "\n\n" + payload.dynamic_system_text
+    )
+    assert sent["input"] == [
+        {"role": "system", "content": SUMMARY},
+        {"role": "user", "content": "What is the weather in Oslo and Bergen?"},
+        {"role": "assistant", "content": "Checking both."},
+        {"type": "function_call", "call_id": "call_1", "name": "get_weather",
+         "arguments": '{"city": "Oslo"}'},
+        {"type": "function_call", "call_id": "call_2", "name": "get_weather",
+         "arguments": '{"city": "Bergen"}'},
+        {"type": "function_call_output", "call_id": "call_1", "output": "Rain, 9 °C"},
+        {"type": "function_call_output", "call_id": "call_2", "output": "service unavailable"},
+        {"role": "assistant", "content": "Oslo has rain; Bergen's weather service is down."},
+        {"role": "user", "content": "And what time is it?"},
+    ]
+    assert sent["tools"][0] == {
+        "type": "function", "name": "get_weather", "description": WEATHER.description,
+        "parameters": WEATHER.parameters, "strict": False,
+    }
+    assert sent["prompt_cache_key"] == f"pioneer-{payload.manifest.fingerprint_stable[:48]}"
+    assert sent["max_output_tokens"] == 512
+    assert_no_marker(sent)
+    assert_no_tool_prose([sent["instructions"]])
+
+
+def test_openai_responses_developer_role(request_: ChatRequest) -> None:
+    sent = send_openai_responses(to_openai_responses(request_, system_role="developer")).body
+    assert sent["input"][0] == {"role": "developer", "content": SUMMARY}
+
+
+def test_openai_responses_refuses_stop_sequences() -> None:
+    request = ChatRequest(model="m", messages=[ChatMessage.user("hi")],
+                          sampling=SamplingOptions(stop=["END"]))
+    with pytest.raises(InputError) as caught:
+        to_openai_responses(request)
+    assert str(caught.value) == (
+        "sampling → stop: openai-responses has no stop sequences; leave sampling.stop empty"
+    )
+
+
+# -- Gemini generateContent ----------------------------------------------------
+
+
+def test_gemini_on_the_wire(request_: ChatRequest, payload: CompiledPromptPayload) -> None:
+    body = to_gemini(request_)
+    wire = send_gemini(request_.model, body)
+    sent = wire.body
+    assert wire.url.endswith("/" + endpoint(request_))
+    # The SDK spells this one field in snake case; the REST API accepts both spellings.
+    for declaration in sent["tools"][0]["functionDeclarations"]:
+        declaration["parametersJsonSchema"] = declaration.pop("parameters_json_schema")
+    assert sent == body
+    assert sent["systemInstruction"]["parts"] == [
+        {"text": payload.stable_system_text},
+        {"text": payload.dynamic_system_text},
+        {"text": SUMMARY},
+    ]
+    assert [c["role"] for c in sent["contents"]] == ["user", "model", "user", "model", "user"]
+    assert sent["contents"][1]["parts"] == [
+        {"text": "Checking both."},
+        {"functionCall": {"id": "call_1", "name": "get_weather", "args": {"city": "Oslo"}}},
+        {"functionCall": {"id": "call_2", "name": "get_weather", "args": {"city": "Bergen"}}},
+    ]
+    assert sent["contents"][2]["parts"] == [
+        {"functionResponse": {"id": "call_1", "name": "get_weather",
+                              "response": {"output": "Rain, 9 °C"}}},
+        {"functionResponse": {"id": "call_2", "name": "get_weather",
+                              "response": {"error": "service unavailable"}}},
+    ]
+    assert sent["tools"] == [{"functionDeclarations": [
+        {"name": "get_weather", "description": WEATHER.description,
+         "parametersJsonSchema": WEATHER.parameters},
+        {"name": "clock", "description": CLOCK.description,
+         "parametersJsonSchema": {"type": "object", "properties": {}}},
+    ]}]
+    assert sent["generationConfig"] == {"maxOutputTokens": 512, "temperature": 0.3}
+    assert_no_marker(sent)
+    assert_no_tool_prose([part["text"] for part in sent["systemInstruction"]["parts"]])
+
+
+def test_gemini_merges_tool_results_with_the_next_user_text(payload: CompiledPromptPayload) -> None:
+    request = ChatRequest(model="g", compiled_prompt=payload, messages=[
+        ChatMessage.user("time?"),
+        ChatMessage.assistant(tool_calls=[ToolCall(id="t", name="clock")]),
+        ChatMessage.tool("t", "12:00"),
+        ChatMessage.user("thanks, and the date?"),
+    ])
+    sent = send_gemini("g", to_gemini(request)).body
+    assert [c["role"] for c in sent["contents"]] == ["user", "model", "user"]
+    assert sent["contents"][2]["parts"] == [
+        {"functionResponse": {"id": "t", "name": "clock", "response": {"output": "12:00"}}},
+        {"text": "thanks, and the date?"},
+    ]
+
+
+# -- across providers ----------------------------------------------------------
+
+ADAPTERS: dict[str, Callable[[ChatRequest], dict[str, Any]]] = {
+    "anthropic": to_anthropic,
+    "openai-chat": to_openai_chat,
+    "openai-responses": to_openai_responses,
+    "gemini": to_gemini,
+}
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_marker_in_any_text_never_reaches_the_model(
+    name: str, payload: CompiledPromptPayload
+) -> None:
+    leaked = f"before{BOUNDARY_MARKER}after"
+    request = ChatRequest(model="m", compiled_prompt=payload, messages=[
+        ChatMessage.system(payload.full_system_text),
+        ChatMessage.user(leaked),
+        ChatMessage.assistant(leaked, tool_calls=[ToolCall(id="t", name="clock")]),
+        ChatMessage.tool("t", leaked),
+    ], tools=[CLOCK])
+    body = ADAPTERS[name](request)
+    assert_no_marker(body)
+    assert "before\\nafter" in json.dumps(body, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_summary_survives_every_adapter(name: str, payload: CompiledPromptPayload) -> None:
+    request = ChatRequest(model="m", compiled_prompt=payload,
+                          messages=[ChatMessage.system(SUMMARY), ChatMessage.user("go on")])
+    assert json.dumps(ADAPTERS[name](request), ensure_ascii=False).count(
+        json.dumps(SUMMARY, ensure_ascii=False)) == 1
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_without_a_compiled_prompt(name: str) -> None:
+    request = ChatRequest(model="m", messages=[ChatMessage.user("hi")])
+    body = ADAPTERS[name](request)
+    assert "prompt_cache_key" not in body
+    assert not {"system", "instructions", "systemInstruction"} & set(body)
+    assert "hi" in json.dumps(body)
+
+
+def test_history_messages_fit_a_chat_request(tmp_path: Path) -> None:
+    """The history budgeter's hand-off shape (role + content) validates as messages."""
+    history = [
+        {"role": "system", "content": SUMMARY},
+        {"role": "user", "content": "earlier question"},
+        {"role": "assistant", "content": "earlier answer"},
+    ]
+    request = ChatRequest.model_validate({"model": "m", "messages": history})
+    assert [m.role for m in request.messages] == ["system", "user", "assistant"]
