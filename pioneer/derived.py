@@ -121,8 +121,8 @@ class DerivedProfileSpec(BaseModel):
         "when it is this file's own name) or a .toml path relative to this file.",
     )
     description: str | None = Field(None, description="What the profile is for (inherited).")
-    budgets: BudgetOverrides | None = Field(  # type: ignore[valid-type]
-        None, description="Budget keys to change, merged key by key."
+    budgets: BudgetOverrides = Field(  # type: ignore[valid-type]
+        default_factory=BudgetOverrides, description="Budget keys to change, merged key by key."
     )
     contributions: list[ContributionEdit] = Field(  # type: ignore[valid-type]
         default_factory=list, description="Contribution defaults patched, added or removed by id."

@@ -194,7 +194,7 @@ def _find_base(source: SourceFile, search: Sequence[Path], chain: tuple[SourceFi
     repeats = [index for index, item in enumerate(walked) if item.path.resolve() == base.resolve()]
     if repeats:
         loop = [item.file for item in walked[repeats[0]:]] + [walked[repeats[0]].file]
-        raise fail("extends cycle: " + " → ".join(loop))
+        raise fail(f'"{source.data["extends"]}" closes a cycle: ' + " → ".join(loop))
     return base
 
 
@@ -234,6 +234,7 @@ class _Merge:
             self._edit("contributions", index, edit)
         for index, edit in enumerate(edits.get("sections", [])):
             self._edit("sections", index, edit)
+        self.problems.sort(key=lambda problem: problem.line or 0)  # document order
 
     def _mark(self, parts: Parts, at: Parts | None = None) -> Origin:
         origin = Origin(self.derived, parts if at is None else at)
