@@ -18,8 +18,8 @@ from collections.abc import Hashable, Iterator
 from typing import Any
 
 from .caching import allot_breakpoints, cache_control
-from .request import ChatMessage, ChatRequest
-from .system import SystemPart, clean, system_parts
+from .request import ChatMessage, ChatRequest, clean
+from .system import SystemPart, system_parts
 
 __all__ = ["DEFAULT_MAX_TOKENS", "to_anthropic"]
 

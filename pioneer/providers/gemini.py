@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .request import ChatMessage, ChatRequest
-from .system import clean, system_parts
+from .request import ChatMessage, ChatRequest, clean
+from .system import system_parts
 
 __all__ = ["endpoint", "to_gemini"]
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from .request import ChatMessage, ChatRequest
-from .system import clean, joined_prompt, prompt_cache_key
+from .request import ChatMessage, ChatRequest, clean
+from .system import joined_prompt, prompt_cache_key
 
 __all__ = ["SystemRole", "to_openai_chat"]
 

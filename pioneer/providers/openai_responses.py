@@ -18,8 +18,8 @@ from typing import Any
 
 from ..errors import InputError, Problem
 from .openai_chat import SystemRole
-from .request import ChatMessage, ChatRequest
-from .system import clean, joined_prompt, prompt_cache_key
+from .request import ChatMessage, ChatRequest, clean
+from .system import joined_prompt, prompt_cache_key
 
 __all__ = ["to_openai_responses"]
 

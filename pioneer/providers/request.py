@@ -29,7 +29,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..boundary import strip_prompt_cache_boundary
+from ..boundary import BOUNDARY_MARKER, strip_prompt_cache_boundary
 from ..errors import InputError, Problem, format_path
 from ..manifest import CompiledPromptPayload
 
@@ -42,6 +42,7 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "ToolSpec",
+    "clean",
     "load_chat_request",
     "parse_chat_request",
 ]
@@ -67,9 +68,24 @@ ToolName = Annotated[
 ]
 
 
+_COMMENT = BOUNDARY_MARKER.strip()
+
+
+def clean(text: str) -> str:
+    """Text as a model may see it: no boundary marker, not even one that removing another formed.
+
+    A full marker becomes one newline (as :func:`strip_prompt_cache_boundary` does) and a
+    bare marker comment disappears; repeated until none is left, because removing one can
+    join the pieces of another.
+    """
+    while _COMMENT in text:
+        text = strip_prompt_cache_boundary(text).replace(_COMMENT, "")
+    return text
+
+
 def _visible(text: str) -> bool:
     """Whether text still says something once the boundary marker is removed."""
-    return bool(strip_prompt_cache_boundary(text).strip())
+    return bool(clean(text).strip())
 
 
 class ToolSpec(BaseModel):

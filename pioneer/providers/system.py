@@ -2,8 +2,9 @@
 
 The order is fixed: the stable text first (the provider-cacheable prefix), then the
 dynamic text, then every system message of the conversation (the history summary among
-them) in conversation order. Each piece is cleaned on its own, so the boundary marker
-never reaches a model and the stable piece depends on the stable text alone.
+them) in conversation order. Each piece is cleaned of the boundary marker on its own
+(:func:`~pioneer.providers.request.clean`), so the marker never reaches a model and the
+stable piece depends on the stable text alone.
 """
 
 from __future__ import annotations
@@ -11,22 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..boundary import render_sections, strip_prompt_cache_boundary
-from .request import ChatRequest
+from ..boundary import render_sections
+from .request import ChatRequest, clean
 
 __all__ = [
     "SystemPart",
-    "clean",
     "joined_prompt",
     "prompt_cache_key",
     "prompt_parts",
     "system_parts",
 ]
-
-
-def clean(text: str) -> str:
-    """Text as a model may see it: every boundary marker removed."""
-    return strip_prompt_cache_boundary(text)
 
 
 @dataclass(frozen=True, slots=True)
