@@ -1,0 +1,131 @@
+"""``pioneer compile --provider``: the compiled prompt as a provider request body."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from pioneer import PromptCompileInput, PromptCompiler, ensure_runtime_home
+from pioneer.cli import main
+
+PROVIDERS = ["anthropic", "openai-chat", "openai-responses", "gemini"]
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def turn(tmp_path: Path) -> Path:
+    spec = tmp_path / "turn.toml"
+    spec.write_text('profile = "minimal"\ndynamic_context = "The user is in Oslo."\n')
+    return spec
+
+
+@pytest.fixture
+def chat(tmp_path: Path) -> Path:
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps({
+        "model": "file-model",
+        "messages": [
+            {"role": "system", "content": "Summary of earlier conversation:\nTrip planning."},
+            {"role": "user", "content": "What time is it?"},
+            {"role": "assistant", "tool_calls": [{"id": "t1", "name": "clock"}]},
+            {"role": "tool", "tool_result": {"call_id": "t1", "content": "12:00"}},
+        ],
+        "tools": [{"name": "clock", "description": "The local time."}],
+    }), "utf-8")
+    return path
+
+
+def test_anthropic_body(tmp_path: Path, turn: Path, chat: Path) -> None:
+    home = tmp_path / "home"
+    code, out, err = run("compile", "--home", str(home), "--input", str(turn),
+                         "--provider", "anthropic", "--messages", str(chat))
+    assert (code, err) == (0, "")
+    body = json.loads(out)
+    ensure_runtime_home(home)
+    payload = PromptCompiler().compile(PromptCompileInput(
+        workspace_root=home, profile="minimal", dynamic_context="The user is in Oslo."))
+    assert body["model"] == "file-model"
+    assert [block["text"] for block in body["system"]] == [
+        payload.stable_system_text, payload.dynamic_system_text,
+        "Summary of earlier conversation:\nTrip planning.",
+    ]
+    assert body["tools"][0]["name"] == "clock"
+    assert [turn["role"] for turn in body["messages"]] == ["user", "assistant", "user"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_every_provider_prints_json_without_marker(
+    provider: str, tmp_path: Path, turn: Path, chat: Path
+) -> None:
+    code, out, err = run("compile", "--home", str(tmp_path / "home"), "--input", str(turn),
+                         "--provider", provider, "--messages", str(chat), "--model", "cli-model")
+    assert (code, err) == (0, "")
+    assert "PIONEER_PROMT_CACHE_BOUNDARY" not in out
+    assert "Summary of earlier conversation:\\nTrip planning." in out
+    body = json.loads(out)
+    # the model names the endpoint for Gemini, so it is not in the body
+    assert body.get("model", "cli-model") == "cli-model"
+
+
+def test_model_without_messages(tmp_path: Path) -> None:
+    code, out, _ = run("compile", "--home", str(tmp_path / "home"), "--profile", "none",
+                       "--provider", "openai-chat", "--model", "m")
+    assert code == 0
+    assert json.loads(out)["messages"] == [{"role": "system", "content": (
+        "## Identity\nYou are Pioneer, a personal assistant agent that helps one person get "
+        "real work done."
+    )}]
+
+
+def test_provider_needs_a_model(tmp_path: Path) -> None:
+    code, out, err = run("compile", "--home", str(tmp_path / "home"), "--provider", "gemini")
+    assert (code, out) == (1, "")
+    assert err == '--provider needs --model (or a --messages file that sets "model")\n'
+
+
+def test_model_needs_a_provider(tmp_path: Path) -> None:
+    code, _, err = run("compile", "--home", str(tmp_path / "home"), "--model", "m")
+    assert (code, err) == (1, "--model and --messages need --provider\n")
+
+
+def test_provider_excludes_other_outputs(tmp_path: Path) -> None:
+    code, _, err = run("compile", "--home", str(tmp_path / "home"), "--json",
+                       "--provider", "gemini", "--model", "m")
+    assert code == 1
+    assert "not allowed with argument --json" in err
+
+
+def test_unknown_provider(tmp_path: Path) -> None:
+    code, _, err = run("compile", "--home", str(tmp_path / "home"), "--provider", "bedrock")
+    assert code == 1
+    assert "invalid choice: 'bedrock'" in err
+
+
+def test_bad_messages_file_is_a_user_error(tmp_path: Path) -> None:
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([{"role": "assistant", "tool_calls": [{"id": "a", "name": "x"}]}]))
+    code, out, err = run("compile", "--home", str(tmp_path / "home"), "--provider", "anthropic",
+                         "--model", "m", "--messages", str(chat))
+    assert (code, out) == (1, "")
+    assert err == (
+        f"{chat}: messages[0]: call 'a' has no tool result at the end of the conversation\n"
+        f"error: 1 problem in {chat}\n"
+    )
+
+
+def test_provider_rule_refusal_is_a_user_error(tmp_path: Path) -> None:
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}],
+                                "sampling": {"stop": ["END"]}}))
+    code, _, err = run("compile", "--home", str(tmp_path / "home"), "--provider",
+                       "openai-responses", "--model", "m", "--messages", str(chat))
+    assert (code, err) == (1, "sampling → stop: openai-responses has no stop sequences; "
+                              "leave sampling.stop empty\n")
