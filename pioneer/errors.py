@@ -71,7 +71,9 @@ def format_path(parts: Iterable[str | int], labels: dict[int, str] | None = None
     return " → ".join(out)
 
 
-_TOML_POSITION = re.compile(r"^(?P<msg>.*?) \(at line (?P<line>\d+), column (?P<col>\d+)\)$")
+_TOML_POSITION = re.compile(
+    r"^(?P<msg>.*?) \((?:at line (?P<line>\d+), column (?P<col>\d+)|(?P<end>at end of document))\)$"
+)
 
 
 def toml_problem(error: Exception, file: str) -> Problem:
@@ -80,6 +82,8 @@ def toml_problem(error: Exception, file: str) -> Problem:
     if not match:
         return Problem(f"{error} (TOML syntax)", file=file)
     message = match["msg"][:1].lower() + match["msg"][1:]
+    if match["end"]:
+        return Problem(f"{message} at end of document (TOML syntax)", file=file)
     return Problem(
         f"{message} (TOML syntax)", file=file, line=int(match["line"]), column=int(match["col"])
     )
