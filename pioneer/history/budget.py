@@ -147,9 +147,8 @@ def _messages(
         messages.append(summary.message)
         tokens.append(summary.tokens)
     for entry in entries:
-        for message in entry.messages():
-            messages.append(message)
-            tokens.append(entry.user_tokens if message.role == "user" else entry.assistant_tokens)
+        messages.extend(entry.messages())
+        tokens.extend(entry.message_tokens())
     return tuple(messages), tuple(tokens)
 
 
@@ -195,7 +194,8 @@ class HistoryBudgeter:
         limits = self.limits
         if total < limits.threshold:
             return self._decision(
-                window, "keep", f"{total} tokens is under the threshold of {limits.threshold}",
+                window, total, "keep",
+                f"{total} tokens is under the threshold of {limits.threshold}",
                 *keep_all(window),
             )
         over = f"{total} tokens reached the threshold of {limits.threshold}"
@@ -203,12 +203,12 @@ class HistoryBudgeter:
         if isinstance(outcome, str):
             summary, kept = keep_newest(window, limits.budget)
             return self._decision(
-                window, "truncate",
+                window, total, "truncate",
                 f"{over}; {outcome}; kept the newest {len(kept)} of {len(window.entries)} turns",
                 summary, kept,
             )
         return self._decision(
-            window, "summarise",
+            window, total, "summarise",
             f"{over}; summarised {len(window.entries)} turns into {outcome.tokens} tokens",
             outcome, (), stored=True,
         )
@@ -242,6 +242,7 @@ class HistoryBudgeter:
     def _decision(
         self,
         window: HistoryWindow,
+        total: int,
         mode: Mode,
         reason: str,
         summary: ThreadSummary | None,
@@ -255,7 +256,7 @@ class HistoryBudgeter:
             mode=mode,
             reason=reason,
             limits=self.limits,
-            total_tokens=window_tokens(window),
+            total_tokens=total,
             sent_tokens=sum(tokens),
             turns_loaded=len(window.entries),
             turns_sent=len(entries),

@@ -55,7 +55,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                 created_at TEXT NOT NULL,
                 prompt_manifest TEXT
             )""",
-            "CREATE INDEX turns_by_thread ON turns(thread_id, seq)",
+            "CREATE INDEX turns_by_thread ON turns(thread_id, seq, turn_id)",
             """CREATE TABLE artifact_refs (
                 turn_id TEXT NOT NULL REFERENCES turns(turn_id),
                 side TEXT NOT NULL CHECK (side IN ('user', 'assistant')),

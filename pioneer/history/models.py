@@ -97,6 +97,24 @@ class HistoryEntry:
     assistant_tokens: int
     user_artifacts: tuple[ArtifactRef, ...] = field(default=())
     assistant_artifacts: tuple[ArtifactRef, ...] = field(default=())
+    _messages: tuple[HistoryMessage, ...] = field(init=False, repr=False, compare=False)
+    _message_tokens: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    _artifact_count: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Rendered once: a stored turn never changes, and a store may cache its entries.
+        out: list[HistoryMessage] = []
+        user = render_message(self.user_text, self.user_artifacts, "user")
+        if user is not None:
+            out.append(HistoryMessage("user", user))
+        reply = render_message(self.assistant_text, self.assistant_artifacts, "assistant")
+        if reply is not None:
+            out.append(HistoryMessage("assistant", reply))
+        object.__setattr__(self, "_messages", tuple(out))
+        tokens = {"user": self.user_tokens, "assistant": self.assistant_tokens}
+        object.__setattr__(self, "_message_tokens", tuple(tokens[m.role] for m in out))
+        count = len(unique_refs(self.user_artifacts)) + len(unique_refs(self.assistant_artifacts))
+        object.__setattr__(self, "_artifact_count", count)
 
     @property
     def tokens(self) -> int:
@@ -105,19 +123,16 @@ class HistoryEntry:
 
     def messages(self) -> tuple[HistoryMessage, ...]:
         """The user message then the reply, each only when it renders to something."""
-        out: list[HistoryMessage] = []
-        user = render_message(self.user_text, self.user_artifacts, "user")
-        if user is not None:
-            out.append(HistoryMessage("user", user))
-        reply = render_message(self.assistant_text, self.assistant_artifacts, "assistant")
-        if reply is not None:
-            out.append(HistoryMessage("assistant", reply))
-        return tuple(out)
+        return self._messages
+
+    def message_tokens(self) -> tuple[int, ...]:
+        """The stored count of each message in :meth:`messages`."""
+        return self._message_tokens
 
     @property
     def artifact_count(self) -> int:
         """Distinct artifact refs on both messages."""
-        return len(unique_refs(self.user_artifacts)) + len(unique_refs(self.assistant_artifacts))
+        return self._artifact_count
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,8 +5,10 @@ Each thread of the calling process gets its own connection (WAL lets readers run
 the one writer); each write is a single ``BEGIN IMMEDIATE`` … ``COMMIT``, so concurrent
 writers in threads or processes queue on SQLite's lock instead of losing turns. Token
 counts of a turn's rendered messages are computed before the write and stored with it,
-so budgeting a thread later only sums integers. ``synchronous=NORMAL``: a crash never
-leaves a half-written turn; a power cut may lose the last commits.
+so budgeting a thread later only sums integers; and since a stored turn never changes,
+recently read turns are kept in memory by id, so a pass reads only the window's ids and
+the turns it has not seen yet. ``synchronous=NORMAL``: a crash never leaves a
+half-written turn; a power cut may lose the last commits.
 """
 
 from __future__ import annotations
@@ -42,6 +44,34 @@ _REF_COLUMNS = (
 _WINDOW = (
     "FROM turns WHERE thread_id = ? AND seq > ? AND turn_id IS NOT ? ORDER BY seq DESC LIMIT ?"
 )
+_BATCH = 500  # turn ids per IN (...) query, well under SQLite's parameter limit
+
+
+class _EntryCache:
+    """Recently read turns by id, oldest evicted first.
+
+    A stored turn never changes, so a cached entry never goes stale.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._entries: dict[str, HistoryEntry] = {}
+        self._lock = threading.Lock()
+
+    def get_many(self, turn_ids: Sequence[str]) -> dict[str, HistoryEntry]:
+        with self._lock:
+            get = self._entries.get
+            return {turn_id: entry for turn_id in turn_ids if (entry := get(turn_id))}
+
+    def put_many(self, entries: dict[str, HistoryEntry]) -> None:
+        if self._size <= 0:
+            return
+        with self._lock:
+            self._entries.update(entries)
+            overflow = len(self._entries) - self._size
+            if overflow > 0:
+                for turn_id in list(self._entries)[:overflow]:
+                    del self._entries[turn_id]
 
 
 def _now() -> str:
@@ -58,6 +88,7 @@ class SqliteStore:
         counter: TokenCounter | None = None,
         create: bool = True,
         busy_timeout: float = 30.0,
+        cache_size: int = 4096,
         migrations: Sequence[Migration] = MIGRATIONS,
     ) -> None:
         self.path = Path(path)
@@ -69,6 +100,7 @@ class SqliteStore:
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._cache = _EntryCache(cache_size)
         with self._guard():
             migrate(self._connection(), migrations, where=str(self.path))
 
@@ -228,13 +260,15 @@ class SqliteStore:
                         for position, ref in enumerate(refs)
                     ],
                 )
-        return HistoryEntry(
+        entry = HistoryEntry(
             seq=seq, turn_id=turn_id, thread_id=thread_id, user_item_id=user_item_id,
             assistant_item_id=assistant_item_id, user_text=user_text,
             assistant_text=assistant_text, user_tokens=user_tokens,
             assistant_tokens=assistant_tokens, user_artifacts=tuple(user_artifacts),
             assistant_artifacts=tuple(assistant_artifacts),
         )
+        self._cache.put_many({turn_id: entry})
+        return entry
 
     def get_thread_conversation_history(
         self,
@@ -248,22 +282,35 @@ class SqliteStore:
         with self._read() as conn:
             return self._entries(conn, thread_id, limit, after_seq, exclude_turn_id)
 
-    @staticmethod
     def _entries(
-        conn: sqlite3.Connection, thread_id: str, limit: int, after_seq: int,
+        self, conn: sqlite3.Connection, thread_id: str, limit: int, after_seq: int,
         exclude_turn_id: str | None,
     ) -> tuple[HistoryEntry, ...]:
         params = (thread_id, after_seq, exclude_turn_id, max(0, limit))
-        rows = conn.execute(f"SELECT {_TURN_COLUMNS} {_WINDOW}", params).fetchall()
+        ids = [turn_id for (turn_id,) in conn.execute(f"SELECT turn_id {_WINDOW}", params)]
+        ids.reverse()
+        found = self._cache.get_many(ids)
+        missing = [turn_id for turn_id in ids if turn_id not in found]
+        for start in range(0, len(missing), _BATCH):
+            loaded = self._load(conn, missing[start:start + _BATCH])
+            self._cache.put_many(loaded)
+            found.update(loaded)
+        return tuple(found[turn_id] for turn_id in ids)
+
+    @staticmethod
+    def _load(conn: sqlite3.Connection, turn_ids: Sequence[str]) -> dict[str, HistoryEntry]:
+        marks = ", ".join("?" * len(turn_ids))
         refs: dict[tuple[str, str], list[ArtifactRef]] = {}
         for turn_id, side, *fields in conn.execute(
             f"SELECT turn_id, side, {_REF_COLUMNS} FROM artifact_refs "
-            f"WHERE turn_id IN (SELECT turn_id {_WINDOW}) ORDER BY turn_id, side, position",
-            params,
+            f"WHERE turn_id IN ({marks}) ORDER BY turn_id, side, position",
+            turn_ids,
         ):
             refs.setdefault((turn_id, side), []).append(ArtifactRef(*fields))
-        return tuple(
-            HistoryEntry(
+        rows = conn.execute(f"SELECT {_TURN_COLUMNS} FROM turns WHERE turn_id IN ({marks})",
+                            turn_ids)
+        return {
+            turn_id: HistoryEntry(
                 seq=seq, turn_id=turn_id, thread_id=thread, user_item_id=user_item,
                 assistant_item_id=assistant_item, user_text=user_text,
                 assistant_text=assistant_text, user_tokens=user_tokens,
@@ -272,8 +319,8 @@ class SqliteStore:
                 assistant_artifacts=tuple(refs.get((turn_id, "assistant"), ())),
             )
             for (seq, turn_id, thread, user_item, assistant_item, user_text, assistant_text,
-                 user_tokens, assistant_tokens) in reversed(rows)
-        )
+                 user_tokens, assistant_tokens) in rows
+        }
 
     # -- summary -----------------------------------------------------------------
 
@@ -333,10 +380,16 @@ class SqliteStore:
     ) -> HistoryWindow:
         """Summary plus the turns it does not cover, read as one consistent snapshot."""
         with self._read() as conn:
-            thread = self._thread(conn, thread_id)
-            if thread is None:
+            row = conn.execute(
+                "SELECT thread_id, model, created_at, summary, summary_tokens, "
+                "summary_turn_count, summary_through_seq, summary_through_turn_id "
+                "FROM threads WHERE thread_id = ?",
+                (thread_id,),
+            ).fetchone()
+            if row is None:
                 raise StoreError(f"{self.path}: thread {thread_id!r} does not exist")
-            summary = self._summary(conn, thread_id)
+            thread = ThreadRecord(*row[:3])
+            summary = None if row[3] is None else ThreadSummary(*row[3:])
             after = summary.through_seq if summary else 0
             entries = self._entries(conn, thread_id, limit, after, exclude_turn_id)
         return HistoryWindow(thread, summary, entries)
