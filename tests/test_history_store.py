@@ -358,3 +358,19 @@ def test_concurrent_writer_processes_lose_no_turn(db: Path) -> None:
     assert sorted(e.turn_id for e in entries) == sorted(
         f"{name}-{n}" for name in names for n in range(per_process)
     )
+
+
+@pytest.mark.parametrize("cache_size", [0, 2, 4096])
+def test_reads_see_turns_written_by_another_store(db: Path, cache_size: int) -> None:
+    with SqliteStore(db, cache_size=cache_size) as reader, SqliteStore(db) as writer:
+        writer.ensure_thread("t1")
+        for n in range(3):
+            writer.add_turn("t1", user_text=f"u{n}", assistant_text=f"a{n}", turn_id=f"turn-{n}")
+        first = reader.get_history_window("t1").entries
+        writer.add_turn("t1", user_text="u3", assistant_text="a3", turn_id="turn-3")
+        second = reader.get_history_window("t1").entries
+        assert second == writer.get_thread_conversation_history("t1")
+        assert second[:3] == first
+        assert [e.turn_id for e in second] == [f"turn-{n}" for n in range(4)]
+        assert [e.turn_id for e in reader.get_thread_conversation_history("t1", limit=2)] == [
+            "turn-2", "turn-3"]
