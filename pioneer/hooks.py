@@ -241,6 +241,7 @@ class HookRegistry:
         subscription_id: str = "",
     ) -> Callable[[F], F]:
         """Decorator form of :meth:`add`."""
+        phase = canonical_phase(phase)  # a typo fails here, at the decorator line
 
         def register(function: F) -> F:
             self.add(Subscription(

@@ -9,37 +9,59 @@ template file and line.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import jinja2
 
 from ..errors import Problem, TemplateError
+from ..resources import builtin_dir
 
 __all__ = ["call_macro"]
 
 
+def _display(name: str, filename: str | None) -> str:
+    if not filename:
+        return f"templates/{name}"
+    try:
+        return f"templates/{Path(filename).relative_to(builtin_dir('templates')).as_posix()}"
+    except ValueError:
+        return filename
+
+
+def _template_line(error: BaseException, template: jinja2.Template) -> int | None:
+    # Macros called from Python skip jinja's traceback rewriting: map the generated
+    # code's line back to the template line ourselves.
+    line = None
+    traceback = error.__traceback__
+    while traceback is not None:
+        if traceback.tb_frame.f_code.co_filename == template.filename:
+            line = template.get_corresponding_lineno(traceback.tb_lineno)
+        traceback = traceback.tb_next
+    return line
+
+
 def call_macro(env: jinja2.Environment, template: str, macro: str, /, *args: Any) -> str:
     """Render one macro; surrounding newlines are dropped (callers add the separators)."""
-    display = f"templates/{template}"
     context = f'while rendering macro "{macro}"'
-    loaded: jinja2.Template | None = None
     try:
         loaded = env.get_template(template)
-        function = getattr(loaded.module, macro, None)
-        if function is None:
-            raise TemplateError(Problem(f'macro "{macro}" is not defined', file=display))
-        text = str(function(*args))
     except jinja2.TemplateNotFound:
         raise TemplateError(
             Problem(f'template "{template}" not found on the template search path')
         ) from None
+    except jinja2.TemplateSyntaxError as error:
+        raise TemplateError(Problem(error.message or "syntax error",
+                                    file=_display(template, error.filename),
+                                    line=error.lineno, context=context)) from None
+    display = _display(template, loaded.filename)
+    try:
+        function = getattr(loaded.module, macro, None)
+        if function is None:
+            raise TemplateError(Problem(f'macro "{macro}" is not defined', file=display))
+        text = str(function(*args))
     except jinja2.TemplateError as error:
-        line = getattr(error, "lineno", None)
-        traceback = error.__traceback__
-        while traceback is not None:  # runtime errors: the frame of the template file
-            if loaded is not None and traceback.tb_frame.f_code.co_filename == loaded.filename:
-                line = traceback.tb_lineno
-            traceback = traceback.tb_next
         message = getattr(error, "message", None) or str(error)
-        raise TemplateError(Problem(message, file=display, line=line, context=context)) from None
+        raise TemplateError(Problem(message, file=display, line=_template_line(error, loaded),
+                                    context=context)) from None
     return text.strip("\n")

@@ -66,16 +66,20 @@ def _unique_tools(tools: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(name.strip() for name in tools if name.strip()))
 
 
+def _one_line(text: str) -> str:
+    # One item is one line (beyond): line breaks become spaces, so the whole-line cap is
+    # exact and remembered text cannot pose as a header of its own.
+    return text.replace("\r\n", " ").replace("\r", " ").replace("\n", " ").strip()
+
+
 def _item_parts(item: MemoryItem) -> tuple[str, str, str] | None:
-    # One item is one line (beyond): line breaks inside the content become spaces, so
-    # the whole-line cap is exact and item text cannot pose as a header.
-    content = " ".join(item.content.split("\n")).replace("\r", " ").strip()
+    content = _one_line(item.content)
     if not content:
         return None
     if len(content) > ITEM_MAX_CHARS:
         content = content[:ITEM_MAX_CHARS] + "..."
-    scope = item.scope.split(":", 1)[0].replace("_", " ").strip()
-    category = item.category.replace("_", " ").strip()
+    scope = _one_line(item.scope.split(":", 1)[0].replace("_", " "))
+    category = _one_line(item.category.replace("_", " "))
     return scope, category, content
 
 

@@ -132,7 +132,11 @@ def render_thread_context(
     kept, omitted = take_lines([e[1] for e in entries], max_items=MAX_LINES, max_chars=MAX_CHARS)
     if not kept:
         return None
-    chosen = entries[: len(kept)]
+    chosen, position = [], 0
+    for entry in entries:  # kept lines are a subsequence of the entries, in order
+        if position < len(kept) and entry[1] is kept[position]:
+            chosen.append(entry)
+            position += 1
     return RenderedThreadContext(
         text=call_macro(env, TEMPLATE, "section", kept, omitted),
         kept=tuple(e[0] for e in chosen),

@@ -1,0 +1,220 @@
+"""The AGENTS.md hook: the ancestry walk, refusals, rendering and the manifest record."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pioneer import (
+    HookError,
+    HookRegistry,
+    PromptCompileInput,
+    PromptCompiler,
+    TurnContext,
+    agents_md_subscription,
+    compile_turn,
+)
+from pioneer.agents_md import HOOK_MAX_CHARS, agents_md_contribution, find_agents_md
+
+GOLDENS = Path(__file__).parent / "goldens" / "agents_md"
+
+
+@pytest.fixture(scope="module")
+def compiler() -> PromptCompiler:
+    return PromptCompiler(count_tokens=False)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """root/AGENTS.md, root/api/AGENTS.md, an empty root/api/v2/AGENTS.md, root/web/."""
+    root = tmp_path / "workspace"
+    (root / "api" / "v2" / "handlers").mkdir(parents=True)
+    (root / "web").mkdir()
+    (root / "AGENTS.md").write_text("Root rules.\n", encoding="utf-8")
+    (root / "api" / "AGENTS.md").write_text("API rules.\r\n", encoding="utf-8")
+    (root / "api" / "v2" / "AGENTS.md").write_text("  \n\n", encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("folder", "content", "folders"),
+    [
+        ("api", "API rules.", ("api",)),
+        ("api/v2/handlers", "API rules.", ("api",)),  # the empty v2 file is a draft
+        ("./api//v2/", "API rules.", ("api",)),
+        ("web", "Root rules.", ()),
+        (None, "Root rules.", ()),
+        ("not/made/yet", "Root rules.", ()),
+    ],
+)
+def test_nearest_active_file_wins(workspace: Path, folder: str | None, content: str,
+                                  folders: tuple[str, ...]) -> None:
+    lookup = find_agents_md(workspace, folder)
+    assert lookup.doc is not None
+    assert (lookup.doc.content, lookup.doc.folders, lookup.diagnostics) == (content, folders, ())
+
+
+def test_no_file_anywhere_means_no_section(tmp_path: Path, compiler: PromptCompiler,
+                                           home: Path) -> None:
+    (tmp_path / "bare" / "sub").mkdir(parents=True)
+    assert find_agents_md(tmp_path / "bare", "sub").doc is None
+    registry = HookRegistry()
+    registry.add(agents_md_subscription(tmp_path / "bare"))
+    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry,
+                           turn=TurnContext(thread_folder="sub"))
+    assert "agents_md" not in payload.manifest.section_ids
+    assert payload.manifest.hook_sources == []
+
+
+@pytest.mark.parametrize(
+    ("folder", "message"),
+    [
+        ("../elsewhere", "thread folder `../elsewhere` leaves the workspace root with `..`"),
+        ("api/../../x", "thread folder `api/../../x` leaves the workspace root with `..`"),
+        ("/etc", "thread folder `/etc` is absolute; AGENTS.md lookup stays inside the "
+                 "workspace root"),
+        ("C:\\Users", "thread folder `C:\\Users` is absolute; AGENTS.md lookup stays inside "
+                      "the workspace root"),
+    ],
+)
+def test_folders_outside_the_root_are_refused(workspace: Path, folder: str, message: str) -> None:
+    lookup = find_agents_md(workspace, folder)
+    assert lookup.doc is None
+    assert lookup.diagnostics == (message,)
+
+
+def test_symlinked_file_that_escapes_is_not_read(workspace: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.md"
+    secret.write_text("Outside text.", encoding="utf-8")
+    (workspace / "web" / "AGENTS.md").symlink_to(secret)
+    lookup = find_agents_md(workspace, "web")
+    assert lookup.doc is not None and lookup.doc.content == "Root rules."
+    assert lookup.diagnostics == (
+        "`web/AGENTS.md` resolves outside the workspace root; not read",
+    )
+
+
+def test_symlinked_folder_that_escapes_is_not_read(workspace: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "AGENTS.md").write_text("Outside text.", encoding="utf-8")
+    (workspace / "linked").symlink_to(outside, target_is_directory=True)
+    lookup = find_agents_md(workspace, "linked")
+    assert lookup.doc is not None and lookup.doc.content == "Root rules."
+    assert lookup.diagnostics == (
+        "`linked/AGENTS.md` resolves outside the workspace root; not read",
+    )
+
+
+def test_symlink_inside_the_root_is_followed(workspace: Path) -> None:
+    (workspace / "web" / "AGENTS.md").symlink_to(workspace / "api" / "AGENTS.md")
+    lookup = find_agents_md(workspace, "web")
+    assert lookup.doc is not None and lookup.doc.content == "API rules."
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (lambda p: p.mkdir(), "not a regular file"),
+        (lambda p: p.write_bytes(b"caf\xe9"), "not valid UTF-8"),
+        (lambda p: os.mkfifo(p), "not a regular file"),
+    ],
+    ids=["directory", "not-utf8", "fifo"],
+)
+def test_unreadable_candidate_is_reported_and_passed_over(
+    workspace: Path, make: Callable[[Path], None], reason: str
+) -> None:
+    make(workspace / "web" / "AGENTS.md")
+    lookup = find_agents_md(workspace, "web")
+    assert lookup.doc is not None and lookup.doc.content == "Root rules."
+    assert lookup.diagnostics == (f"`web/AGENTS.md` could not be read: {reason}",)
+
+
+def test_section_text_and_manifest_record(workspace: Path, compiler: PromptCompiler, home: Path,
+                                          golden: Callable[[Path, str], None]) -> None:
+    registry = HookRegistry()
+    registry.add(agents_md_subscription(workspace))
+    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry,
+                           turn=TurnContext(thread_folder="api/v2/handlers"))
+    (section,) = [s for s in payload.sections if s.id == "agents_md"]
+    golden(GOLDENS / "nested.txt", section.text + "\n")
+    (entry,) = payload.manifest.hook_sources
+    assert entry.model_dump(exclude_none=True) == {
+        "source": {
+            "hook_id": "pioneer.thread_agents_doc_prompt",
+            "subscription_id": "pioneer.thread_agents_doc_prompt.turn_pre_prompt_compile",
+            "phase": "turn.pre_prompt_compile",
+            "contribution_id": "thread_agents_doc.api/AGENTS.md.v"
+            + entry.source.contribution_id.rsplit(".v", 1)[1],  # type: ignore[union-attr]
+            "contribution_hash": entry.source.contribution_hash,
+        },
+        "section_id": "agents_md",
+        "contribution_kind": "prompt_section",
+        "priority": 600,
+        "source_count": 1,
+        "truncation": "none",
+    }
+
+
+def test_root_document_renders_with_the_root_source(workspace: Path, compiler: PromptCompiler,
+                                                    golden: Callable[[Path, str], None]) -> None:
+    lookup = find_agents_md(workspace, "web")
+    assert lookup.doc is not None
+    contribution = agents_md_contribution(lookup.doc, compiler.templates.env)
+    golden(GOLDENS / "root.txt", contribution.content + "\n")
+    assert contribution.contribution_id.startswith("thread_agents_doc.AGENTS.md.v")
+    assert [(r.kind, r.id, r.label) for r in contribution.source_refs] == [
+        ("document", "AGENTS.md", "AGENTS.md at thread tree root")
+    ]
+
+
+def test_long_document_is_cut_inside_the_fence(workspace: Path, compiler: PromptCompiler,
+                                               home: Path) -> None:
+    (workspace / "web" / "AGENTS.md").write_text("x" * 50_000, encoding="utf-8")
+    registry = HookRegistry()
+    registry.add(agents_md_subscription(workspace))
+    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry,
+                           turn=TurnContext(thread_folder="web"))
+    (section,) = [s for s in payload.sections if s.id == "agents_md"]
+    body = section.text.removeprefix("## AGENTS.md\n")
+    assert len(body) == HOOK_MAX_CHARS
+    assert body.endswith("x\n</AGENTS_MD>")
+    assert payload.manifest.hook_sources[0].truncation == "hook"
+
+
+def test_escape_is_a_diagnostic_not_an_error(workspace: Path, compiler: PromptCompiler,
+                                             home: Path) -> None:
+    registry = HookRegistry()
+    registry.add(agents_md_subscription(workspace))
+    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry,
+                           turn=TurnContext(thread_folder="../x"))
+    assert "agents_md" not in payload.manifest.section_ids
+    note = payload.manifest.diagnostics[-1]
+    assert (note.code, note.section_id, note.message) == (
+        "hook_diagnostic", "agents_md",
+        "hook `pioneer.thread_agents_doc_prompt`: thread folder `../x` leaves the workspace "
+        "root with `..`",
+    )
+    assert payload.manifest.hook_sources[0].contribution_kind == "prompt_manifest_diagnostic"
+
+
+def test_hook_is_fail_closed(tmp_path: Path, compiler: PromptCompiler, home: Path,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import pioneer.agents_md as module
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(module, "find_agents_md", broken)
+    registry = HookRegistry()
+    registry.add(agents_md_subscription(tmp_path))
+    with pytest.raises(HookError) as error:
+        compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+    assert str(error.value) == (
+        "turn.pre_prompt_compile → pioneer.thread_agents_doc_prompt.turn_pre_prompt_compile: "
+        'hook "pioneer.thread_agents_doc_prompt" failed: OSError: disk on fire '
+        "(fail-closed, the turn stops)"
+    )
