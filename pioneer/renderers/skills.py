@@ -143,5 +143,7 @@ def build_skills_prompt(
             kept = _cut(out.text, room)
             if kept and not kept.endswith("\n"):
                 kept += "\n"
-            out.text = _cut(kept + hint, out.limit)
-    return SkillsPrompt(out.text, bool(omitted), tuple(dict.fromkeys(omitted)))
+            out.text = kept + hint
+    # Only a budget smaller than the intro (or the hint) can still be over here.
+    text = _cut(out.text, out.limit)
+    return SkillsPrompt(text, bool(omitted), tuple(dict.fromkeys(omitted)))

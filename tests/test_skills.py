@@ -1,0 +1,242 @@
+"""Skills: SKILL.md discovery, resolution, globs and the [Skills] builder's byte budget."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import jinja2
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pioneer import PromptCompiler
+from pioneer.renderers.skills import ActiveSkill, Skill, build_skills_prompt
+from pioneer.skills import discover_skills, match_path, resolve_skills
+
+GOLDENS = Path(__file__).parent / "goldens" / "skills"
+
+
+@pytest.fixture(scope="module")
+def env() -> jinja2.Environment:
+    return PromptCompiler(count_tokens=False).templates.env
+
+
+def _skill(name: str, **extra: object) -> Skill:
+    fields: dict[str, object] = {
+        "slug": f"workspace/{name}", "name": name.title(), "description": f"Use for {name}.",
+        "directory": f"/skills/{name}", "body": f"Steps for {name}.", **extra,
+    }
+    return Skill(**fields)  # type: ignore[arg-type]
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+# -- builder -------------------------------------------------------------------------------
+
+
+def test_builder_golden(env: jinja2.Environment, golden: Callable[[Path, str], None]) -> None:
+    active = [
+        ActiveSkill(_skill("release", source="system", description="Cutting a release."),
+                    "explicit"),
+        ActiveSkill(_skill("weather", description="Forecasts, in °C."), "path_match"),
+        ActiveSkill(_skill("charts"), "path_match"),
+    ]
+    prompt = build_skills_prompt(active, env)
+    golden(GOLDENS / "builder.txt", prompt.text)
+    assert (prompt.truncated, prompt.omitted) == (False, ())
+    assert prompt.text.index("[Skill Body: $user:workspace/charts]") < prompt.text.index(
+        "[Skill Body: $user:workspace/weather]"
+    )  # bodies sorted by slug
+    assert "[Skill Body: $system:workspace/release]" not in prompt.text  # not path-matched
+
+
+def test_no_active_skills_is_empty(env: jinja2.Environment) -> None:
+    prompt = build_skills_prompt([], env)
+    assert (prompt.text, prompt.truncated, prompt.omitted) == ("", False, ())
+
+
+def test_block_budget_counts_utf8_bytes(env: jinja2.Environment) -> None:
+    skill = _skill("météo", description="Prévisions à 7 jours.")
+    active = [ActiveSkill(skill, "explicit")]
+    full = build_skills_prompt(active, env, include_read_skill_hint=False).text
+    block_end = full.index("Use when: Prévisions à 7 jours.\n") + len("Use when: Prévisions à 7 jours.\n")
+    fits = build_skills_prompt(active, env, max_chars=_size(full[:block_end]),
+                               include_read_skill_hint=False)
+    assert fits.text == full[:block_end] and not fits.truncated
+    over = build_skills_prompt(active, env, max_chars=_size(full[:block_end]) - 1,
+                               include_read_skill_hint=False)
+    assert "Skill slug for read_skill" not in over.text
+    assert (over.truncated, over.omitted) == (True, ("user:workspace/météo",))
+    assert len(full[:block_end]) < _size(full[:block_end])  # the cap really is bytes
+
+
+def test_body_that_does_not_fit_is_omitted(env: jinja2.Environment) -> None:
+    active = [ActiveSkill(_skill("weather", body="x" * 500), "path_match")]
+    full = build_skills_prompt(active, env, include_read_skill_hint=False).text
+    body_start = full.index("\nSkill asset root for $")
+    body_end = full.index("x" * 500) + 501
+    at = build_skills_prompt(active, env, max_chars=body_end, include_read_skill_hint=False)
+    assert at.text.endswith("x" * 500 + "\n") and not at.truncated
+    under = build_skills_prompt(active, env, max_chars=body_end - 1,
+                                include_read_skill_hint=False)
+    assert under.text.startswith(full[:body_start]) and "[Skill Body:" not in under.text
+    assert under.omitted == ("user:workspace/weather",)
+
+
+@pytest.mark.parametrize(("count", "bodies"), [(6, 6), (7, 0)])
+def test_bodies_only_when_few_skills_are_active(env: jinja2.Environment, count: int,
+                                                bodies: int) -> None:
+    active = [ActiveSkill(_skill(f"s{n}"), "path_match") for n in range(count)]
+    prompt = build_skills_prompt(active, env)
+    assert prompt.text.count("[Skill Body:") == bodies
+    assert prompt.text.count("Skill slug for read_skill") == count  # blocks always stay
+    if bodies:
+        assert (prompt.truncated, prompt.omitted) == (False, ())
+    else:
+        assert prompt.truncated and len(prompt.omitted) == count
+        assert "left out or shown without their body" in prompt.text
+
+
+def test_hint_cuts_the_text_to_make_room(env: jinja2.Environment) -> None:
+    active = [ActiveSkill(_skill(f"s{n}"), "explicit") for n in range(3)]
+    hint = "Before following a skill, call read_skill with its exact slug.\n"
+    prompt = build_skills_prompt(active, env, max_chars=300)
+    assert prompt.text.endswith("\n" + hint) and _size(prompt.text) <= 300
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 2000), st.booleans(), st.integers(0, 4), st.text(max_size=80))
+def test_builder_never_exceeds_its_budget(env: jinja2.Environment, budget: int, hint: bool,
+                                          count: int, description: str) -> None:
+    active = [ActiveSkill(_skill(f"s{n}", description=description), "path_match")
+              for n in range(count)]
+    prompt = build_skills_prompt(active, env, max_chars=budget, include_read_skill_hint=hint)
+    assert _size(prompt.text) <= max(1, budget)
+
+
+# -- discovery -----------------------------------------------------------------------------
+
+
+def _write(root: Path, folder: str, text: str) -> None:
+    (root / folder).mkdir(parents=True, exist_ok=True)
+    (root / folder / "SKILL.md").write_text(text, encoding="utf-8")
+
+
+def test_discovery_reads_front_matter_and_body(tmp_path: Path) -> None:
+    _write(tmp_path, "weather", "---\nname: Weather\ndescription: Forecasts.\n"
+           "paths: ['**/*.wx', 'data/*.csv']\nuser-invocable: false\n"
+           "license: MIT\n---\n\nCall the forecast API.\r\n")
+    _write(tmp_path, "deploy", "---\nname: Deploy\ndescription: Ship it.\npaths: ops/**\n"
+           "disable_model_invocation: true\n---\nRun make deploy.\n")
+    (tmp_path / "notes.txt").write_text("not a skill")
+    (tmp_path / "empty-folder").mkdir()
+    found = discover_skills(tmp_path, owner="acme")
+    assert found.problems == ()
+    assert found.skills == (
+        Skill(slug="acme/deploy", name="Deploy", description="Ship it.",
+              directory=str(tmp_path / "deploy"), body="Run make deploy.", paths=("ops/**",),
+              disable_model_invocation=True),
+        Skill(slug="acme/weather", name="Weather", description="Forecasts.",
+              directory=str(tmp_path / "weather"), body="Call the forecast API.",
+              paths=("**/*.wx", "data/*.csv"), user_invocable=False),
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("# no front matter\n", "{f}:1: missing front matter: the first line must be ---"),
+        ("---\nname: X\n", "{f}:1: front matter is not closed by a --- line"),
+        ("---\nname: X\ndescription: [a\n---\n",
+         "{f}:3: expected ',' or ']', but got '<stream end>' (YAML front matter)"),
+        ("---\n- a list\n---\n", "{f}:2: front matter must be a mapping of keys"),
+        ("---\nname: X\n---\n",
+         "{f}: front matter → description: expected a non-empty string (got nothing)"),
+        ("---\nname: 3\ndescription: d\n---\n",
+         "{f}: front matter → name: expected a non-empty string (got 3)"),
+        ("---\nname: X\ndescription: d\npaths: {a: 1}\n---\n",
+         "{f}: front matter → paths: expected a glob or a list of globs (got {{'a': 1}})"),
+        ("---\nname: X\ndescription: d\nuser-invocable: sometimes\n---\n",
+         "{f}: front matter → user-invocable: expected true or false (got 'sometimes')"),
+    ],
+)
+def test_broken_skill_is_reported_and_skipped(tmp_path: Path, text: str, problem: str) -> None:
+    _write(tmp_path, "broken", text)
+    _write(tmp_path, "good", "---\nname: Good\ndescription: Fine.\n---\n")
+    found = discover_skills(tmp_path)
+    assert [s.slug for s in found.skills] == ["workspace/good"]
+    assert [p.render() for p in found.problems] == [
+        problem.format(f=tmp_path / "broken" / "SKILL.md")
+    ]
+
+
+def test_not_utf8_skill_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "SKILL.md").write_bytes(b"---\nname: caf\xe9\n---\n")
+    (problem,) = discover_skills(tmp_path).problems
+    assert problem.render().startswith(f"{tmp_path / 'bad' / 'SKILL.md'}: cannot read: ")
+
+
+def test_skill_folder_escaping_the_root_is_skipped(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    _write(outside, "spy", "---\nname: Spy\ndescription: d\n---\n")
+    root = tmp_path / "skills"
+    root.mkdir()
+    (root / "spy").symlink_to(outside / "spy", target_is_directory=True)
+    found = discover_skills(root)
+    assert found.skills == ()
+    assert [p.render() for p in found.problems] == [
+        f"{root / 'spy' / 'SKILL.md'}: skipped: it resolves outside the skills folder"
+    ]
+
+
+def test_missing_root_has_no_skills(tmp_path: Path) -> None:
+    assert discover_skills(tmp_path / "nope").skills == ()
+
+
+# -- resolution and globs ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("glob", "path", "matches"),
+    [
+        ("**/*.py", "src/app/main.py", True),
+        ("**/*.py", "main.py", True),
+        ("src/*.py", "src/app/main.py", False),
+        ("src/*.py", "src/main.py", True),
+        ("src/**", "src", True),
+        ("src/**/test_*.py", "src\\a\\b\\test_x.py", True),
+        ("./docs//*.md", "docs/./index.md", True),
+        ("*.md", "README.txt", False),
+        ("a*b*c", "axxbyyc", True),
+        ("data/[x].csv", "data/[x].csv", True),  # no character classes: literal brackets
+        ("data/[x].csv", "data/x.csv", False),
+    ],
+)
+def test_glob_matching(glob: str, path: str, matches: bool) -> None:
+    assert match_path(glob, path) is matches
+
+
+def test_resolution_order_and_rules() -> None:
+    skills = [
+        _skill("zeta", paths=("**/*.py",)),
+        _skill("alpha", paths=("**/*.py",)),
+        _skill("hidden", paths=("**/*.py",), disable_model_invocation=True),
+        _skill("chosen", disable_model_invocation=True),
+        _skill("casual"),
+        _skill("shy", user_invocable=False),
+    ]
+    active = resolve_skills(skills, explicit=["user:workspace/chosen"],
+                            touched_paths=["src/a.py"], allow_implicit=True)
+    assert [(a.skill.name, a.reason) for a in active] == [
+        ("Chosen", "explicit"),
+        ("Alpha", "path_match"),
+        ("Zeta", "path_match"),
+        ("Casual", "implicit"),
+    ]
+    by_slug = resolve_skills(skills, explicit=["workspace/hidden"])
+    assert [(a.skill.name, a.reason) for a in by_slug] == [("Hidden", "explicit")]
+    assert resolve_skills(skills) == []
