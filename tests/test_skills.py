@@ -62,7 +62,8 @@ def test_block_budget_counts_utf8_bytes(env: jinja2.Environment) -> None:
     skill = _skill("météo", description="Prévisions à 7 jours.")
     active = [ActiveSkill(skill, "explicit")]
     full = build_skills_prompt(active, env, include_read_skill_hint=False).text
-    block_end = full.index("Use when: Prévisions à 7 jours.\n") + len("Use when: Prévisions à 7 jours.\n")
+    last_line = "Use when: Prévisions à 7 jours.\n"
+    block_end = full.index(last_line) + len(last_line)
     fits = build_skills_prompt(active, env, max_chars=_size(full[:block_end]),
                                include_read_skill_hint=False)
     assert fits.text == full[:block_end] and not fits.truncated
