@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -93,3 +94,19 @@ def test_errors_exit_1_without_traceback(
     assert (code, out) == (1, "")
     assert err == message.format(tmp=db.parent) + "\n"
     assert not (db.parent / "absent.db").exists()
+
+
+def test_readme_history_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PIONEER_STORE_PATH", raising=False)
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    section = readme.split("<!-- history -->", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, flags=re.S)
+    assert code is not None
+    namespace: dict[str, object] = {"home": tmp_path / "home"}
+    (tmp_path / "home").mkdir()
+    exec(compile(code.group(1), "README.md", "exec"), namespace)
+    assert namespace["messages"] == [
+        {"role": "user", "content": "Which database?"},
+        {"role": "assistant", "content": "SQLite, in WAL mode."},
+    ]
