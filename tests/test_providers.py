@@ -30,6 +30,7 @@ from pioneer import (
     SamplingOptions,
     ToolCall,
     ToolSpec,
+    build_request_body,
     ensure_runtime_home,
 )
 from pioneer.providers import (
@@ -517,3 +518,13 @@ def test_history_messages_fit_a_chat_request(tmp_path: Path) -> None:
     ]
     request = ChatRequest.model_validate({"model": "m", "messages": history})
     assert [m.role for m in request.messages] == ["system", "user", "assistant"]
+
+
+def test_build_request_body_by_name(request_: ChatRequest) -> None:
+    assert build_request_body("gemini", request_) == to_gemini(request_)
+    with pytest.raises(InputError) as caught:
+        build_request_body("bedrock", request_)
+    assert str(caught.value) == (
+        "unknown provider 'bedrock'; expected one of anthropic, openai-chat, "
+        "openai-responses, gemini"
+    )
