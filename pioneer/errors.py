@@ -15,6 +15,7 @@ __all__ = [
     "BudgetError",
     "HookError",
     "InputError",
+    "LockError",
     "PioneerError",
     "Problem",
     "ProfileError",
@@ -129,6 +130,10 @@ class InputError(PioneerError, ValueError):
 
 class BudgetError(PioneerError, ValueError):
     """A compiled prompt exceeds a declared budget."""
+
+
+class LockError(PioneerError, ValueError):
+    """Prompt sources differ from the lock file, or the lock file is unusable."""
 
 
 class StoreError(PioneerError, RuntimeError):

@@ -8,6 +8,7 @@ from typing import TextIO
 
 from ..bootstrap import ensure_runtime_home
 from ..inputs import PromptCompileInput, load_compile_input
+from ..lock import DEFAULT_LOCK_FILE, check_lock
 from ._common import add_compiler_options, make_compiler
 from ._provider import add_provider_options, provider_output
 
@@ -24,6 +25,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     output.add_argument("--json", action="store_true", help="print the whole payload as JSON")
     output.add_argument("--manifest", action="store_true", help="print the manifest as JSON")
     add_provider_options(parser, output)
+    parser.add_argument("--locked", action="store_true",
+                        help="refuse to compile when the profile's sources differ from the lock")
+    parser.add_argument("--lock", type=Path, default=Path(DEFAULT_LOCK_FILE), metavar="FILE",
+                        help=f"lock file for --locked (default: ./{DEFAULT_LOCK_FILE})")
     add_compiler_options(parser)
 
 
@@ -42,6 +47,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         compile_input = PromptCompileInput.model_validate(
             {**compile_input.model_dump(exclude_unset=True), **updates}
         )
+    if args.locked:
+        check_lock(compile_input.profile, compiler.load_profile(compile_input.profile), args.lock)
     payload = compiler.compile(compile_input)
     body = provider_output(args, payload)
     if body is not None:

@@ -1,0 +1,178 @@
+"""Lock files: pin each profile's prompt sources by fingerprint, and check them.
+
+``pioneer lock`` records, per profile, the profile fingerprint, the pioneer version and
+the sha256 of every file of the profile's extends chain and of every template it uses,
+in a TOML file written with tomli-w. ``pioneer compile --locked`` loads the profile as
+it is now and refuses, naming each file and template that changed, when the fingerprint
+or the pioneer version differs from the lock. An edit that leaves the resolved profile
+as it was (a comment, a reordered table) keeps the fingerprint and is accepted.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+import tomli_w
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .compiler import LoadedProfile
+from .errors import LockError, Problem, format_path, toml_problem
+from .inputs import PROFILE_ALIASES
+from .manifest import COMPILER_VERSION
+
+__all__ = [
+    "DEFAULT_LOCK_FILE",
+    "LockFile",
+    "LockedProfile",
+    "check_lock",
+    "lock_changes",
+    "lock_key",
+    "locked_profile",
+    "read_lock",
+    "render_lock",
+    "write_lock",
+]
+
+DEFAULT_LOCK_FILE = "pioneer.lock"
+_HEADER = (
+    "# Prompt sources pinned by `pioneer lock`; `pioneer compile --locked` refuses to\n"
+    "# compile a profile whose sources differ. Regenerate it instead of editing it.\n"
+)
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+_SHA256 = r"^[0-9a-f]{64}$"
+
+
+class LockedProfile(BaseModel):
+    """What one profile was compiled from when it was locked."""
+
+    model_config = _FROZEN
+    fingerprint: str = Field(pattern=_SHA256, description="manifest.profile_fingerprint.")
+    compiler_version: str = Field(description="pioneer version that wrote the entry.")
+    files: dict[str, str] = Field(
+        description="sha256 of each profile file of the extends chain, requested file first."
+    )
+    templates: dict[str, str] = Field(description="sha256 of each template used, by name.")
+
+
+class LockFile(BaseModel):
+    """A whole lock file."""
+
+    model_config = _FROZEN
+    version: Literal[1] = Field(description="Lock file format version.")
+    profiles: dict[str, LockedProfile] = Field(
+        default_factory=dict, description="Locked profiles by the name they are compiled as."
+    )
+
+
+def locked_profile(profile: LoadedProfile) -> LockedProfile:
+    """The lock entry for a loaded profile as it is now."""
+    files = {f.file: f.sha256 for f in profile.source.files} if profile.source else {}
+    return LockedProfile(
+        fingerprint=profile.fingerprint,
+        compiler_version=COMPILER_VERSION,
+        files=files,
+        templates=dict(profile.templates),
+    )
+
+
+def lock_key(name: str) -> str:
+    """The key a profile is locked under: its canonical name (or the path given)."""
+    return PROFILE_ALIASES.get(name, name)
+
+
+def read_lock(path: Path) -> LockFile:
+    """Read and validate a lock file."""
+    file = str(path)
+    try:
+        data = tomllib.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise LockError(Problem("lock file not found; run `pioneer lock` first",
+                                file=file)) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise LockError(Problem(f"cannot read lock file: {error}", file=file)) from None
+    except tomllib.TOMLDecodeError as error:
+        raise LockError(toml_problem(error, file)) from None
+    try:
+        return LockFile.model_validate(data)
+    except ValidationError as error:
+        raise LockError([
+            Problem(str(item["msg"]), file=file, path=format_path(item["loc"]) or "(root)")
+            for item in error.errors()
+        ]) from None
+
+
+def render_lock(lock: LockFile) -> str:
+    """The lock file text: a header comment, then TOML with profiles in name order."""
+    data = lock.model_dump(mode="json")
+    data["profiles"] = dict(sorted(data["profiles"].items()))
+    return _HEADER + tomli_w.dumps(data)
+
+
+def write_lock(path: Path, lock: LockFile) -> None:
+    """Write a lock file atomically: readers see the old file or the new one."""
+    folder = path.parent if str(path.parent) else Path(".")
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+            stream.write(render_lock(lock))
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _short(digest: str) -> str:
+    return digest[:12]
+
+
+def _compare(kind: str, locked: Mapping[str, str], now: Mapping[str, str]) -> list[str]:
+    changes = []
+    for name in [*locked, *(n for n in now if n not in locked)]:
+        label = f'{kind} "{name}"' if kind == "template" else f"{kind} {name}"
+        if name not in now:
+            changes.append(f"{label} is no longer used")
+        elif name not in locked:
+            changes.append(f"{label} is new (not in the lock)")
+        elif locked[name] != now[name]:
+            changes.append(f"{label} changed (locked {_short(locked[name])}, "
+                           f"now {_short(now[name])})")
+    return changes
+
+
+def lock_changes(locked: LockedProfile, now: LockedProfile) -> list[str]:
+    """Why ``now`` does not match ``locked``; empty when it does."""
+    changes: list[str] = []
+    if locked.compiler_version != now.compiler_version:
+        changes.append(f"pioneer version changed (locked {locked.compiler_version}, "
+                       f"now {now.compiler_version})")
+    if locked.fingerprint == now.fingerprint:
+        return changes
+    changes += _compare("profile file", locked.files, now.files)
+    changes += _compare("template", locked.templates, now.templates)
+    return changes or [f"the resolved profile changed (fingerprint {_short(locked.fingerprint)}"
+                       f", now {_short(now.fingerprint)})"]
+
+
+def check_lock(name: str, profile: LoadedProfile, path: Path) -> None:
+    """Raise :class:`LockError` naming every change when ``profile`` differs from the lock."""
+    key = lock_key(name)
+    lock = read_lock(path)
+    locked = lock.profiles.get(key)
+    if locked is None:
+        raise LockError(Problem(
+            f'profile "{key}" is not locked; run `pioneer lock --profile {key}`', file=str(path)
+        ))
+    now = locked_profile(profile)
+    changes = lock_changes(locked, now)
+    if changes:
+        where = format_path(["profiles", key])
+        raise LockError(
+            [Problem(change, file=str(path), path=where) for change in changes],
+            summary=f'error: profile "{key}" does not match {path}; refusing to compile '
+            f"(run `pioneer lock --profile {key}` to accept the change)",
+        )
