@@ -374,3 +374,11 @@ def test_reads_see_turns_written_by_another_store(db: Path, cache_size: int) -> 
         assert [e.turn_id for e in second] == [f"turn-{n}" for n in range(4)]
         assert [e.turn_id for e in reader.get_thread_conversation_history("t1", limit=2)] == [
             "turn-2", "turn-3"]
+
+
+def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("plain text, not SQLite " * 20, encoding="utf-8")
+    with pytest.raises(StoreError) as raised:
+        SqliteStore(path)
+    assert str(raised.value) == f"{path}: file is not a database"
