@@ -207,10 +207,12 @@ class HistoryBudgeter:
                 f"{over}; {outcome}; kept the newest {len(kept)} of {len(window.entries)} turns",
                 summary, kept,
             )
+        # A concurrent pass may have stored a summary covering more; the store keeps that
+        # one and returns it, and it is the better summary to send.
         return self._decision(
             window, total, "summarise",
             f"{over}; summarised {len(window.entries)} turns into {outcome.tokens} tokens",
-            outcome, (), stored=True,
+            outcome, (), stored=outcome.through_seq == window.entries[-1].seq,
         )
 
     def _summarise(self, window: HistoryWindow) -> ThreadSummary | str:
