@@ -14,9 +14,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from .derived import ProfileFile
+from .hook_models import PromptSectionContribution
 from .inputs import PromptCompileInput
 from .manifest import PromptManifest
 from .providers.request import ChatRequest
+from .renderers.permissions import PermissionProfile
 
 __all__ = ["SCHEMA_MODELS", "generate", "render"]
 
@@ -26,6 +28,8 @@ SCHEMA_MODELS: dict[str, tuple[type[BaseModel], str]] = {
     "manifest.schema.json": (PromptManifest, "pioneer prompt manifest"),
     "compile_input.schema.json": (PromptCompileInput, "pioneer compile input"),
     "chat_request.schema.json": (ChatRequest, "pioneer chat request"),
+    "hook_contribution.schema.json": (PromptSectionContribution, "pioneer hook contribution"),
+    "permissions.schema.json": (PermissionProfile, "pioneer permission profile"),
 }
 
 
