@@ -27,6 +27,7 @@ from ..errors import StoreError
 from ..manifest import PromptManifest
 from ..tokens import MESSAGE_OVERHEAD, TokenCounter, default_counter
 from .artifacts import ArtifactRef, Side, render_message
+from .cache import TurnCache
 from .migrations import MIGRATIONS, Migration, migrate
 from .models import HistoryEntry, HistoryWindow, ThreadRecord, ThreadSummary, summary_message_text
 from .store import MAX_TURNS
@@ -45,33 +46,6 @@ _WINDOW = (
     "FROM turns WHERE thread_id = ? AND seq > ? AND turn_id IS NOT ? ORDER BY seq DESC LIMIT ?"
 )
 _BATCH = 500  # turn ids per IN (...) query, well under SQLite's parameter limit
-
-
-class _EntryCache:
-    """Recently read turns by id, oldest evicted first.
-
-    A stored turn never changes, so a cached entry never goes stale.
-    """
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._entries: dict[str, HistoryEntry] = {}
-        self._lock = threading.Lock()
-
-    def get_many(self, turn_ids: Sequence[str]) -> dict[str, HistoryEntry]:
-        with self._lock:
-            get = self._entries.get
-            return {turn_id: entry for turn_id in turn_ids if (entry := get(turn_id))}
-
-    def put_many(self, entries: dict[str, HistoryEntry]) -> None:
-        if self._size <= 0:
-            return
-        with self._lock:
-            self._entries.update(entries)
-            overflow = len(self._entries) - self._size
-            if overflow > 0:
-                for turn_id in list(self._entries)[:overflow]:
-                    del self._entries[turn_id]
 
 
 def _now() -> str:
@@ -100,7 +74,7 @@ class SqliteStore:
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
-        self._cache = _EntryCache(cache_size)
+        self._cache = TurnCache(cache_size)
         with self._guard():
             migrate(self._connection(), migrations, where=str(self.path))
 
