@@ -54,14 +54,14 @@ def call_macro(env: jinja2.Environment, template: str, macro: str, /, *args: Any
         raise TemplateError(Problem(error.message or "syntax error",
                                     file=_display(template, error.filename),
                                     line=error.lineno, context=context)) from None
-    display = _display(template, loaded.filename)
     try:
         function = getattr(loaded.module, macro, None)
         if function is None:
-            raise TemplateError(Problem(f'macro "{macro}" is not defined', file=display))
+            raise TemplateError(Problem(f'macro "{macro}" is not defined',
+                                        file=_display(template, loaded.filename)))
         text = str(function(*args))
     except jinja2.TemplateError as error:
         message = getattr(error, "message", None) or str(error)
-        raise TemplateError(Problem(message, file=display, line=_template_line(error, loaded),
-                                    context=context)) from None
+        raise TemplateError(Problem(message, file=_display(template, loaded.filename),
+                                    line=_template_line(error, loaded), context=context)) from None
     return text.strip("\n")
