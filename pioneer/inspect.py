@@ -1,0 +1,239 @@
+"""Inspect: one row per section of a compiled prompt, saying why it is (or is not) there.
+
+Takes a compiler and one turn's compile input; compiles once and walks the profile's
+declared sections beside the manifest. Every kept section becomes a row with its
+stability, characters, cl100k tokens and source; a slot expands into one row per
+contribution it took; a declared section that rendered nothing, and a contribution a
+pool dropped, become ``omitted`` rows with the reason; a cut section is ``truncated``
+with the diagnostic that cut it. Totals count the stable and dynamic texts as sent.
+Nothing here changes the compile: it only explains a payload.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from .compiler import PromptCompiler
+from .inputs import PromptCompileInput
+from .manifest import CompiledPromptPayload, Diagnostic, ManifestSection
+from .profile import ProfileSpec, SectionSpec
+from .tokens import TokenCounter, default_counter
+
+__all__ = ["Inspection", "Row", "Totals", "inspect_prompt", "render_json", "render_table"]
+
+Status = Literal["kept", "truncated", "omitted"]
+_CONTRIBUTION_SOURCES = ("runtime:", "hook:")
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One section, kept or not."""
+
+    id: str
+    stability: str
+    chars: int | None
+    tokens: int | None
+    source: str | None
+    status: Status
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """One side of the cache boundary as the model receives it."""
+
+    sections: int
+    chars: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Inspection:
+    """A compiled prompt explained section by section."""
+
+    profile: str
+    profile_fingerprint: str
+    rows: tuple[Row, ...]
+    stable: Totals
+    dynamic: Totals
+
+
+def inspect_prompt(
+    compiler: PromptCompiler, compile_input: PromptCompileInput,
+    counter: TokenCounter | None = None,
+) -> Inspection:
+    """Compile ``compile_input`` and explain every declared section."""
+    counter = counter or default_counter()
+    payload = compiler.compile(compile_input)
+    spec = compiler.load_profile(compile_input.profile).spec
+    explain = _Explainer(compiler, compile_input, spec, payload, counter)
+    manifest = payload.manifest
+    return Inspection(
+        profile=manifest.profile,
+        profile_fingerprint=manifest.profile_fingerprint,
+        rows=tuple(explain.rows()),
+        stable=_totals(payload, "stable", counter),
+        dynamic=_totals(payload, "dynamic", counter),
+    )
+
+
+def _totals(payload: CompiledPromptPayload, side: str, counter: TokenCounter) -> Totals:
+    text = payload.stable_system_text if side == "stable" else payload.dynamic_system_text
+    count = sum(1 for s in payload.manifest.sections if s.stability == side)
+    return Totals(sections=count, chars=len(text), tokens=counter.count(text))
+
+
+class _Explainer:
+    """Walks declared sections beside the kept ones, in the order the interpreter emits."""
+
+    def __init__(
+        self, compiler: PromptCompiler, compile_input: PromptCompileInput, spec: ProfileSpec,
+        payload: CompiledPromptPayload, counter: TokenCounter,
+    ):
+        self.compiler, self.input, self.spec, self.counter = compiler, compile_input, spec, counter
+        manifest = payload.manifest
+        self.kept = list(zip(manifest.sections, payload.sections, strict=True))
+        self.diagnostics = manifest.diagnostics
+        self.files = {entry.file: entry for entry in manifest.source_manifest}
+        self.claimed = {s.id for s in spec.sections if s.source == "contribution"}
+
+    def rows(self) -> list[Row]:
+        rows: list[Row] = []
+        position = 0
+        for section in self.spec.sections:
+            taken = 0
+            while position < len(self.kept) and self._belongs(self.kept[position][0], section):
+                rows.append(self._kept_row(*self.kept[position]))
+                position, taken = position + 1, taken + 1
+                if section.source not in ("contribution", "slot"):
+                    break
+            if not taken:
+                rows.append(self._omitted_row(section))
+            if section.source == "slot":
+                rows += [self._dropped_row(d) for d in self._dropped(unclaimed=True)]
+        return rows
+
+    def _belongs(self, kept: ManifestSection, section: SectionSpec) -> bool:
+        if section.source == "slot":
+            return kept.source.startswith(_CONTRIBUTION_SOURCES) and kept.id not in self.claimed
+        return kept.id == section.id
+
+    def _kept_row(self, kept: ManifestSection, text: Any) -> Row:
+        tokens = kept.tokens if kept.tokens is not None else self.counter.count(text.text)
+        reason = ("; ".join(self._cuts(kept)) or None) if kept.truncated else None
+        return Row(kept.id, kept.stability, kept.chars, tokens, kept.source,
+                   "truncated" if kept.truncated else "kept", reason)
+
+    def _cuts(self, kept: ManifestSection) -> list[str]:
+        paths: set[str | None] = set()
+        if kept.source.startswith("file:"):
+            entry = self.files.get(kept.source.removeprefix("file:"))
+            paths = {entry.path} if entry else set()
+        return [
+            d.message for d in self.diagnostics
+            if (d.section_id == kept.id and d.code.endswith("_truncated"))
+            or (d.file in paths and d.code in ("file_truncated", "total_budget_truncated"))
+        ]
+
+    def _omitted_row(self, section: SectionSpec) -> Row:
+        return Row(section.id, section.stability, None, None, None, "omitted",
+                   self._why_omitted(section))
+
+    def _why_omitted(self, section: SectionSpec) -> str:
+        if section.when is not None and not self._condition(section.when):
+            return f'condition "{section.when}" is false'
+        if section.source == "bootstrap":
+            return self._why_no_file(section)
+        if section.source == "input":
+            return f"input {section.field} is empty"
+        if section.source == "contribution":
+            dropped = [_omission(d) for d in self._dropped(unclaimed=False) if
+                       d.section_id == section.id]
+            return dropped[0] if dropped else "no contribution with this id"
+        if section.source == "slot":
+            return "no other contributions"
+        return "rendered empty"
+
+    def _why_no_file(self, section: SectionSpec) -> str:
+        name = section.file or ""
+        entry = self.files.get(name)
+        if entry is None:
+            return f"{name} was not loaded"
+        notes = [d for d in self.diagnostics if d.file == entry.path]
+        if any(d.code == "missing_file" for d in notes):
+            return f"{name} is missing"
+        if notes:
+            return notes[-1].message
+        if section.keep_empty:  # an empty file it keeps is only dropped by a spent budget
+            return f"{name} is empty and the total budget was already used up"
+        return f"{name} is empty"
+
+    def _condition(self, expression: str) -> bool:
+        # The names a condition sees: every compile-input field plus the profile name.
+        context = {name: getattr(self.input, name) for name in PromptCompileInput.model_fields}
+        context["profile"] = self.spec.name
+        return bool(self.compiler.templates.env.compile_expression(expression)(**context))
+
+    def _dropped(self, *, unclaimed: bool) -> list[Diagnostic]:
+        return [
+            d for d in self.diagnostics
+            if d.code == "dynamic_section_omitted"
+            and (d.section_id not in self.claimed) == unclaimed
+        ]
+
+    def _dropped_row(self, diagnostic: Diagnostic) -> Row:
+        return Row(diagnostic.section_id or "?", "dynamic", None, None, None, "omitted",
+                   _omission(diagnostic))
+
+
+def _omission(diagnostic: Diagnostic) -> str:
+    return diagnostic.message.partition(" omitted: ")[2] or diagnostic.message
+
+
+def render_json(inspection: Inspection) -> str:
+    """The inspection as JSON (sorted keys) for machines."""
+    data = {
+        "profile": inspection.profile,
+        "profile_fingerprint": inspection.profile_fingerprint,
+        "sections": [asdict(row) for row in inspection.rows],
+        "totals": {"stable": asdict(inspection.stable), "dynamic": asdict(inspection.dynamic)},
+    }
+    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False)
+
+
+_HEAD = ("SECTION", "STABILITY", "CHARS", "TOKENS", "SOURCE", "STATUS")
+
+
+def render_table(inspection: Inspection) -> str:
+    """The inspection as an aligned table with totals, for people."""
+    cells = [_HEAD] + [
+        (row.id, row.stability, _number(row.chars), _number(row.tokens), row.source or "-",
+         row.status + (f": {row.reason}" if row.reason else ""))
+        for row in inspection.rows
+    ]
+    widths = [max(len(line[column]) for line in cells) for column in range(len(_HEAD) - 1)]
+    lines = [f"profile {inspection.profile}  fingerprint {inspection.profile_fingerprint[:12]}"]
+    lines += [_line(line, widths) for line in cells]
+    for side, totals in (("stable", inspection.stable), ("dynamic", inspection.dynamic)):
+        lines.append(f"{side:<8} {_count(totals.sections, 'section')}, "
+                     f"{_count(totals.chars, 'char')}, {_count(totals.tokens, 'token')}")
+    return "\n".join(lines)
+
+
+def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
+    parts = []
+    for column, width in enumerate(widths):
+        numeric = _HEAD[column] in ("CHARS", "TOKENS")
+        parts.append(cells[column].rjust(width) if numeric else cells[column].ljust(width))
+    return "  ".join([*parts, cells[-1]]).rstrip()
+
+
+def _number(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'s' if number != 1 else ''}"
