@@ -1,9 +1,13 @@
-"""Hook contributions: what a hook may hand back to the turn.
+"""Hook values: the phases, a subscription, what a hook receives and what it hands back.
 
-These are edge models (hooks can come from other packages through entry points), so they
-are pydantic, frozen, ``extra="forbid"``, and validated where they are built: a hook
-that builds an invalid contribution has failed, and its failure policy decides what
-happens to the turn. A hook returns any mix of:
+The phases are fixed (:data:`PHASES`); a :class:`Subscription` ties a hook function to
+one of them with its policies; a hook receives a :class:`HookContext` and what a phase
+produced is a :class:`PhaseOutcome`. Running them is :mod:`pioneer.hooks`.
+
+Contributions are edge models (hooks can come from other packages through entry
+points), so they are pydantic, frozen, ``extra="forbid"``, and validated where they are
+built: a hook that builds an invalid contribution has failed, and its failure policy
+decides what happens to the turn. A hook returns any mix of:
 
 - :class:`PromptSectionContribution`: text for a named section (``agents_md``,
   ``memory_recall``, or a dynamic id that falls into the profile's slot);
@@ -14,18 +18,40 @@ happens to the turn. A hook returns any mix of:
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from .contributions import check_runtime_id
+from .errors import HookError, Problem
+from .manifest import Diagnostic, HookSourceEntry, HookSourceRef
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from .inputs import PromptCompileInput
 
 __all__ = [
+    "PHASES",
+    "PROMPT_PHASES",
+    "TURN_PROMPT_PHASES",
+    "CollectedContribution",
+    "ContributionKind",
+    "FailurePolicy",
+    "HookContext",
     "HookDiagnostic",
+    "HookFunction",
     "HookOutput",
+    "HookResult",
+    "PhaseOutcome",
     "PromptContextContribution",
     "PromptSectionContribution",
     "SourceRef",
+    "Subscription",
+    "TurnContext",
+    "canonical_phase",
 ]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -89,3 +115,155 @@ class HookDiagnostic(BaseModel):
 
 
 HookOutput = PromptSectionContribution | PromptContextContribution | HookDiagnostic
+
+
+#: Every phase, in the order a turn passes through them.
+PHASES: tuple[str, ...] = (
+    "turn.pre_policy",
+    "turn.pre_tool_materialization",
+    "turn.pre_prompt_context",
+    "turn.post_preflight_prompt_context",
+    "runtime.turn_pre_context",
+    "turn.pre_prompt_compile",
+    "turn.post_prompt_compile",
+    "turn.post_turn",
+    "turn.pre_compaction",
+)
+#: Phases whose contributions reach the prompt; contributions anywhere else are ignored.
+PROMPT_PHASES: frozenset[str] = frozenset(
+    {
+        "turn.pre_prompt_context",
+        "turn.post_preflight_prompt_context",
+        "runtime.turn_pre_context",
+        "turn.pre_prompt_compile",
+    }
+)
+#: The phases :func:`pioneer.turn.compile_turn` runs before compiling an assistant turn.
+TURN_PROMPT_PHASES: tuple[str, ...] = (
+    "turn.pre_prompt_context",
+    "turn.post_preflight_prompt_context",
+    "turn.pre_prompt_compile",
+)
+# The reference spells phases with underscores only (turn_pre_prompt_compile).
+_ALIASES = {phase.replace(".", "_", 1): phase for phase in PHASES}
+
+FailurePolicy = Literal["fail_closed", "best_effort"]
+ContributionKind = Literal["prompt_context", "thread_context", "prompt_section"]
+
+
+def canonical_phase(name: str) -> str:
+    """The dotted phase name; the reference's underscore spelling is accepted too."""
+    if name in PHASES:
+        return name
+    if name in _ALIASES:
+        return _ALIASES[name]
+    raise HookError(Problem(f'unknown hook phase "{name}" (known: {", ".join(PHASES)})'))
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """What hooks know about the turn being compiled."""
+
+    thread_id: str | None = None
+    #: The thread's folder, relative to the workspace root (``None``: the root itself).
+    thread_folder: str | None = None
+    user_text: str = ""
+    #: Paths the turn touches; skills match their path globs against these.
+    touched_paths: tuple[str, ...] = ()
+    #: Anything else an application hands its own hooks.
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class HookContext:
+    """The argument every hook function receives."""
+
+    phase: str
+    subscription: Subscription
+    turn: TurnContext
+    compile_input: PromptCompileInput
+    #: The compiler's sandboxed template environment, for the section renderers.
+    env: jinja2.Environment
+    #: Contributions collected in earlier phases of this turn.
+    earlier: tuple[CollectedContribution, ...] = ()
+
+
+HookResult = HookOutput | Iterable[HookOutput] | None
+
+
+class HookFunction(Protocol):
+    """A hook: takes the context, returns contributions and diagnostics (or nothing)."""
+
+    def __call__(self, context: HookContext, /) -> HookResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """One hook function subscribed to one phase, with its policies."""
+
+    hook_id: str
+    phase: str
+    function: HookFunction
+    priority: int = 0
+    #: ``None`` blocks until the hook returns; otherwise the hook gets this many ms.
+    deadline_ms: int | None = None
+    failure: FailurePolicy = "fail_closed"
+    subscription_id: str = ""
+
+    def __post_init__(self) -> None:
+        where = f'hook "{self.hook_id}"'
+        if not self.hook_id.strip():
+            raise HookError(Problem("hook id must not be blank"))
+        object.__setattr__(self, "phase", canonical_phase(self.phase))
+        if self.deadline_ms is not None and self.deadline_ms <= 0:
+            raise HookError(Problem(f"deadline_ms must be > 0 (got {self.deadline_ms})",
+                                    path=where))
+        if self.failure not in ("fail_closed", "best_effort"):
+            raise HookError(Problem(
+                f'failure must be "fail_closed" or "best_effort" (got {self.failure!r})',
+                path=where,
+            ))
+        if not self.subscription_id:
+            object.__setattr__(self, "subscription_id", f"{self.hook_id}.{self.phase}")
+
+    def source(
+        self, contribution_id: str | None = None, digest: str | None = None
+    ) -> HookSourceRef:
+        """The manifest reference to this subscription."""
+        return HookSourceRef(
+            hook_id=self.hook_id, subscription_id=self.subscription_id, phase=self.phase,
+            contribution_id=contribution_id, contribution_hash=digest,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CollectedContribution:
+    """A contribution as the runtime accepted it, after the hook-side cut."""
+
+    subscription: Subscription
+    output: PromptSectionContribution | PromptContextContribution
+    section_id: str
+    kind: ContributionKind
+    content: str
+    hook_truncated: bool
+    content_hash: str
+
+    @property
+    def title(self) -> str | None:
+        """The contribution's own title (context contributions have none)."""
+        return self.output.title if isinstance(self.output, PromptSectionContribution) else None
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseOutcome:
+    """What one phase produced, in subscription order."""
+
+    phase: str
+    #: Contributions, and ready manifest entries for diagnostics and failures, in order.
+    records: tuple[CollectedContribution | HookSourceEntry, ...]
+    diagnostics: tuple[Diagnostic, ...]
+
+    @property
+    def contributions(self) -> tuple[CollectedContribution, ...]:
+        """Only the contributions."""
+        return tuple(r for r in self.records if isinstance(r, CollectedContribution))
