@@ -185,6 +185,24 @@ def test_long_document_is_cut_inside_the_fence(workspace: Path, compiler: Prompt
     assert payload.manifest.hook_sources[0].truncation == "hook"
 
 
+@pytest.mark.parametrize(("extra", "cut"), [(0, False), (1, True)],
+                         ids=["exactly-16000", "16001"])
+def test_hook_cap_boundary(workspace: Path, compiler: PromptCompiler, extra: int,
+                           cut: bool) -> None:
+    env = compiler.templates.env
+    probe = find_agents_md(workspace, "web").doc
+    assert probe is not None
+    frame = len(agents_md_contribution(probe, env).content) - len(probe.content)
+    (workspace / "web" / "AGENTS.md").write_text("y" * (HOOK_MAX_CHARS - frame + extra),
+                                                 encoding="utf-8")
+    doc = find_agents_md(workspace, "web").doc
+    assert doc is not None
+    contribution = agents_md_contribution(doc, env)
+    assert len(contribution.content) == HOOK_MAX_CHARS
+    assert contribution.truncated is cut
+    assert contribution.content.endswith("\n</AGENTS_MD>")
+
+
 def test_escape_is_a_diagnostic_not_an_error(workspace: Path, compiler: PromptCompiler,
                                              home: Path) -> None:
     registry = HookRegistry()
