@@ -190,6 +190,7 @@ def test_long_document_is_cut_inside_the_fence(workspace: Path, compiler: Prompt
 def test_hook_cap_boundary(workspace: Path, compiler: PromptCompiler, extra: int,
                            cut: bool) -> None:
     env = compiler.templates.env
+    (workspace / "web" / "AGENTS.md").write_text("probe", encoding="utf-8")
     probe = find_agents_md(workspace, "web").doc
     assert probe is not None
     frame = len(agents_md_contribution(probe, env).content) - len(probe.content)
