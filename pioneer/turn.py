@@ -2,10 +2,10 @@
 
 :func:`compile_turn` is the high-level call. It is a straight chain: each prompt phase
 in turn order (:data:`~pioneer.hooks.TURN_PROMPT_PHASES`) → hook contributions become
-runtime sections (higher priority first, so they get pool room first) → the
-Current Permissions and Hidden Tool Domains sections when the turn has them → the
-compiler → the manifest gets one ``hook_sources`` entry per hook contribution,
-diagnostic or failure, and the hook diagnostics after the compiler's own.
+runtime sections (higher priority first, so they get pool room first) → the Current
+Permissions and Hidden Tool Domains sections, when the turn has them and the profile
+places them → the compiler → the manifest gets one ``hook_sources`` entry per hook
+contribution, diagnostic or failure, and the hook diagnostics after the compiler's own.
 
 A contribution's truncation is ``hook`` when the hook (or the runtime, at the hook's
 own ``max_chars``) cut it, ``prompt`` when the compiled prompt does not hold all of it
@@ -61,12 +61,14 @@ def compile_turn(
         records.extend(outcome.records)
         hook_diagnostics.extend(outcome.diagnostics)
     runtime = [*compile_input.runtime_sections, *_hook_sections(collected)]
-    present = {section.id for section in runtime}
-    if permissions is not None and "current_permissions" not in present:
+    # Built-in sections go only where the profile places them: a tool-less profile has
+    # no Hidden Tool Domains section, and the catalog must not fall into its slot.
+    wanted = compiler.load_profile(compile_input.profile).claimed - {s.id for s in runtime}
+    if permissions is not None and "current_permissions" in wanted:
         text = render_current_permissions(permissions, env)
         if text:
             runtime.append(RuntimeSectionInput(id="current_permissions", content=text))
-    if hidden_tool_domains and HIDDEN_DOMAINS_ID not in present:
+    if hidden_tool_domains and HIDDEN_DOMAINS_ID in wanted:
         text = render_hidden_tool_domains(hidden_tool_domains, env)
         if text:
             runtime.append(RuntimeSectionInput(id=HIDDEN_DOMAINS_ID, content=text))

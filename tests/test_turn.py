@@ -141,6 +141,16 @@ def test_caller_sections_win_over_built_ins(workspace: Path, compiler: PromptCom
     assert texts["request_tools.hidden_domains"] == "## Hidden Tool Domains\nNone today."
 
 
+def test_built_in_sections_only_where_the_profile_places_them(workspace: Path,
+                                                              compiler: PromptCompiler) -> None:
+    payload = compile_turn(
+        compiler, PromptCompileInput(workspace_root=Path("home"), profile="minimal"),
+        permissions=PermissionProfile(mode="read_only"), hidden_tool_domains=DEFAULT_TOOL_DOMAINS,
+    )
+    assert payload.manifest.section_ids[-1:] == ["current_permissions"]
+    assert "Hidden Tool Domains" not in payload.full_system_text
+
+
 def test_plain_full_access_adds_no_permissions_section(workspace: Path,
                                                        compiler: PromptCompiler) -> None:
     payload = compile_turn(compiler, PromptCompileInput(workspace_root=Path("home")),
