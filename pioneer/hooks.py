@@ -76,7 +76,6 @@ __all__ = [
 ENTRY_POINT_GROUP = "pioneer.hooks"
 _DETAIL_CAP = 200
 
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -173,8 +172,8 @@ class HookRegistry:
         collector = _Collector(phase)
         for subscription in subscriptions:
             waiting = pending.get(subscription.subscription_id)
-            collector.add(subscription, waiting.wait() if waiting else _call(subscription,
-                                                                              context(subscription)))
+            result = waiting.wait() if waiting else _call(subscription, context(subscription))
+            collector.add(subscription, result)
         return PhaseOutcome(phase, tuple(collector.records), tuple(collector.diagnostics))
 
 
