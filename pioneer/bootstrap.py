@@ -16,21 +16,25 @@ import errno
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import PioneerError, Problem
+from .incremental import Memo
 from .manifest import Diagnostic, SourceManifestEntry
 from .resources import builtin_dir
 
 __all__ = [
     "SEED_FILES",
     "BootstrapFile",
+    "BootstrapLoader",
     "BootstrapResult",
     "FileReader",
     "SeedResult",
     "ensure_runtime_home",
+    "file_signature",
     "load_bootstrap",
     "sanitize",
 ]
@@ -38,6 +42,12 @@ __all__ = [
 #: Files seeded into a new runtime home; USER.md is never seeded.
 SEED_FILES = ("SOUL.md", "IDENTITY.md")
 _CHUNK = 1 << 16
+#: A file changed this recently (content or metadata, so by its ctime, which nobody can
+#: set back) may change again within one timestamp tick (up to 2 s on some filesystems)
+#: without its signature moving, so it is not trusted to be unchanged.
+RACY_NS = 2 * 10**9
+#: The signature of a path where no file exists.
+MISSING: tuple[int, ...] = ()
 
 
 def sanitize(text: str) -> str:
@@ -85,7 +95,8 @@ def _stream(fd: int, keep: int) -> _Read:
         pending_cr = not final and text.endswith("\r")
         if pending_cr:
             text = text[:-1]
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
         if not started:
             text = text.lstrip()
             started = bool(text)
@@ -124,25 +135,40 @@ def _read(path: Path, keep: int) -> _Read:
         os.close(fd)
 
 
+def file_signature(path: str | Path) -> tuple[int, ...] | None:
+    """What a stat says about a file; equal signatures mean an unchanged file.
+
+    :data:`MISSING` when nothing is at ``path``; ``None`` when the file cannot be
+    trusted to be unchanged: not a regular file, not stat-able, or changed within
+    :data:`RACY_NS` (a second write in the same tick could leave every field as it was).
+    """
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return MISSING
+    except OSError:
+        return None
+    changed = max(info.st_mtime_ns, info.st_ctime_ns)
+    if not stat.S_ISREG(info.st_mode) or time.time_ns() - changed < RACY_NS:
+        return None
+    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev)
+
+
 @dataclass(slots=True)
 class FileReader:
-    """Reads bootstrap files, reusing a read while ``(mtime_ns, size, inode)`` is unchanged."""
+    """Reads bootstrap files, reusing a read while the file's signature is unchanged."""
 
-    _cache: dict[tuple[str, int], tuple[tuple[int, int, int], _Read]] = field(default_factory=dict)
+    _cache: dict[tuple[str, int], tuple[tuple[int, ...], _Read]] = field(default_factory=dict)
 
     def read(self, path: Path, keep: int) -> _Read:
         """Read (or reuse) the sanitised head of ``path``; raises ``_ReadFailure``."""
         key = (str(path), keep)
-        try:
-            info = os.stat(path)
-            signature = (info.st_mtime_ns, info.st_size, info.st_ino)
-        except OSError:
-            signature = None
+        signature = file_signature(path)
         cached = self._cache.get(key)
-        if signature is not None and cached is not None and cached[0] == signature:
+        if signature and cached is not None and cached[0] == signature:
             return cached[1]
         result = _read(path, keep)
-        if signature is not None and stat.S_ISREG(info.st_mode):
+        if signature:
             self._cache[key] = (signature, result)
         return result
 
@@ -248,6 +274,42 @@ def load_bootstrap(
         for name, _ in files
     )
     return BootstrapResult(kept, manifest, tuple(load_diags + budget_diags))
+
+
+class BootstrapLoader:
+    """:func:`load_bootstrap` with memory: one result per root, budgets and signatures.
+
+    While no file's :func:`file_signature` moves, a turn gets the very same
+    :class:`BootstrapResult` (same objects, so later memos compare it by identity).
+    """
+
+    def __init__(self, size: int = 32):
+        self.reader = FileReader()
+        self._memo: Memo[tuple[object, ...], BootstrapResult] = Memo(size)
+
+    def load(
+        self,
+        root: Path,
+        files: Sequence[tuple[str, bool]],
+        *,
+        max_chars_per_file: int,
+        max_chars_total: int,
+    ) -> BootstrapResult:
+        """Like :func:`load_bootstrap`, reusing the result while nothing changed."""
+        folder = os.fspath(root)
+        signatures = tuple(file_signature(os.path.join(folder, name)) for name, _ in files)
+        key = (folder, tuple(files), max_chars_per_file, max_chars_total, signatures)
+        trusted = None not in signatures
+        found = self._memo.get(key) if trusted else None
+        if found is not None:
+            return found
+        result = load_bootstrap(
+            root, files, max_chars_per_file=max_chars_per_file,
+            max_chars_total=max_chars_total, reader=self.reader,
+        )
+        if trusted:
+            self._memo.put(key, result)
+        return result
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,12 +17,13 @@ from typing import Any
 
 import jinja2
 
-from .bootstrap import BootstrapResult, FileReader, load_bootstrap
+from .bootstrap import BootstrapLoader, BootstrapResult
 from .boundary import BOUNDARY_MARKER, join_full_text, render_section, render_sections
 from .contributions import Contribution, budget_pool
 from .errors import PioneerError, Problem, ProfileError, TemplateError
 from .extends import ProfileSource, resolve_profile
 from .fingerprint import profile_fingerprint, template_digests
+from .incremental import Memo, ProfilePlan, Rendered, StablePart, freeze, plan_profile
 from .inputs import PromptCompileInput
 from .manifest import (
     COMPILER_VERSION,
@@ -58,6 +59,12 @@ PROVIDED_NAMES: dict[str, frozenset[str]] = {
     "slot": _BASE_NAMES | {"content"},
 }
 _CONDITION_NAMES = INPUT_FIELDS | {"profile"}
+_MARKER_BYTES = BOUNDARY_MARKER.encode("utf-8")
+_SEPARATOR_BYTES = b"\n\n"  # between rendered sections (boundary.render_sections)
+#: Memo sizes: stable parts (one per profile and identity-file state in use) and single
+#: sections (a few turns' worth, so interleaved threads still find theirs).
+STABLE_MEMO_SIZE = 32
+SECTION_MEMO_SIZE = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +101,12 @@ class PromptCompiler:
         self._counter = token_counter
         self._count_tokens = count_tokens
         self._profiles: dict[str, LoadedProfile] = {}
-        self._reader = FileReader()
+        self._bootstrap_loader = BootstrapLoader()
+        self._plans: dict[str, ProfilePlan] = {}
+        self._stable_memo: Memo[tuple[object, ...], StablePart] = Memo(STABLE_MEMO_SIZE)
+        self._section_memo: Memo[tuple[object, ...], Rendered] = Memo(SECTION_MEMO_SIZE)
+        self._condition_memo: Memo[tuple[object, ...], bool] = Memo(SECTION_MEMO_SIZE)
+        self._prefix_memo: Memo[tuple[str, ...], hashlib._Hash] = Memo(SECTION_MEMO_SIZE)
 
     # -- loading ---------------------------------------------------------------
 
@@ -165,83 +177,118 @@ class PromptCompiler:
     # -- compiling -------------------------------------------------------------
 
     def compile(self, compile_input: PromptCompileInput) -> CompiledPromptPayload:
-        """Compile one turn's prompt."""
+        """Compile one turn's prompt; sections whose inputs did not change are reused."""
         profile = self.load_profile(compile_input.profile)
-        spec = profile.spec
+        plan = self._plan(profile)
         boot = self._bootstrap(profile, compile_input)
-        known = spec.contribution_specs()
-        pool_args: dict[str, Any] = {
-            "known": known,
-            "default_max_chars": spec.budgets.contribution_max_chars,
-            "default_sort_key": spec.budgets.contribution_sort_key,
-        }
-        runtime, runtime_diags = budget_pool(
-            compile_input.runtime_sections, pool="runtime", spec=spec.budgets.runtime_pool,
-            **pool_args,
+        contributions, pool_diagnostics = _pools(profile.spec, compile_input)
+        renderer = _SectionRenderer(
+            self.templates, compile_input, profile, plan, boot, contributions,
+            memo=self._section_memo,
+            conditions=self._condition_memo,
+            counter=(self._counter or default_counter()) if self._count_tokens else None,
         )
-        hooks, hook_diags = budget_pool(
-            compile_input.dynamic_sections, pool="hook", spec=spec.budgets.hook_pool, **pool_args
-        )
-        renderer = _SectionRenderer(self.templates, compile_input, spec.name)
-        for section in spec.sections:
-            renderer.visit(section, boot, [*runtime, *hooks], profile.claimed)
-        diagnostics = [*boot.diagnostics, *runtime_diags, *hook_diags, *renderer.diagnostics]
-        return self._assemble(profile, renderer.sections, boot, diagnostics)
+        stable = self._stable_part(profile, plan, renderer)
+        dynamic = renderer.render(plan.dynamic)
+        diagnostics = [*boot.diagnostics, *pool_diagnostics]
+        diagnostics += [r.diagnostic for r in (*stable.rendered, *dynamic) if r.diagnostic]
+        return self._assemble(profile, stable, dynamic, boot, diagnostics)
 
-    def _bootstrap(self, profile: LoadedProfile, compile_input: PromptCompileInput) -> BootstrapResult:
+    def _plan(self, profile: LoadedProfile) -> ProfilePlan:
+        plan = self._plans.get(profile.fingerprint)
+        if plan is None:
+            plan = plan_profile(profile.spec.sections, self.templates, _CONDITION_NAMES)
+            self._plans[profile.fingerprint] = plan
+        return plan
+
+    def _bootstrap(
+        self, profile: LoadedProfile, compile_input: PromptCompileInput
+    ) -> BootstrapResult:
         if not profile.bootstrap_files:
             return BootstrapResult({}, (), ())
         budgets, limits = profile.spec.budgets, compile_input.limits
-        return load_bootstrap(
+        return self._bootstrap_loader.load(
             compile_input.workspace_root or self.settings.home,
             profile.bootstrap_files,
             max_chars_per_file=_lower(budgets.max_chars_per_file, limits.max_chars_per_file),
             max_chars_total=_lower(budgets.max_chars_total, limits.max_chars_total),
-            reader=self._reader,
         )
+
+    def _stable_part(
+        self, profile: LoadedProfile, plan: ProfilePlan, renderer: _SectionRenderer
+    ) -> StablePart:
+        """The stable sections, their text and its sha256: from the memo when nothing
+        any stable section reads has changed since a compile that rendered them."""
+        key = renderer.stable_key()
+        found = self._stable_memo.get(key) if key is not None else None
+        if found is not None:
+            return found
+        rendered = tuple(renderer.render(plan.stable))
+        kept = [r for r in rendered if r.section is not None]
+        text = render_sections(r.section.text for r in kept if r.section is not None)
+        digest = self._stable_digest(kept)
+        part = StablePart(rendered, text, digest, digest.hexdigest())
+        if key is not None:
+            self._stable_memo.put(key, part)
+        return part
+
+    def _stable_digest(self, kept: list[Rendered]) -> hashlib._Hash:
+        """sha256 of the stable text, continuing the state of the longest run of leading
+        sections hashed before (an edited USER.md re-hashes only from its section on)."""
+        marks = tuple(r.record.sha256 for r in kept if r.record is not None)
+        start, digest = 0, hashlib.sha256()
+        for length in range(len(marks), 0, -1):
+            found = self._prefix_memo.get(marks[:length])
+            if found is not None:
+                start, digest = length, found.copy()
+                break
+        for index in range(start, len(kept)):
+            if index:
+                digest.update(_SEPARATOR_BYTES)
+            digest.update(kept[index].data)
+            self._prefix_memo.put(marks[: index + 1], digest.copy())
+        return digest
 
     def _assemble(
         self,
         profile: LoadedProfile,
-        sections: list[CompiledSection],
+        stable: StablePart,
+        dynamic: list[Rendered],
         boot: BootstrapResult,
         diagnostics: list[Diagnostic],
     ) -> CompiledPromptPayload:
-        stable = render_sections(s.text for s in sections if s.stability == "stable")
-        dynamic = render_sections(s.text for s in sections if s.stability == "dynamic")
-        full = join_full_text(stable, dynamic)
-        stable_hash = hashlib.sha256(stable.encode("utf-8"))
-        if stable and dynamic:
-            full_hash = stable_hash.copy()
-            full_hash.update((BOUNDARY_MARKER + dynamic).encode("utf-8"))
-        else:
-            full_hash = hashlib.sha256(full.encode("utf-8"))
-        counter = (self._counter or default_counter()) if self._count_tokens else None
+        kept = [
+            (r.section, r.record)
+            for r in (*stable.rendered, *dynamic)
+            if r.section is not None and r.record is not None
+        ]
+        dynamic_text = render_sections(r.section.text for r in dynamic if r.section is not None)
+        full = join_full_text(stable.text, dynamic_text)
+        dynamic_bytes = _SEPARATOR_BYTES.join(r.data for r in dynamic if r.section is not None)
+        # The full text is the stable text, then the marker and the dynamic text when
+        # there is any (join_full_text), so its hash continues the stable one.
+        full_hash = stable.digest.copy()
+        if dynamic_text:
+            full_hash.update(_MARKER_BYTES)
+            full_hash.update(dynamic_bytes)
         manifest = PromptManifest(
             compiler_version=COMPILER_VERSION,
             profile=profile.spec.name,
             profile_fingerprint=profile.fingerprint,
-            section_ids=[s.id for s in sections],
-            sections=[
-                ManifestSection(
-                    id=s.id, stability=s.stability, chars=s.chars,
-                    tokens=counter.count(s.text) if counter else None,
-                    sha256=s.fingerprint, source=s.source, truncated=s.truncated,
-                )
-                for s in sections
-            ],
-            fingerprint_stable=stable_hash.hexdigest(),
-            fingerprint_dynamic=hashlib.sha256(dynamic.encode("utf-8")).hexdigest(),
+            section_ids=[section.id for section, _ in kept],
+            sections=[record for _, record in kept],
+            fingerprint_stable=stable.fingerprint,
+            fingerprint_dynamic=hashlib.sha256(dynamic_bytes).hexdigest(),
             fingerprint_full=full_hash.hexdigest(),
             source_manifest=list(boot.source_manifest),
             diagnostics=diagnostics,
         )
         return CompiledPromptPayload(
-            stable_system_text=stable,
-            dynamic_system_text=dynamic,
+            stable_system_text=stable.text,
+            dynamic_system_text=dynamic_text,
             full_system_text=full,
             boundary_marker=BOUNDARY_MARKER,
-            sections=sections,
+            sections=[section for section, _ in kept],
             manifest=manifest,
         )
 
@@ -250,59 +297,126 @@ def _lower(profile_value: int, override: int | None) -> int:
     return profile_value if override is None else min(profile_value, override)
 
 
+def _pools(
+    spec: ProfileSpec, compile_input: PromptCompileInput
+) -> tuple[list[Contribution], list[Diagnostic]]:
+    """Budget the runtime pool then the hook pool; kept contributions in that order."""
+    pool_args: dict[str, Any] = {
+        "known": spec.contribution_specs(),
+        "default_max_chars": spec.budgets.contribution_max_chars,
+        "default_sort_key": spec.budgets.contribution_sort_key,
+    }
+    runtime, runtime_diags = budget_pool(
+        compile_input.runtime_sections, pool="runtime", spec=spec.budgets.runtime_pool,
+        **pool_args,
+    )
+    hooks, hook_diags = budget_pool(
+        compile_input.dynamic_sections, pool="hook", spec=spec.budgets.hook_pool, **pool_args
+    )
+    return [*runtime, *hooks], [*runtime_diags, *hook_diags]
+
+
 class _SectionRenderer:
-    """Renders declared sections one by one, collecting kept sections and diagnostics."""
+    """Renders one turn's declared sections, reusing those whose reads are unchanged.
 
-    def __init__(self, templates: TemplateSet, compile_input: PromptCompileInput, profile: str):
-        self.templates = templates
-        self.base: dict[str, Any] = {name: getattr(compile_input, name) for name in INPUT_FIELDS}
-        self.base["profile"] = profile
-        self.input = compile_input
-        self.sections: list[CompiledSection] = []
-        self.diagnostics: list[Diagnostic] = []
+    A section is looked up in the memo under the profile fingerprint, the section and
+    the frozen values of every context name its template reads; only a miss renders.
+    """
 
-    def visit(
+    def __init__(
         self,
-        section: SectionSpec,
+        templates: TemplateSet,
+        compile_input: PromptCompileInput,
+        profile: LoadedProfile,
+        plan: ProfilePlan,
         boot: BootstrapResult,
         contributions: list[Contribution],
-        claimed: frozenset[str],
-    ) -> None:
+        *,
+        memo: Memo[tuple[object, ...], Rendered],
+        conditions: Memo[tuple[object, ...], bool],
+        counter: TokenCounter | None,
+    ):
+        self.templates = templates
+        self.base: dict[str, Any] = {name: getattr(compile_input, name) for name in INPUT_FIELDS}
+        self.base["profile"] = profile.spec.name
+        self.input = compile_input
+        self.fingerprint = profile.fingerprint
+        self.claimed = profile.claimed
+        self.plan = plan
+        self.boot = boot
+        self.contributions = contributions
+        self.memo = memo
+        self.conditions = conditions
+        self.counter = counter
+
+    def stable_key(self) -> tuple[object, ...] | None:
+        """Everything the stable sections read this turn; ``None`` when not hashable."""
+        plan = self.plan
+        try:
+            return (
+                self.fingerprint,
+                tuple(freeze(self.base[name]) for name in plan.stable_names),
+                tuple(self.boot.files.get(name) for name in plan.stable_files),
+                tuple(self.contributions) if plan.stable_takes_contributions else (),
+            )
+        except TypeError:
+            return None
+
+    def render(self, sections: Sequence[SectionSpec]) -> list[Rendered]:
+        """Every section's emissions, in declared order."""
+        return [emitted for section in sections for emitted in self.visit(section)]
+
+    def visit(self, section: SectionSpec) -> Iterator[Rendered]:
+        """Condition → source → render (or reuse) for one declared section."""
         if section.when is not None and not self._condition(section):
             return
         match section.source:
             case "text":
-                self._emit(section, section.id, section.title, {}, "builtin", False)
+                yield self._emit(section, section.id, section.title, {}, "builtin", False)
             case "bootstrap":
-                found = boot.files.get(section.file or "")
+                found = self.boot.files.get(section.file or "")
                 if found is not None:
                     extra = {"file": found, "reminder": section.reminder}
-                    self._emit(section, section.id, section.title, extra, f"file:{found.name}",
-                               found.truncated)
+                    yield self._emit(section, section.id, section.title, extra,
+                                     f"file:{found.name}", found.truncated)
             case "input":
                 value = getattr(self.input, section.field or "")
                 if value is None or (isinstance(value, str) and not value.strip()):
                     return
                 content = value.strip() if isinstance(value, str) else value
-                self._emit(section, section.id, section.title, {"content": content},
-                           f"input:{section.field}", False)
+                yield self._emit(section, section.id, section.title, {"content": content},
+                                 f"input:{section.field}", False)
             case "contribution" | "slot":
-                for item in contributions:
+                for item in self.contributions:
                     wanted = item.id == section.id if section.source == "contribution" else (
-                        item.id not in claimed
+                        item.id not in self.claimed
                     )
                     if wanted:
-                        self._emit(section, item.id, item.title, {"content": item.content},
-                                   f"{item.pool}:{item.id}", item.truncated)
+                        yield self._emit(section, item.id, item.title, {"content": item.content},
+                                         f"{item.pool}:{item.id}", item.truncated)
 
     def _condition(self, section: SectionSpec) -> bool:
-        expression = self.templates.condition(section.when or "")
+        when = section.when or ""
         try:
-            return bool(expression(self.base))
+            names = self.plan.condition_reads[section.id]
+            key: tuple[object, ...] | None = (
+                when, tuple(freeze(self.base[name]) for name in names if name in self.base)
+            )
+        except TypeError:
+            key = None
+        found = self.conditions.get(key) if key is not None else None
+        if found is not None:
+            return found
+        expression = self.templates.condition(when)
+        try:
+            result = bool(expression(self.base))
         except jinja2.TemplateError as error:
             raise TemplateError(Problem(
                 f"condition failed: {error}", path=f'section "{section.id}" → when'
             )) from None
+        if key is not None:
+            self.conditions.put(key, result)
+        return result
 
     def _emit(
         self,
@@ -312,34 +426,87 @@ class _SectionRenderer:
         extra: dict[str, Any],
         source: str,
         truncated: bool,
-    ) -> None:
+    ) -> Rendered:
+        key = self._key(section, section_id, title, extra, source, truncated)
+        found = self.memo.get(key) if key is not None else None
+        if found is None:
+            found = self._render(section, section_id, title, extra, source, truncated)
+            if key is not None:
+                self.memo.put(key, found)
+        return found
+
+    def _key(
+        self,
+        section: SectionSpec,
+        section_id: str,
+        title: str,
+        extra: dict[str, Any],
+        source: str,
+        truncated: bool,
+    ) -> tuple[object, ...] | None:
+        names = self.plan.reads[section.id]
+        if names is None:
+            names = tuple(sorted({*self.base, *extra}))
+        try:
+            # ``section`` is (section_id, title), already in the key; any other name
+            # is an environment global, the same on every turn.
+            values = tuple(
+                freeze(extra[name] if name in extra else self.base[name])
+                for name in names
+                if name in extra or name in self.base
+            )
+        except TypeError:
+            return None
+        return (self.fingerprint, section.id, section_id, title, source, truncated, values)
+
+    def _render(
+        self,
+        section: SectionSpec,
+        section_id: str,
+        title: str,
+        extra: dict[str, Any],
+        source: str,
+        truncated: bool,
+    ) -> Rendered:
         template = self.templates.template(section.template)
         context = {**self.base, "section": {"id": section_id, "title": title}, **extra}
         try:
             body = template.render(context)
         except jinja2.TemplateError as error:
             raise _render_error(error, template, section_id) from None
-        body = body.replace("\r\n", "\n").replace("\r", "\n").strip()
+        if "\r" in body:
+            body = body.replace("\r\n", "\n").replace("\r", "\n")
+        body = body.strip()
+        diagnostic = None
         if section.max_chars is not None and len(body) > section.max_chars:
-            self.diagnostics.append(Diagnostic(
+            diagnostic = Diagnostic(
                 code="section_truncated",
                 message=f"section `{section_id}` truncated by profile limit: "
                 f"{len(body)} -> {section.max_chars} chars",
                 section_id=section_id,
-            ))
+            )
             body = body[: section.max_chars].rstrip()
             truncated = True
         text = render_section(title, body)
         if not text:
-            return
-        self.sections.append(CompiledSection(
+            return Rendered(None, None, diagnostic)
+        data = text.encode("utf-8")
+        fingerprint = hashlib.sha256(data).hexdigest()
+        compiled = CompiledSection(
             id=section_id, title=title.strip(), stability=section.stability, text=text,
-            chars=len(text), fingerprint=hashlib.sha256(text.encode("utf-8")).hexdigest(),
-            source=source, truncated=truncated,
-        ))
+            chars=len(text), fingerprint=fingerprint, source=source, truncated=truncated,
+        )
+        record = ManifestSection(
+            id=section_id, stability=section.stability, chars=len(text),
+            tokens=self.counter.count(text) if self.counter else None,
+            sha256=fingerprint, source=source, truncated=truncated,
+        )
+        return Rendered(compiled, record, diagnostic, data)
 
 
-def _render_error(error: jinja2.TemplateError, template: jinja2.Template, section_id: str) -> TemplateError:
+def _render_error(
+    error: jinja2.TemplateError, template: jinja2.Template, section_id: str
+) -> TemplateError:
     line = None
     traceback = error.__traceback__
     while traceback is not None:

@@ -52,6 +52,7 @@ class TemplateSet:
         self._sources: dict[str, tuple[str, str]] = {}
         self._conditions: dict[str, Callable[..., Any]] = {}
         self._asts: dict[str, Any] = {}
+        self._reads: dict[str, frozenset[str] | None] = {}
 
     def template(self, name: str) -> jinja2.Template:
         """A compiled template (loaded by :meth:`check_template` first)."""
@@ -106,6 +107,45 @@ class TemplateSet:
                 line=_line_of(source, variable),
                 context=context,
             )
+
+    def names_read(self, name: str) -> frozenset[str] | None:
+        """Context names a template reads, through everything it includes or imports.
+
+        ``None`` means the set cannot be known (a template name computed at render
+        time), so a caller must assume the template may read any name.
+        """
+        if name not in self._reads:
+            self._reads[name] = self._collect_reads(name)
+        return self._reads[name]
+
+    def _collect_reads(self, name: str) -> frozenset[str] | None:
+        names: set[str] = set()
+        pending, seen = [name], set()
+        while pending:
+            current = pending.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            ast = self._asts.get(current)
+            if ast is None:
+                try:
+                    source, filename, _ = self.env.loader.get_source(  # type: ignore[union-attr]
+                        self.env, current
+                    )
+                    ast = self.env.parse(source, current, filename)
+                except jinja2.TemplateNotFound:  # an ``ignore missing`` include renders nothing
+                    continue
+            names |= meta.find_undeclared_variables(ast)
+            for referenced in meta.find_referenced_templates(ast):
+                if referenced is None:
+                    return None
+                pending.append(referenced)
+        return frozenset(names)
+
+    def condition_names(self, expression: str) -> frozenset[str]:
+        """Context names a ``when`` expression reads."""
+        ast = self.env.parse("{% if " + expression + " %}{% endif %}")
+        return frozenset(meta.find_undeclared_variables(ast))
 
     def check_condition(
         self,

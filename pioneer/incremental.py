@@ -1,0 +1,156 @@
+"""The incremental compile: what each section reads, and the memos keyed on it.
+
+A template's output is a function of the context names it reads (found once per
+profile with jinja2's ``meta``, through includes and imports), so a rendered section
+can be reused whenever those values are equal to a previous turn's. Three memos sit on
+the compile path, each keyed on everything its result depends on:
+
+- bootstrap results, keyed on the root, the budgets and each file's stat signature
+  (:mod:`pioneer.bootstrap`);
+- single sections, keyed on the profile fingerprint, the section and the values its
+  condition and template read;
+- the whole stable part (texts, records and the sha256 state of the stable text),
+  keyed on the profile fingerprint and every value any stable section reads.
+
+Templates must be deterministic functions of their context (no ``random`` filter, no
+``lipsum``), which the determinism rule of the design already demands.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from .manifest import CompiledSection, Diagnostic, ManifestSection
+
+if TYPE_CHECKING:
+    import hashlib
+
+    from .profile import SectionSpec
+    from .templates import TemplateSet
+
+__all__ = ["Memo", "ProfilePlan", "Rendered", "StablePart", "freeze", "plan_profile"]
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+def freeze(value: Any) -> Hashable:
+    """A hashable value equal exactly when ``value`` is; ``TypeError`` when there is none.
+
+    Numbers carry their type (``True``, ``1`` and ``1.0`` are equal in Python but render
+    differently) and floats their repr (``0.0`` and ``-0.0`` too).
+    """
+    kind = type(value)
+    if kind is str or value is None:
+        return value
+    if kind is bool or kind is int:
+        return (kind.__name__, value)
+    if kind is float:
+        return ("float", repr(value))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, *map(freeze, value))
+    if isinstance(value, Mapping):
+        return ("mapping", *((key, freeze(item)) for key, item in sorted(value.items())))
+    hash(value)  # frozen models and dataclasses hash their fields; anything else raises
+    return value  # type: ignore[no-any-return]
+
+
+class Memo(Generic[K, V]):
+    """A small least-recently-used map, safe to share between threads."""
+
+    def __init__(self, size: int):
+        self._size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        """The value stored under ``key``, or ``None``."""
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: K, value: V) -> None:
+        """Store ``value``, forgetting the least recently used entry when full."""
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """One emitted section: its text (and its UTF-8, hashed once) and audit record, or
+    only a diagnostic."""
+
+    section: CompiledSection | None
+    record: ManifestSection | None
+    diagnostic: Diagnostic | None
+    data: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class StablePart:
+    """The stable half of a compile, reusable while nothing it reads changes."""
+
+    rendered: tuple[Rendered, ...]
+    text: str
+    digest: hashlib._Hash  # sha256 of ``text``; copied, never updated in place
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProfilePlan:
+    """A profile split at the cache boundary, with what each section reads."""
+
+    stable: tuple[SectionSpec, ...]
+    dynamic: tuple[SectionSpec, ...]
+    #: Context names each section's template reads (``None``: possibly any name).
+    reads: Mapping[str, tuple[str, ...] | None]
+    #: Context names each section's condition reads.
+    condition_reads: Mapping[str, tuple[str, ...]]
+    #: Base-context names (compile input and profile) the stable part depends on.
+    stable_names: tuple[str, ...]
+    #: Bootstrap files the stable part renders, and whether it takes contributions.
+    stable_files: tuple[str, ...]
+    stable_takes_contributions: bool
+
+
+def plan_profile(
+    sections: Iterable[SectionSpec], templates: TemplateSet, base_names: Iterable[str]
+) -> ProfilePlan:
+    """Split ``sections`` into stable and dynamic ones and record what each reads."""
+    base = frozenset(base_names)
+    ordered = tuple(sections)
+    reads: dict[str, tuple[str, ...] | None] = {}
+    conditions: dict[str, tuple[str, ...]] = {}
+    for section in ordered:
+        names = templates.names_read(section.template)
+        reads[section.id] = None if names is None else tuple(sorted(names))
+        when = templates.condition_names(section.when) if section.when else frozenset()
+        conditions[section.id] = tuple(sorted(when))
+    stable = tuple(s for s in ordered if s.stability == "stable")
+    needed: set[str] = set()
+    for section in stable:
+        template_reads = reads[section.id]
+        needed |= base if template_reads is None else set(template_reads) & base
+        needed |= set(conditions[section.id]) & base
+        if section.source == "input" and section.field:
+            needed.add(section.field)
+    return ProfilePlan(
+        stable=stable,
+        dynamic=tuple(s for s in ordered if s.stability == "dynamic"),
+        reads=reads,
+        condition_reads=conditions,
+        stable_names=tuple(sorted(needed)),
+        stable_files=tuple(s.file for s in stable if s.source == "bootstrap" and s.file),
+        stable_takes_contributions=any(s.source in ("contribution", "slot") for s in stable),
+    )
