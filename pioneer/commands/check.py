@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TextIO
 
+from ..gate import gate_profiles
+from ..inputs import PromptCompileInput, load_compile_input
 from ._common import add_compiler_options, make_compiler
 
 NAME = "check"
@@ -15,6 +18,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Options of ``check``."""
     parser.add_argument("profiles", nargs="*", metavar="PROFILE",
                         help="profiles to check (default: every profile on the search path)")
+    parser.add_argument("--max-tokens", type=int, metavar="N",
+                        help="budget gate: fail when a compiled prompt has more cl100k tokens")
+    parser.add_argument("--input", type=Path, metavar="FILE",
+                        help="compile input for the budget gate (default: an empty turn)")
     add_compiler_options(parser)
 
 
@@ -26,6 +33,19 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for error in errors:
         print(error.render(), file=err)
     if errors:
+        return 1
+    turn = load_compile_input(args.input) if args.input else PromptCompileInput()
+    if turn.workspace_root is None:
+        turn = turn.model_copy(update={"workspace_root": compiler.settings.home})
+    gated = gate_profiles(compiler, names, turn, max_tokens=args.max_tokens,
+                          every=args.input is not None)
+    for result in gated:
+        print(result.summary(), file=out)
+        for problem in result.problems:
+            print(problem.render(), file=err)
+    over = sum(len(result.problems) for result in gated)
+    if over:
+        print(f"error: {over} token budget{'s' if over != 1 else ''} exceeded", file=err)
         return 1
     print(f"ok: {len(names)} profile{'s' if len(names) != 1 else ''} ({', '.join(names)})", file=out)
     return 0

@@ -1,0 +1,117 @@
+"""Budget gate: fail a compiled prompt that exceeds its token limits, for CI.
+
+Takes a loaded profile and the payload compiled from it; returns the prompt's cl100k
+token counts and a located problem for every limit exceeded: the whole prompt over
+``pioneer check --max-tokens N`` or over the profile's ``budgets.max_tokens``, and each
+section over its declared ``max_tokens`` (for a slot, each contribution it placed). The
+whole prompt counts the stable and the dynamic text, which is what a model receives:
+the boundary marker never reaches one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .compiler import LoadedProfile, PromptCompiler
+from .errors import Problem
+from .inputs import PromptCompileInput
+from .manifest import CompiledPromptPayload
+from .tokens import TokenCounter, default_counter
+
+__all__ = ["GateResult", "budget_gate", "declares_limits", "gate_profiles"]
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    """One profile's prompt measured against its limits."""
+
+    profile: str
+    stable_tokens: int
+    dynamic_tokens: int
+    limit: int | None
+    problems: tuple[Problem, ...]
+
+    @property
+    def tokens(self) -> int:
+        """Stable plus dynamic tokens."""
+        return self.stable_tokens + self.dynamic_tokens
+
+    def summary(self) -> str:
+        """One line: the profile, its tokens and the limit they were held to."""
+        limit = f", limit {self.limit}" if self.limit is not None else ""
+        return (f"tokens: {self.profile} {self.tokens} (stable {self.stable_tokens} + "
+                f"dynamic {self.dynamic_tokens}){limit}")
+
+
+def declares_limits(profile: LoadedProfile) -> bool:
+    """Whether the profile declares any token limit."""
+    spec = profile.spec
+    return spec.budgets.max_tokens is not None or any(
+        section.max_tokens is not None for section in spec.sections
+    )
+
+
+def budget_gate(
+    profile: LoadedProfile, payload: CompiledPromptPayload, *, max_tokens: int | None = None,
+    counter: TokenCounter | None = None,
+) -> GateResult:
+    """Measure ``payload`` against ``max_tokens`` and the limits ``profile`` declares."""
+    counter = counter or default_counter()
+    stable = counter.count(payload.stable_system_text)
+    dynamic = counter.count(payload.dynamic_system_text)
+    total = f"the prompt has {stable + dynamic} cl100k tokens (stable {stable} + dynamic {dynamic})"
+    problems: list[Problem] = []
+    declared = profile.spec.budgets.max_tokens
+    if declared is not None and stable + dynamic > declared:
+        problems.append(_at(profile, ["budgets", "max_tokens"],
+                            f"{total}, over the limit of {declared}"))
+    if max_tokens is not None and stable + dynamic > max_tokens:
+        problems.append(Problem(f"{total}, over --max-tokens {max_tokens}", file=profile.file))
+    problems += _section_problems(profile, payload, counter)
+    limits = [limit for limit in (declared, max_tokens) if limit is not None]
+    return GateResult(profile.spec.name, stable, dynamic, min(limits, default=None),
+                      tuple(problems))
+
+
+def _at(profile: LoadedProfile, parts: Sequence[str | int], message: str) -> Problem:
+    if profile.source is None:
+        return Problem(message, file=profile.file)
+    return profile.source.locator.problem(parts, message)
+
+
+def _section_problems(
+    profile: LoadedProfile, payload: CompiledPromptPayload, counter: TokenCounter
+) -> list[Problem]:
+    sections = profile.spec.sections
+    declared = {section.id: index for index, section in enumerate(sections)}
+    slot = next((i for i, s in enumerate(sections) if s.source == "slot"), None)
+    problems = []
+    for kept, compiled in zip(payload.manifest.sections, payload.sections, strict=True):
+        placed = kept.source.startswith(("runtime:", "hook:")) and kept.id not in profile.claimed
+        index = slot if placed else declared.get(kept.id)
+        limit = sections[index].max_tokens if index is not None else None
+        if index is None or limit is None:
+            continue
+        tokens = kept.tokens if kept.tokens is not None else counter.count(compiled.text)
+        if tokens > limit:
+            where = f' (placed by slot "{sections[index].id}")' if placed else ""
+            problems.append(_at(profile, ["sections", index, "max_tokens"],
+                                f'section "{kept.id}"{where} has {tokens} cl100k tokens, '
+                                f"over its limit of {limit}"))
+    return problems
+
+
+def gate_profiles(
+    compiler: PromptCompiler, names: Sequence[str], compile_input: PromptCompileInput, *,
+    max_tokens: int | None, every: bool,
+) -> list[GateResult]:
+    """Compile ``compile_input`` with each profile that has limits (or ``every`` one)."""
+    results = []
+    for name in names:
+        profile = compiler.load_profile(name)
+        if not (every or max_tokens is not None or declares_limits(profile)):
+            continue
+        payload = compiler.compile(compile_input.model_copy(update={"profile": name}))
+        results.append(budget_gate(profile, payload, max_tokens=max_tokens))
+    return results
