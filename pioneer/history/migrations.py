@@ -74,6 +74,31 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        2,
+        "turn records: mode, history decision, permissions, skills; one row per provider round",
+        (
+            """CREATE TABLE turn_records (
+                turn_id TEXT PRIMARY KEY REFERENCES turns(turn_id),
+                thread_id TEXT NOT NULL REFERENCES threads(thread_id),
+                mode TEXT NOT NULL CHECK (mode IN ('chat', 'agent')),
+                history TEXT,
+                permissions TEXT,
+                skills TEXT,
+                created_at TEXT NOT NULL
+            )""",
+            """CREATE TABLE turn_rounds (
+                turn_id TEXT NOT NULL REFERENCES turn_records(turn_id),
+                round INTEGER NOT NULL CHECK (round >= 1),
+                manifest TEXT NOT NULL,
+                visible_tools TEXT NOT NULL,
+                hidden_domains TEXT NOT NULL,
+                provider TEXT NOT NULL,
+                calls TEXT NOT NULL,
+                PRIMARY KEY (turn_id, round)
+            )""",
+        ),
+    ),
 )
 
 
