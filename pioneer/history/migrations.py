@@ -99,6 +99,37 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        3,
+        "episodic index: snippets of completed turns, their FTS5 index, task summaries",
+        (
+            # The snippet rows carry provenance; the FTS5 table holds only the search
+            # form of each snippet's text, under the same rowid (pioneer.episodic).
+            """CREATE TABLE episodic_snippets (
+                id INTEGER PRIMARY KEY,
+                thread_id TEXT NOT NULL,
+                turn_id TEXT NOT NULL,
+                item_id TEXT NOT NULL,
+                chunk_id TEXT NOT NULL,
+                role TEXT NOT NULL CHECK (role IN
+                    ('user', 'assistant', 'task_summary', 'generated_summary')),
+                seq INTEGER NOT NULL,
+                text TEXT NOT NULL,
+                UNIQUE (turn_id, item_id, chunk_id)
+            )""",
+            "CREATE INDEX episodic_by_thread ON episodic_snippets(thread_id, role, seq)",
+            """CREATE VIRTUAL TABLE episodic_fts USING fts5(
+                text, tokenize = 'porter unicode61 remove_diacritics 2'
+            )""",
+            """CREATE TABLE episodic_task_summaries (
+                thread_id TEXT NOT NULL,
+                turn_id TEXT NOT NULL REFERENCES turns(turn_id),
+                item_id TEXT NOT NULL,
+                text TEXT NOT NULL,
+                PRIMARY KEY (turn_id, item_id)
+            )""",
+        ),
+    ),
 )
 
 
