@@ -1,0 +1,66 @@
+"""The README's profile reference tables list exactly the models' keys and defaults."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from pioneer.derived import DerivedProfileSpec, SectionEdit
+from pioneer.profile import BudgetSpec, ContributionSpec, PoolSpec, ProfileSpec, SectionSpec
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+TABLES = dict(re.findall(r"<!-- table: (\w+) -->\n((?:\|.*\n)+)", README))
+MODELS: dict[str, tuple[type[BaseModel], set[str] | None]] = {
+    "ProfileSpec": (ProfileSpec, None),
+    "BudgetSpec": (BudgetSpec, None),
+    "ContributionSpec": (ContributionSpec, None),
+    "SectionSpec": (SectionSpec, None),
+    "DerivedProfileSpec": (DerivedProfileSpec, None),
+    "SectionEdit": (SectionEdit, {"remove", "replace", "before", "after"}),
+}
+
+
+def _rows(table: str) -> dict[str, str]:
+    rows = {}
+    for line in table.splitlines()[2:]:
+        cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
+        rows[cells[0].strip("`")] = cells[2]
+    return rows
+
+
+def _shown(value: Any) -> str | None:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, int):
+        return f"`{value}`"
+    if isinstance(value, str):
+        return f'`"{value}"`'
+    if value == []:
+        return "`[]`"
+    if isinstance(value, PoolSpec):
+        return f"`{{ max_chars = {value.max_chars}, max_sections = {value.max_sections} }}`"
+    return None  # a nested table: documented by its own table
+
+
+def test_every_model_has_a_table() -> None:
+    assert sorted(TABLES) == sorted(MODELS)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_table_matches_model(name: str) -> None:
+    model, only = MODELS[name]
+    rows = _rows(TABLES[name])
+    fields = {key: info for key, info in model.model_fields.items() if only is None or key in only}
+    assert sorted(rows) == sorted(fields)
+    for key, info in fields.items():
+        if info.is_required():
+            assert rows[key].startswith("required"), key
+        elif model is not DerivedProfileSpec:  # derived keys default to the base's values
+            expected = _shown(info.get_default(call_default_factory=True))
+            assert expected is None or rows[key] == expected, key
