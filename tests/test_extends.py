@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pioneer import PioneerError, ProfileError, PromptCompileInput, PromptCompiler
 from pioneer.compiler import LoadedProfile
@@ -324,3 +327,61 @@ def test_parse_profile_refuses_a_derived_text() -> None:
         "acme.toml:2: extends: a derived profile is resolved on a search path: load it with "
         "PromptCompiler.load_profile or pioneer.extends.resolve_profile"
     )
+
+
+_IDS = [*FULL_IDS[:6], "new_a", "new_b"]
+_ANCHOR = st.sampled_from(["before", "after"])
+_FULL = {"title": st.just("T"), "stability": st.just("stable"),
+         "template": st.just("identity_base.md.j2")}
+_EDIT = st.one_of(
+    st.fixed_dictionaries({"id": st.sampled_from(_IDS), "title": st.just("Patched")}),
+    st.fixed_dictionaries({"id": st.sampled_from(_IDS), "remove": st.just(True)}),
+    st.fixed_dictionaries({"id": st.sampled_from(_IDS), "replace": st.just(True), **_FULL}),
+    st.builds(lambda edit, key, anchor: {**edit, key: anchor},
+              st.fixed_dictionaries({"id": st.sampled_from(_IDS), **_FULL}), _ANCHOR,
+              st.sampled_from(_IDS)),
+    st.fixed_dictionaries(  # anything at all, mostly wrong
+        {"id": st.sampled_from([*_IDS, "has space"])},
+        optional={"remove": st.booleans(), "before": st.sampled_from(_IDS),
+                  "after": st.sampled_from(_IDS), "stability": st.sampled_from(["x", "dynamic"]),
+                  "template": st.just("missing.md.j2")},
+    ),
+)
+
+
+def _expected_ids(edits: list[dict[str, object]]) -> list[str]:
+    """What the edits do to the base's ids, when they resolve at all."""
+    ids = list(FULL_IDS)
+    for edit in edits:
+        item = str(edit["id"])
+        if edit.get("remove"):
+            ids.remove(item)
+            continue
+        for key in ("before", "after"):
+            if key in edit:
+                if item in ids:
+                    ids.remove(item)
+                ids.insert(ids.index(str(edit[key])) + (key == "after"), item)
+    return ids
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=st.lists(_EDIT, max_size=5, unique_by=lambda edit: str(edit["id"])))
+def test_any_edit_list_resolves_as_specified_or_fails_cleanly(
+    tmp_path: Path, edits: list[dict[str, object]]
+) -> None:
+    text = HEAD + "".join(
+        "\n[[sections]]\n" + "".join(f"{key} = {json.dumps(val)}\n" for key, val in edit.items())
+        for edit in edits
+    )
+    (tmp_path / "profiles").mkdir(exist_ok=True)
+    (tmp_path / "profiles" / "acme.toml").write_text(text)
+    try:
+        profile = _compiler(tmp_path).load_profile("acme")
+    except PioneerError as error:
+        assert all(problem.file for problem in error.problems)
+        return
+    assert _ids(profile) == _expected_ids(edits)
+    titles = {section.id: section.title for section in profile.spec.sections}
+    assert all(titles[str(e["id"])] == "Patched" for e in edits if e.get("title") == "Patched")
