@@ -1,0 +1,193 @@
+"""Tool visibility: which tools a provider round offers, and which calls it accepts.
+
+Takes the application's tools (:class:`~pioneer.providers.ToolSpec`) and a domain map
+(REFERENCE §11.3 by default: memory, task, artifact, computer_use); gives, per provider
+round, a :class:`ToolRound`: the visible tools (what ``ChatRequest.tools`` carries) and
+the domains still hidden (what the Hidden Tool Domains section lists). Tools outside
+every domain are always visible; a domain's tools stay hidden until the model calls
+``request_tools`` for it, and then become visible from the *next* round of the same
+turn: a round's tool list is fixed when its request is sent.
+
+:meth:`TurnTools.decide` judges each tool call against the round it was made in: a call
+to a tool that round did not offer is refused with an error result, whatever the prompt
+text says, and ``request_tools`` is answered here, never by the application.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..errors import InputError, Problem
+from ..providers.request import ChatRequest, ToolCall, ToolResult, ToolSpec
+from ..renderers.tool_domains import DEFAULT_TOOL_DOMAINS
+from .request_tools import REQUEST_TOOLS, ToolArgumentsError, request_tools_for
+
+__all__ = ["CallOutcome", "ToolCatalog", "ToolRound", "TurnTools", "Verdict"]
+
+#: ``run``: the application executes the call; ``granted``: request_tools succeeded;
+#: ``invalid``: request_tools had bad arguments; ``refused``: the tool was not visible.
+Verdict = Literal["run", "granted", "invalid", "refused"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCatalog:
+    """Every tool of the application and the hideable domains among them."""
+
+    tools: tuple[ToolSpec, ...]
+    #: Domain → its tools present in ``tools``, in domain-map order; empty domains dropped.
+    domains: Mapping[str, tuple[str, ...]]
+
+    @classmethod
+    def build(
+        cls, tools: Iterable[ToolSpec],
+        domains: Mapping[str, Sequence[str]] = DEFAULT_TOOL_DOMAINS,
+    ) -> ToolCatalog:
+        """Check names (unique, ``request_tools`` reserved, one domain each) and build."""
+        tools = tuple(tools)
+        problems: list[Problem] = []
+        names: set[str] = set()
+        for index, tool in enumerate(tools):
+            if tool.name == REQUEST_TOOLS:
+                problems.append(Problem(f'"{REQUEST_TOOLS}" is reserved for tool visibility',
+                                        path=f"tools[{index}]"))
+            elif tool.name in names:
+                problems.append(Problem(f'tool name "{tool.name}" is used twice',
+                                        path=f"tools[{index}]"))
+            names.add(tool.name)
+        owner: dict[str, str] = {}
+        for domain, members in domains.items():
+            for name in members:
+                if name in owner and owner[name] != domain:
+                    problems.append(Problem(
+                        f'tool "{name}" is in domain "{owner[name]}" already',
+                        path=f"domains → {domain}",
+                    ))
+                owner.setdefault(name, domain)
+        if problems:
+            raise InputError(problems)
+        offered = {
+            domain: tuple(name for name in dict.fromkeys(members) if name in names)
+            for domain, members in domains.items()
+        }
+        return cls(tools, {domain: found for domain, found in offered.items() if found})
+
+    def domain_of(self, name: str) -> str | None:
+        """The domain that hides ``name``, or ``None`` for an always-visible tool."""
+        return next((d for d, members in self.domains.items() if name in members), None)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRound:
+    """The tool set of one provider round (numbered from 1)."""
+
+    number: int
+    #: Visible tools in catalog order, then ``request_tools`` while anything is hidden.
+    tools: tuple[ToolSpec, ...]
+    #: Still-hidden domains → their tools, in domain-map order.
+    hidden: Mapping[str, tuple[str, ...]]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Names of the visible tools, in order."""
+        return tuple(tool.name for tool in self.tools)
+
+    def apply(self, request: ChatRequest) -> ChatRequest:
+        """``request`` with exactly this round's visible tools."""
+        # The tools are validated ToolSpecs with unique names (the catalog checks them),
+        # so the copy keeps every ChatRequest invariant without validating again.
+        return request.model_copy(update={"tools": list(self.tools)})
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """How one tool call was judged; ``result`` is set unless the application runs it."""
+
+    round: int
+    call_id: str
+    name: str
+    verdict: Verdict
+    result: ToolResult | None = None
+    #: Domains this call made visible from the next round (``granted`` only).
+    granted: tuple[str, ...] = ()
+
+
+@dataclass
+class TurnTools:
+    """Visibility state of one turn across its provider rounds."""
+
+    catalog: ToolCatalog
+    _visible_domains: list[str] = field(default_factory=list, init=False)
+    _pending: list[str] = field(default_factory=list, init=False)
+    _round: ToolRound | None = field(default=None, init=False)
+    _calls: list[CallOutcome] = field(default_factory=list, init=False)
+
+    def next_round(self) -> ToolRound:
+        """Start the next provider round; domains granted in the last one become visible."""
+        self._visible_domains += [d for d in self._pending if d not in self._visible_domains]
+        self._pending.clear()
+        hidden = {d: names for d, names in self.catalog.domains.items()
+                  if d not in self._visible_domains}
+        shown = {name for d in self._visible_domains for name in self.catalog.domains[d]}
+        tools = [t for t in self.catalog.tools
+                 if self.catalog.domain_of(t.name) is None or t.name in shown]
+        if hidden:
+            tools.append(request_tools_for(tuple(hidden)).spec)
+        number = self._round.number + 1 if self._round else 1
+        self._round = ToolRound(number, tuple(tools), hidden)
+        return self._round
+
+    @property
+    def current(self) -> ToolRound:
+        """The round in progress."""
+        if self._round is None:
+            raise InputError("no provider round has started; call next_round() first")
+        return self._round
+
+    @property
+    def calls(self) -> tuple[CallOutcome, ...]:
+        """Every judged call of the turn, in order."""
+        return tuple(self._calls)
+
+    def decide(self, call: ToolCall) -> CallOutcome:
+        """Judge a call the model made in the current round."""
+        round_ = self.current
+        if call.name not in round_.names:
+            outcome = self._refuse(round_, call)
+        elif call.name == REQUEST_TOOLS:
+            outcome = self._request(round_, call)
+        else:
+            outcome = CallOutcome(round_.number, call.id, call.name, "run")
+        self._calls.append(outcome)
+        return outcome
+
+    def _request(self, round_: ToolRound, call: ToolCall) -> CallOutcome:
+        try:
+            wanted = request_tools_for(tuple(round_.hidden)).parse(call.arguments)
+        except ToolArgumentsError as error:
+            return CallOutcome(round_.number, call.id, call.name, "invalid",
+                               ToolResult(call_id=call.id, content=error.render(), is_error=True))
+        self._pending += [d for d in wanted.domains if d not in self._pending]
+        lines = [f"- {d}: {', '.join(round_.hidden[d])}" for d in wanted.domains]
+        text = "\n".join([
+            "Granted. These tools are visible from your next request in this turn:", *lines,
+        ])
+        return CallOutcome(round_.number, call.id, call.name, "granted",
+                           ToolResult(call_id=call.id, content=text), wanted.domains)
+
+    def _refuse(self, round_: ToolRound, call: ToolCall) -> CallOutcome:
+        domain = self.catalog.domain_of(call.name)
+        if call.name == REQUEST_TOOLS:
+            why = "no tool domain is hidden in this round"
+        elif domain is None:
+            why = "it is not one of this turn's tools"
+        elif domain in self._pending:
+            why = (f'domain "{domain}" was granted in this round; the tool is visible from '
+                   "your next request, call it again then")
+        else:
+            why = (f'it is in the hidden domain "{domain}"; call {REQUEST_TOOLS} with '
+                   f'domains ["{domain}"] first, and call it in your next request')
+        text = f'tool "{call.name}" is not available in this round: {why}'
+        return CallOutcome(round_.number, call.id, call.name, "refused",
+                           ToolResult(call_id=call.id, content=text, is_error=True))
