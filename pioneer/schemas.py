@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .audit.record import TurnRecord
 from .derived import ProfileFile
 from .hook_models import PromptSectionContribution
 from .inputs import PromptCompileInput
@@ -30,6 +31,7 @@ SCHEMA_MODELS: dict[str, tuple[type[BaseModel], str]] = {
     "chat_request.schema.json": (ChatRequest, "pioneer chat request"),
     "hook_contribution.schema.json": (PromptSectionContribution, "pioneer hook contribution"),
     "permissions.schema.json": (PermissionProfile, "pioneer permission profile"),
+    "turn_record.schema.json": (TurnRecord, "pioneer turn record"),
 }
 
 

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import StoreError
 from ..manifest import PromptManifest
@@ -31,6 +32,9 @@ from .cache import TurnCache
 from .migrations import MIGRATIONS, Migration, migrate
 from .models import HistoryEntry, HistoryWindow, ThreadRecord, ThreadSummary, summary_message_text
 from .store import MAX_TURNS
+
+if TYPE_CHECKING:
+    from ..audit.record import TurnRecord
 
 __all__ = ["SqliteStore"]
 
@@ -64,6 +68,7 @@ class SqliteStore:
         busy_timeout: float = 30.0,
         cache_size: int = 4096,
         migrations: Sequence[Migration] = MIGRATIONS,
+        episodic: bool = True,
     ) -> None:
         self.path = Path(path)
         if not create and not self.path.is_file():
@@ -75,6 +80,11 @@ class SqliteStore:
         self._lock = threading.Lock()
         self._closed = False
         self._cache = TurnCache(cache_size)
+        # Snippets for episodic recall are written in the turn's own transaction. The
+        # episodic package builds on this one, so it is imported here, not at the top.
+        from ..episodic import writer
+
+        self._episodic = writer if episodic else None
         with self._guard():
             migrate(self._connection(), migrations, where=str(self.path))
 
@@ -234,6 +244,12 @@ class SqliteStore:
                         for position, ref in enumerate(refs)
                     ],
                 )
+            if self._episodic is not None:
+                self._episodic.index_turn(
+                    conn, thread_id, turn_id, seq, user_item_id=user_item_id,
+                    user_text=user_text, assistant_item_id=assistant_item_id,
+                    assistant_text=assistant_text,
+                )
         entry = HistoryEntry(
             seq=seq, turn_id=turn_id, thread_id=thread_id, user_item_id=user_item_id,
             assistant_item_id=assistant_item_id, user_text=user_text,
@@ -347,6 +363,8 @@ class SqliteStore:
                 "summary_through_seq = ?, summary_through_turn_id = ? WHERE thread_id = ?",
                 (text, tokens, count, seq, through_turn_id, thread_id),
             )
+            if self._episodic is not None:
+                self._episodic.index_thread_summary(conn, thread_id, through_turn_id, seq, text)
         return ThreadSummary(text, tokens, int(count), seq, through_turn_id)
 
     def get_history_window(
@@ -398,3 +416,20 @@ class SqliteStore:
                 "SELECT prompt_manifest FROM turns WHERE turn_id = ?", (turn_id,)
             ).fetchone()
         return None if row is None else row[0]
+
+    # -- turn records ------------------------------------------------------------
+
+    def save_turn_record(self, record: TurnRecord) -> None:
+        """Store a turn's audit record, once, after the turn itself (one transaction)."""
+        # Imported here: the audit models import the renderers, which import history.
+        from ..audit.sqlite import write_turn_record
+
+        with self._write() as conn:
+            write_turn_record(conn, record, created_at=_now(), where=str(self.path))
+
+    def get_turn_record(self, turn_id: str) -> TurnRecord | None:
+        """The stored audit record of a turn, or ``None``."""
+        from ..audit.sqlite import read_turn_record
+
+        with self._read() as conn:
+            return read_turn_record(conn, turn_id, where=str(self.path))

@@ -1,0 +1,213 @@
+"""The turn record: what the store keeps so a turn can be explained later.
+
+One :class:`TurnRecord` per turn: the thread mode, the history decision (counts and
+tokens, never the message text), the permission snapshot, the skills resolved, and one
+:class:`RoundRecord` per provider round with that round's prompt manifest, visible tools,
+still-hidden domains, the provider shape sent and how each tool call was judged. These
+are edge models (stored as JSON, printed by ``pioneer explain --json``), so they are
+pydantic, frozen, ``extra="forbid"``, and ``schemas/turn_record.schema.json`` is
+generated from :class:`TurnRecord`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ..manifest import PromptManifest
+from ..renderers.permissions import PermissionProfile
+from ..renderers.skills import ActivationReason
+
+if TYPE_CHECKING:
+    from ..history.budget import HistoryDecision
+    from ..renderers.skills import ActiveSkill, SkillsPrompt
+    from ..tools.visibility import CallOutcome
+
+__all__ = [
+    "HiddenDomain",
+    "HistoryMessageRecord",
+    "HistorySnapshot",
+    "ProviderShape",
+    "RoundRecord",
+    "SkillRecord",
+    "SkillsSnapshot",
+    "SystemPartRecord",
+    "ThreadMode",
+    "ToolCallRecord",
+    "TurnRecord",
+    "TurnRecordStore",
+]
+
+ThreadMode = Literal["chat", "agent"]
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class HistoryMessageRecord(BaseModel):
+    """One history message as sent: its role and stored token count (no text)."""
+
+    model_config = _FROZEN
+    role: Literal["system", "user", "assistant"] = Field(description="Message role.")
+    tokens: int = Field(ge=0, description="cl100k_base tokens, per-message overhead included.")
+
+
+class HistorySnapshot(BaseModel):
+    """The history decision of the turn: kept, summarised or truncated, with token totals."""
+
+    model_config = _FROZEN
+    mode: Literal["keep", "summarise", "truncate"] = Field(description="What the budgeter did.")
+    reason: str = Field(description="Why, in one line.")
+    budget: int = Field(ge=0, description="max_context_tokens - response_reserve_tokens.")
+    threshold: int = Field(ge=0, description="Tokens at which summarising starts (80%).")
+    summary_target: int = Field(ge=0, description="Target size of a summary (10%).")
+    total_tokens: int = Field(ge=0, description="Tokens of the summary and every loaded turn.")
+    sent_tokens: int = Field(ge=0, description="Tokens of the messages sent.")
+    turns_loaded: int = Field(ge=0, description="Turns loaded after the summary's coverage.")
+    turns_sent: int = Field(ge=0, description="Turns sent in full.")
+    summary_sent: bool = Field(description="Whether a summary message was sent.")
+    summary_stored: bool = Field(description="Whether this turn stored a new summary.")
+    summary_turn_count: int = Field(ge=0, description="Turns the sent summary covers.")
+    artifact_ref_count: int = Field(ge=0, description="Artifact refs in the sent messages.")
+    messages: list[HistoryMessageRecord] = Field(description="Sent messages, oldest first.")
+
+    @classmethod
+    def from_decision(cls, decision: HistoryDecision) -> HistorySnapshot:
+        """The snapshot of a budgeter decision, message text left out."""
+        data = decision.to_dict()
+        data.pop("thread_id")
+        data["messages"] = [{"role": m["role"], "tokens": m["tokens"]} for m in data["messages"]]
+        return cls.model_validate(data)
+
+
+class SkillRecord(BaseModel):
+    """One skill resolved for the turn."""
+
+    model_config = _FROZEN
+    skill_id: str = Field(description="The exact read_skill value, {source}:{slug}.")
+    reason: ActivationReason = Field(description="Why it is active.")
+
+
+class SkillsSnapshot(BaseModel):
+    """The skills resolved for the turn and what the Skills Runtime text left out."""
+
+    model_config = _FROZEN
+    active: list[SkillRecord] = Field(description="Active skills in resolver order.")
+    omitted: list[str] = Field(default_factory=list, description="Skill ids left out or cut.")
+    truncated: bool = Field(False, description="Whether the skills text was cut.")
+
+    @classmethod
+    def from_resolution(
+        cls, active: Sequence[ActiveSkill], prompt: SkillsPrompt | None = None
+    ) -> SkillsSnapshot:
+        """The snapshot of the resolver's choice and the built ``[Skills]`` text."""
+        return cls(
+            active=[SkillRecord(skill_id=a.skill.skill_id, reason=a.reason) for a in active],
+            omitted=list(prompt.omitted) if prompt else [],
+            truncated=prompt.truncated if prompt else False,
+        )
+
+
+class HiddenDomain(BaseModel):
+    """A tool domain still hidden in a round, and its tools."""
+
+    model_config = _FROZEN
+    domain: str = Field(description="Domain name.")
+    tools: list[str] = Field(description="Its tools, in domain-map order.")
+
+
+class ToolCallRecord(BaseModel):
+    """How one tool call of a round was judged."""
+
+    model_config = _FROZEN
+    call_id: str = Field(description="Call id.")
+    name: str = Field(description="Called tool.")
+    verdict: Literal["run", "granted", "invalid", "refused"] = Field(
+        description="run: executed by the application; granted: request_tools succeeded; "
+        "invalid: request_tools arguments failed the schema; refused: the tool was not visible."
+    )
+    granted: list[str] = Field(default_factory=list, description="Domains made visible.")
+    error: str | None = Field(None, description="The error result sent back, when any.")
+
+    @classmethod
+    def from_outcome(cls, outcome: CallOutcome) -> ToolCallRecord:
+        """The record of a judged call."""
+        result = outcome.result
+        return cls(call_id=outcome.call_id, name=outcome.name, verdict=outcome.verdict,
+                   granted=list(outcome.granted),
+                   error=result.content if result is not None and result.is_error else None)
+
+
+class SystemPartRecord(BaseModel):
+    """One piece of system content as the adapter sent it."""
+
+    model_config = _FROZEN
+    kind: Literal["stable", "dynamic", "message"] = Field(
+        description="stable or dynamic prompt text, or a system message (history summary)."
+    )
+    chars: int = Field(ge=0, description="Characters sent, boundary marker removed.")
+
+
+class ProviderShape(BaseModel):
+    """Which provider request shape was sent for a round."""
+
+    model_config = _FROZEN
+    provider: str = Field(description="Provider name as the CLI spells it.")
+    carrier: str = Field(description="Where the system prompt travels in the body.")
+    system: list[SystemPartRecord] = Field(description="System pieces, in the order sent.")
+    cache_breakpoints: list[str] = Field(
+        description="Places marked with cache_control (Anthropic), e.g. system[0] (stable)."
+    )
+    prompt_cache_key: str | None = Field(None, description="OpenAI prompt_cache_key, when sent.")
+    tool_count: int = Field(ge=0, description="Tool definitions in the body.")
+    body_sha256: str = Field(description="sha256 of the body as canonical JSON.")
+
+
+class RoundRecord(BaseModel):
+    """One provider round of the turn."""
+
+    model_config = _FROZEN
+    round: int = Field(ge=1, description="Round number, from 1.")
+    manifest: PromptManifest = Field(description="The prompt manifest compiled for the round.")
+    visible_tools: list[str] = Field(description="Tools in ChatRequest.tools, in order.")
+    hidden_domains: list[HiddenDomain] = Field(
+        description="Domains still hidden, as the Hidden Tool Domains section lists them."
+    )
+    provider: ProviderShape = Field(description="The provider shape sent.")
+    calls: list[ToolCallRecord] = Field(
+        default_factory=list, description="Tool calls the model made in this round."
+    )
+
+
+class TurnRecord(BaseModel):
+    """Everything kept about one turn, for ``pioneer explain``."""
+
+    model_config = _FROZEN
+    turn_id: str = Field(min_length=1, description="Turn id (a stored turn).")
+    thread_id: str = Field(min_length=1, description="Thread of the turn.")
+    mode: ThreadMode = Field(description="chat: no tool calling; agent: tools per round.")
+    history: HistorySnapshot | None = Field(None, description="The history decision.")
+    permissions: PermissionProfile | None = Field(
+        None, description="The permission profile in force (None: not given)."
+    )
+    skills: SkillsSnapshot | None = Field(None, description="Skills resolved (None: not given).")
+    rounds: list[RoundRecord] = Field(min_length=1, description="Provider rounds, in order.")
+
+    @model_validator(mode="after")
+    def _numbered(self) -> TurnRecord:
+        numbers = [r.round for r in self.rounds]
+        if numbers != list(range(1, len(numbers) + 1)):
+            raise ValueError(f"rounds: must be numbered 1, 2, 3… in order (got {numbers})")
+        return self
+
+
+class TurnRecordStore(Protocol):
+    """A store that keeps turn records (the SQLite store does)."""
+
+    def save_turn_record(self, record: TurnRecord) -> None:
+        """Store a turn's record, once, after the turn itself."""
+        ...
+
+    def get_turn_record(self, turn_id: str) -> TurnRecord | None:
+        """The stored record of a turn, or ``None``."""
+        ...

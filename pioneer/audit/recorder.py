@@ -1,0 +1,100 @@
+"""Building a turn record while the turn runs, one provider round at a time.
+
+An agent loop makes a :class:`TurnAudit` when the turn starts (mode, history decision,
+permissions, skills), calls :meth:`TurnAudit.add_round` with what each round sent (the
+compiled manifest, the tool round, the request and the provider body) and
+:meth:`TurnAudit.record` at the end with the judged tool calls; the store keeps the
+resulting :class:`~pioneer.audit.record.TurnRecord`. ``add_round`` refuses a request
+whose tools are not exactly the round's visible tools, so the record can never claim a
+tool set that was not sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InputError, Problem
+from ..manifest import PromptManifest
+from ..providers.request import ChatRequest
+from ..renderers.permissions import PermissionProfile
+from .provider_shape import provider_shape
+from .record import (
+    HiddenDomain,
+    HistorySnapshot,
+    RoundRecord,
+    SkillsSnapshot,
+    ThreadMode,
+    ToolCallRecord,
+    TurnRecord,
+)
+
+if TYPE_CHECKING:
+    from ..tools.visibility import CallOutcome, ToolRound
+
+__all__ = ["TurnAudit"]
+
+
+class TurnAudit:
+    """Collects one turn's rounds into a :class:`TurnRecord`."""
+
+    def __init__(
+        self,
+        turn_id: str,
+        thread_id: str,
+        mode: ThreadMode,
+        *,
+        history: HistorySnapshot | None = None,
+        permissions: PermissionProfile | None = None,
+        skills: SkillsSnapshot | None = None,
+    ) -> None:
+        self.turn_id = turn_id
+        self.thread_id = thread_id
+        self.mode = mode
+        self.history = history
+        self.permissions = permissions
+        self.skills = skills
+        self._rounds: list[RoundRecord] = []
+
+    def add_round(
+        self,
+        manifest: PromptManifest,
+        request: ChatRequest,
+        provider: str,
+        body: Mapping[str, Any],
+        tools: ToolRound | None = None,
+    ) -> RoundRecord:
+        """Record the next round; ``tools`` is None for a round without tool calling."""
+        number = len(self._rounds) + 1
+        sent = [tool.name for tool in request.tools]
+        if tools is not None and (tools.number != number or tuple(sent) != tools.names):
+            raise InputError(Problem(
+                f"round {number}: the request carries tools {sent}, but tool round "
+                f"{tools.number} makes visible {list(tools.names)}",
+                path="ChatRequest → tools",
+            ))
+        hidden = tools.hidden if tools is not None else {}
+        record = RoundRecord(
+            round=number,
+            manifest=manifest,
+            visible_tools=sent,
+            hidden_domains=[HiddenDomain(domain=d, tools=list(names))
+                            for d, names in hidden.items()],
+            provider=provider_shape(provider, request, body),
+        )
+        self._rounds.append(record)
+        return record
+
+    def record(self, calls: Sequence[CallOutcome] = ()) -> TurnRecord:
+        """The turn record, each judged call filed under the round it was made in."""
+        by_round: dict[int, list[ToolCallRecord]] = {}
+        for outcome in calls:
+            if not 1 <= outcome.round <= len(self._rounds):
+                raise InputError(f"tool call {outcome.call_id!r} names round {outcome.round}, "
+                                 f"but the turn has {len(self._rounds)} round(s)")
+            by_round.setdefault(outcome.round, []).append(ToolCallRecord.from_outcome(outcome))
+        rounds = [r.model_copy(update={"calls": by_round.get(r.round, [])})
+                  for r in self._rounds]
+        return TurnRecord(turn_id=self.turn_id, thread_id=self.thread_id, mode=self.mode,
+                          history=self.history, permissions=self.permissions,
+                          skills=self.skills, rounds=rounds)
