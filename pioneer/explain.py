@@ -1,0 +1,350 @@
+"""Explain: walk the debugging path of a stored turn, each step answered from its record.
+
+Takes a :class:`~pioneer.audit.record.TurnRecord` (read back from the store); gives an
+:class:`Explanation`, the steps of "why did the model say that?" in order: the thread
+mode; whether history was kept, compressed or truncated; the sections and diagnostics
+of the first round's manifest; the skills resolved; the memory hook contributions; the
+visible tools of every round and how each call was judged; the permission profile and
+whether Current Permissions was rendered; the provider mapping (stable/dynamic split,
+cache breakpoints); and whether the dynamic sections changed between rounds, read from
+the manifests' fingerprints. Each step is data first (``--json``) and the text is
+rendered from that data, so both say the same. Nothing is recompiled or guessed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .audit.record import HistorySnapshot, RoundRecord, ToolCallRecord, TurnRecord
+from .manifest import HookSourceEntry, PromptManifest
+from .renderers.permissions import GUIDANCE_AXES, PermissionProfile
+
+__all__ = ["Explanation", "Step", "explain_turn", "render_json", "render_text"]
+
+_MEMORY_SECTIONS = ("memory_recall", "thread_context")
+_HIDDEN_SECTION = "request_tools.hidden_domains"
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of the path: its name, its answer as data, and as lines of text."""
+
+    name: str
+    data: dict[str, Any]
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """A stored turn explained step by step."""
+
+    turn_id: str
+    thread_id: str
+    rounds: int
+    steps: tuple[Step, ...]
+
+
+def explain_turn(record: TurnRecord) -> Explanation:
+    """Every step of the debugging path for ``record``, in order."""
+    return Explanation(record.turn_id, record.thread_id, len(record.rounds),
+                       tuple(step(record) for step in _STEPS))
+
+
+def render_text(explanation: Explanation) -> str:
+    """The steps as numbered blocks, for people."""
+    head = (f"turn {explanation.turn_id} (thread {explanation.thread_id}): "
+            f"{_n(explanation.rounds, 'provider round')}")
+    blocks = [head]
+    for number, step in enumerate(explanation.steps, start=1):
+        blocks.append("\n".join([f"{number}. {step.name}", *(f"   {line}"
+                                                           for line in step.lines)]))
+    return "\n\n".join(blocks) + "\n"
+
+
+def render_json(explanation: Explanation) -> str:
+    """The steps as JSON, for machines."""
+    data = {
+        "turn_id": explanation.turn_id,
+        "thread_id": explanation.thread_id,
+        "rounds": explanation.rounds,
+        "steps": [{"step": step.name, **step.data} for step in explanation.steps],
+    }
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+# -- the steps -----------------------------------------------------------------------
+
+
+def _mode(record: TurnRecord) -> Step:
+    what = ("tool calling on; the visible tools are chosen per provider round"
+            if record.mode == "agent" else "no tool calling")
+    return Step("mode", {"mode": record.mode}, (f"{record.mode}: {what}",))
+
+
+_HISTORY_WORDS = {"keep": "kept", "summarise": "compressed into a summary",
+                  "truncate": "truncated"}
+
+
+def _history(record: TurnRecord) -> Step:
+    h = record.history
+    if h is None:
+        return Step("history", {"history": None}, ("not recorded",))
+    lines = [
+        f"{_HISTORY_WORDS[h.mode]}: {h.reason}",
+        f"loaded {_n(h.turns_loaded, 'turn')}, {h.total_tokens} tokens; budget {h.budget}, "
+        f"threshold {h.threshold}, summary target {h.summary_target}",
+        f"sent {_n(h.turns_sent, 'turn')} in {_n(len(h.messages), 'message')}, "
+        f"{h.sent_tokens} tokens ({_messages(h)})",
+        _summary_line(h),
+    ]
+    if h.artifact_ref_count:
+        lines.append(f"artifact refs in the sent messages: {h.artifact_ref_count}")
+    return Step("history", {"history": h.model_dump(mode="json")}, tuple(lines))
+
+
+def _messages(h: HistorySnapshot) -> str:
+    counts = {role: sum(1 for m in h.messages if m.role == role)
+              for role in ("system", "user", "assistant")}
+    return ", ".join(f"{count} {role}" for role, count in counts.items() if count) or "none"
+
+
+def _summary_line(h: HistorySnapshot) -> str:
+    if not h.summary_sent:
+        return "summary: none sent"
+    stored = "; stored by this turn" if h.summary_stored else ""
+    return f"summary: sent, covers {_n(h.summary_turn_count, 'turn')}{stored}"
+
+
+def _manifest(record: TurnRecord) -> Step:
+    m = record.rounds[0].manifest
+    stable = sum(1 for s in m.sections if s.stability == "stable")
+    rows = [(s.stability, s.id, f"{s.chars} chars",
+             "-" if s.tokens is None else f"{s.tokens} tokens", s.source,
+             "truncated" if s.truncated else "") for s in m.sections]
+    lines = [
+        f"round 1: profile {m.profile} (fingerprint {m.profile_fingerprint[:12]}), "
+        f"compiler {m.compiler_version}",
+        f"{_n(len(m.sections), 'section')}: {stable} stable, {len(m.sections) - stable} dynamic",
+        *(f"  {line}" for line in _table(rows, numeric=(2, 3))),
+    ]
+    if m.diagnostics:
+        lines.append(f"{_n(len(m.diagnostics), 'diagnostic')}:")
+        lines += [f"  - {d.code}{_about(d.section_id, d.file, d.hook_source)}: {d.message}"
+                  for d in m.diagnostics]
+    else:
+        lines.append("diagnostics: none")
+    data = {"round": 1, "profile": m.profile, "profile_fingerprint": m.profile_fingerprint,
+            "sections": [s.model_dump(mode="json", exclude_none=True) for s in m.sections],
+            "diagnostics": [d.model_dump(mode="json", exclude_none=True)
+                            for d in m.diagnostics]}
+    return Step("manifest", data, tuple(lines))
+
+
+def _about(*names: str | None) -> str:
+    shown = [name for name in names if name]
+    return f" [{', '.join(shown)}]" if shown else ""
+
+
+def _skills(record: TurnRecord) -> Step:
+    rendered = _rounds_with(record, "skills_runtime_prompt")
+    section = f"Skills Runtime section: {_rendered(rendered, len(record.rounds))}"
+    s = record.skills
+    if s is None:
+        return Step("skills", {"skills": None, "rendered_in_rounds": rendered},
+                    ("resolution not recorded", section))
+    active = ", ".join(f"{a.skill_id} ({a.reason})" for a in s.active)
+    lines = [f"{_n(len(s.active), 'skill')} resolved" + (f": {active}" if active else "")]
+    if s.omitted:
+        lines.append(f"left out of the full text: {', '.join(s.omitted)}")
+    lines.append(section + ("; the text was cut to its budget" if s.truncated else ""))
+    return Step("skills", {"skills": s.model_dump(mode="json"), "rendered_in_rounds": rendered},
+                tuple(lines))
+
+
+def _memory(record: TurnRecord) -> Step:
+    seen: dict[str, tuple[HookSourceEntry, list[int]]] = {}
+    failures: dict[str, tuple[str, list[int]]] = {}
+    for r in record.rounds:
+        for entry in r.manifest.hook_sources:
+            if entry.contribution_kind == "runtime_failure":
+                message = _failure(r.manifest, entry.source.hook_id)
+                failures.setdefault(entry.source.hook_id, (message, []))[1].append(r.round)
+            elif entry.section_id in _MEMORY_SECTIONS:
+                key = entry.model_dump_json(exclude={"source": {"contribution_hash"}})
+                seen.setdefault(key, (entry, []))[1].append(r.round)
+    total = len(record.rounds)
+    lines: list[str] = []
+    for entry, rounds in seen.values():
+        src = entry.source
+        what = src.contribution_id or entry.contribution_kind
+        lines.append(f"{entry.section_id} <- {src.hook_id} ({what}) at {src.phase}, "
+                     f"priority {entry.priority}, {_n(entry.source_count or 0, 'source')}, "
+                     f"truncation {entry.truncation}, {_in_rounds(rounds, total)}")
+    for hook_id, (message, rounds) in failures.items():
+        lines.append(f"failed hook {hook_id} {_in_rounds(rounds, total)}: {message}")
+    for section in _MEMORY_SECTIONS:
+        lines.append(f"{section} section: {_rendered(_rounds_with(record, section), total)}")
+    data = {
+        "contributions": [{**e.model_dump(mode="json", exclude_none=True), "rounds": rounds}
+                          for e, rounds in seen.values()],
+        "failed_hooks": [{"hook_id": h, "message": m, "rounds": rounds}
+                         for h, (m, rounds) in failures.items()],
+        "sections": {s: _rounds_with(record, s) for s in _MEMORY_SECTIONS},
+    }
+    if not seen:
+        lines.insert(0, "no memory or thread-context contribution reached the manifest")
+    return Step("memory", data, tuple(lines))
+
+
+def _failure(manifest: PromptManifest, hook_id: str) -> str:
+    return next((d.message for d in manifest.diagnostics
+                 if d.code == "hook_best_effort_failed" and d.hook_source == hook_id),
+                "no diagnostic recorded")
+
+
+def _tools(record: TurnRecord) -> Step:
+    lines: list[str] = []
+    for r in record.rounds:
+        visible = ", ".join(r.visible_tools) or "none"
+        lines.append(f"round {r.round}: {_n(len(r.visible_tools), 'visible tool')}: {visible}")
+        hidden = ", ".join(f"{h.domain} ({_n(len(h.tools), 'tool')})" for h in r.hidden_domains)
+        shown = _HIDDEN_SECTION in r.manifest.section_ids
+        lines.append(f"  hidden: {hidden or 'none'}; Hidden Tool Domains section "
+                     f"{'rendered' if shown else 'not rendered'}")
+        for call in r.calls:
+            lines.append(f"  call {call.name} ({call.call_id}): {_verdict(call)}")
+    data = {"rounds": [r.model_dump(mode="json", include={
+        "round", "visible_tools", "hidden_domains", "calls"}) for r in record.rounds]}
+    return Step("tools", data, tuple(lines))
+
+
+def _verdict(call: ToolCallRecord) -> str:
+    if call.verdict == "granted":
+        return f"granted {', '.join(call.granted)}, visible from the next round"
+    if call.verdict == "run":
+        return "run by the application"
+    first = (call.error or "").splitlines()
+    return f"{call.verdict}: {first[0] if first else 'no error text recorded'}"
+
+
+def _permissions(record: TurnRecord) -> Step:
+    rendered = _rounds_with(record, "current_permissions")
+    total = len(record.rounds)
+    p = record.permissions
+    if p is None:
+        return Step("permissions", {"profile": None, "rendered_in_rounds": rendered},
+                    ("profile not recorded",
+                     f"Current Permissions section: {_rendered(rendered, total)}"))
+    section = f"Current Permissions section: {_rendered(rendered, total)}"
+    if not rendered:
+        section += (" (full access with nothing narrowed)"
+                    if p.mode == "full_access" and not p.narrowed()
+                    else " although the profile narrows access (the prompt profile has no "
+                    "place for it, or the caller gave its own text)")
+    return Step("permissions",
+                {"profile": p.model_dump(mode="json"), "rendered_in_rounds": rendered},
+                (_profile_line(p), section))
+
+
+def _profile_line(p: PermissionProfile) -> str:
+    parts = [f"mode {p.mode}"]
+    parts += [f"{axis} {getattr(p, axis)}" for axis in (*GUIDANCE_AXES, "mcp_read")
+              if getattr(p, axis) != "allow"]
+    parts += [f"{name}: {', '.join(getattr(p, name))}"
+              for name in ("allowed_tools", "denied_tools", "allowed_paths") if getattr(p, name)]
+    return "profile: " + "; ".join(parts) + ("" if len(parts) > 1 else "; nothing narrowed")
+
+
+def _provider(record: TurnRecord) -> Step:
+    lines: list[str] = []
+    for r in record.rounds:
+        shape = r.provider
+        lines.append(f"round {r.round}: {shape.provider}, {shape.carrier}")
+        system = ", ".join(f"{part.kind} {part.chars} chars" for part in shape.system)
+        lines.append(f"  system: {system or 'none'}")
+        marks = ", ".join(shape.cache_breakpoints) or "none"
+        lines.append(f"  cache breakpoints: {marks}")
+        if shape.prompt_cache_key:
+            lines.append(f"  prompt_cache_key: {shape.prompt_cache_key}")
+        lines.append(f"  {_n(shape.tool_count, 'tool definition')}; "
+                     f"body sha256 {shape.body_sha256[:16]}")
+    data = {"rounds": [{"round": r.round, **r.provider.model_dump(mode="json")}
+                       for r in record.rounds]}
+    return Step("provider", data, tuple(lines))
+
+
+def _changes(record: TurnRecord) -> Step:
+    if len(record.rounds) == 1:
+        return Step("changes", {"between": []}, ("one round: nothing to compare",))
+    lines: list[str] = []
+    between = []
+    for before, after in zip(record.rounds, record.rounds[1:], strict=False):
+        change = _compare(before, after)
+        between.append(change)
+        stable = "changed (the provider cache prefix breaks)" if change["stable_changed"] \
+            else "unchanged"
+        dynamic = "changed" if change["dynamic_changed"] else "unchanged"
+        lines.append(f"round {before.round} -> {after.round}: stable {stable}, "
+                     f"dynamic {dynamic}")
+        for key in ("changed", "added", "removed"):
+            if change[key]:
+                lines.append(f"  {key}: {', '.join(change[key])}")
+        for key in ("diagnostics_added", "diagnostics_removed"):
+            for message in change[key]:
+                lines.append(f"  {key.replace('_', ' ')}: {message}")
+    return Step("changes", {"between": between}, tuple(lines))
+
+
+def _compare(before: RoundRecord, after: RoundRecord) -> dict[str, Any]:
+    a, b = before.manifest, after.manifest
+    old = {s.id: s.sha256 for s in a.sections}
+    new = {s.id: s.sha256 for s in b.sections}
+    old_diag = [d.message for d in a.diagnostics]
+    new_diag = [d.message for d in b.diagnostics]
+    return {
+        "from": before.round,
+        "to": after.round,
+        "stable_changed": a.fingerprint_stable != b.fingerprint_stable,
+        "dynamic_changed": a.fingerprint_dynamic != b.fingerprint_dynamic,
+        "fingerprint_dynamic": [a.fingerprint_dynamic, b.fingerprint_dynamic],
+        "changed": [i for i in new if i in old and old[i] != new[i]],
+        "added": [i for i in new if i not in old],
+        "removed": [i for i in old if i not in new],
+        "diagnostics_added": [m for m in new_diag if m not in old_diag],
+        "diagnostics_removed": [m for m in old_diag if m not in new_diag],
+    }
+
+
+_STEPS: tuple[Callable[[TurnRecord], Step], ...] = (
+    _mode, _history, _manifest, _skills, _memory, _tools, _permissions, _provider, _changes,
+)
+
+
+# -- small helpers -------------------------------------------------------------------
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _rounds_with(record: TurnRecord, section_id: str) -> list[int]:
+    return [r.round for r in record.rounds if section_id in r.manifest.section_ids]
+
+
+def _in_rounds(rounds: Sequence[int], total: int) -> str:
+    if len(rounds) == total and total > 1:
+        return "in every round"
+    return f"in round{'s' if len(rounds) > 1 else ''} {', '.join(map(str, rounds))}"
+
+
+def _rendered(rounds: Sequence[int], total: int) -> str:
+    return f"rendered {_in_rounds(rounds, total)}" if rounds else "not rendered"
+
+
+def _table(rows: Sequence[Sequence[str]], numeric: Sequence[int]) -> list[str]:
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))] if rows else []
+    return ["  ".join(cell.rjust(widths[c]) if c in numeric else cell.ljust(widths[c])
+                      for c, cell in enumerate(row)).rstrip() for row in rows]
