@@ -212,7 +212,7 @@ class _Merge:
 
     def __init__(self, derived: SourceFile, base: dict[str, Any], base_map: SourceMap):
         self.derived = derived
-        self.base_name = str(base.get("name", "?"))
+        self.base_name = str(base["name"])
         self.problems: list[Problem] = []
         self.top = {key: value for key, value in base.items() if key not in _LISTS}
         self.origins: dict[Parts, Origin] = {
@@ -236,10 +236,9 @@ class _Merge:
             self._edit("sections", index, edit)
         self.problems.sort(key=lambda problem: problem.line or 0)  # document order
 
-    def _mark(self, parts: Parts, at: Parts | None = None) -> Origin:
-        origin = Origin(self.derived, parts if at is None else at)
-        self.origins[parts] = origin
-        return origin
+    def _mark(self, parts: Parts) -> None:
+        """Record that the derived file wrote ``parts`` (at the same path)."""
+        self.origins[parts] = Origin(self.derived, parts)
 
     def _problem(self, parts: Parts, message: str) -> None:
         self.problems.append(self.derived.locator.problem(list(parts), message))
