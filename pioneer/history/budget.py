@@ -80,6 +80,8 @@ class HistoryDecision:
     artifact_ref_count: int
     messages: tuple[HistoryMessage, ...]
     message_tokens: tuple[int, ...]
+    #: The turns whose messages are sent, oldest first (episodic recall leaves them out).
+    turn_ids: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data (for ``pioneer history --json`` and turn records)."""
@@ -268,4 +270,5 @@ class HistoryBudgeter:
             artifact_ref_count=sum(entry.artifact_count for entry in entries),
             messages=messages,
             message_tokens=tokens,
+            turn_ids=tuple(entry.turn_id for entry in entries),
         )

@@ -1,0 +1,41 @@
+"""Thread episodic recall: past turns indexed with SQLite FTS5, recalled into the prompt.
+
+The stages: :mod:`.chunks` (a completed turn's texts as snippets with stable
+provenance), :mod:`.terms` (the indexed search text and safe FTS5 queries),
+:mod:`.writer` (snippets written in the store's own transaction when a turn or summary
+is stored), :mod:`.index` (search, task summaries, re-indexing), :mod:`.recall` (the
+``thread_episodic.context_recall`` hook feeding the Thread Context section) and
+:mod:`.extractor` (the post-turn memory extractor prompt and its strict JSON reply).
+"""
+
+from __future__ import annotations
+
+from .chunks import CHUNK_CHARS, Snippet, split_text
+from .index import MAX_CANDIDATES, EpisodicIndex, Retained, SearchResult
+from .recall import (
+    DEADLINE_MS,
+    HISTORY_KEY,
+    MIN_SCORE,
+    Recall,
+    episodic_recall_subscription,
+    recall,
+)
+from .terms import fts_query, search_form
+
+__all__ = [
+    "CHUNK_CHARS",
+    "DEADLINE_MS",
+    "HISTORY_KEY",
+    "MAX_CANDIDATES",
+    "MIN_SCORE",
+    "EpisodicIndex",
+    "Recall",
+    "Retained",
+    "SearchResult",
+    "Snippet",
+    "episodic_recall_subscription",
+    "fts_query",
+    "recall",
+    "search_form",
+    "split_text",
+]

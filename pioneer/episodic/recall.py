@@ -1,0 +1,123 @@
+"""The recall hook: past snippets of the thread that bear on the new message, as context.
+
+:func:`recall` asks the :class:`~.index.EpisodicIndex` for at most 40 candidates for the
+user's message, leaving out what the request's history already carries, and keeps those
+scoring at least :data:`MIN_SCORE`. :func:`episodic_recall_subscription` is the built-in
+hook ``thread_episodic.context_recall`` (REFERENCE §9.2): phase
+``turn.pre_prompt_context``, priority -10, a 1500 ms deadline, best-effort. It hands the
+kept snippets, with their scoped artifact refs, to the Thread Context renderer; no kept
+snippet means no contribution and so no section.
+
+The threshold. A score is ``-bm25()`` of the snippet (SQLite FTS5, k1 1.2, b 0.75), the sum
+over matched query terms of the term's inverse document frequency ``ln((N - n + 0.5) /
+(n + 0.5))`` weighted by how often it occurs in the snippet against the snippet's length.
+A term found in one snippet in ten scores about 2, one in a quarter of them about 1, one
+in half of them about 0. :data:`MIN_SCORE` = 1.0 therefore keeps a snippet when it shares
+with the message at least one word that is uncommon in the index (or several
+commoner ones), and drops snippets that only share everyday words. Because the counts
+are over the whole index, a database with only a handful of snippets recalls little:
+with so few, no word is uncommon.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..history.budget import HistoryDecision
+from ..hook_models import HookContext, HookResult, Subscription
+from ..renderers.thread_context import ThreadSnippet, thread_context_contribution
+from .index import MAX_CANDIDATES, EpisodicIndex, Retained
+
+__all__ = [
+    "DEADLINE_MS",
+    "HISTORY_KEY",
+    "HOOK_ID",
+    "MIN_SCORE",
+    "PHASE",
+    "PRIORITY",
+    "SUBSCRIPTION_ID",
+    "Recall",
+    "episodic_recall_subscription",
+    "recall",
+    "retained_for",
+]
+
+HOOK_ID = "thread_episodic.context_recall"
+SUBSCRIPTION_ID = "thread_episodic.context_recall.default"
+PHASE = "turn.pre_prompt_context"
+PRIORITY = -10
+DEADLINE_MS = 1500
+#: Lowest score a recalled snippet may have (see the module docstring).
+MIN_SCORE = 1.0
+#: Key of ``TurnContext.data`` under which an application passes the turn's
+#: :class:`~pioneer.history.HistoryDecision`, so recall skips exactly what it sends.
+HISTORY_KEY = "history"
+
+
+@dataclass(frozen=True, slots=True)
+class Recall:
+    """One recall: the FTS5 query, every candidate, and the threshold applied."""
+
+    query: str | None
+    candidates: tuple[ThreadSnippet, ...]
+    min_score: float
+
+    @property
+    def kept(self) -> tuple[ThreadSnippet, ...]:
+        """The candidates at or above the threshold, best first."""
+        return tuple(c for c in self.candidates if c.score >= self.min_score)
+
+
+def recall(
+    index: EpisodicIndex,
+    thread_id: str,
+    user_text: str,
+    *,
+    retained: Retained | None = None,
+    min_score: float = MIN_SCORE,
+    max_candidates: int = MAX_CANDIDATES,
+    timeout_ms: int | None = None,
+) -> Recall:
+    """Search the thread for ``user_text`` and apply the threshold."""
+    result = index.search(thread_id, user_text, retained=retained, limit=max_candidates,
+                          timeout_ms=timeout_ms)
+    return Recall(result.query, result.candidates, min_score)
+
+
+def retained_for(context: HookContext, index: EpisodicIndex, thread_id: str) -> Retained:
+    """What the turn's history carries: its decision, else what ``keep`` would send."""
+    decision = context.turn.data.get(HISTORY_KEY)
+    if isinstance(decision, HistoryDecision):
+        return Retained.from_decision(decision)
+    return index.default_retained(thread_id)
+
+
+def episodic_recall_subscription(
+    index: EpisodicIndex,
+    *,
+    min_score: float = MIN_SCORE,
+    deadline_ms: int = DEADLINE_MS,
+) -> Subscription:
+    """The built-in thread episodic recall hook over ``index``."""
+
+    def thread_episodic_recall(context: HookContext) -> HookResult:
+        thread_id = context.turn.thread_id
+        if not thread_id or not context.turn.user_text.strip():
+            return None
+        found = recall(
+            index, thread_id, context.turn.user_text,
+            retained=retained_for(context, index, thread_id), min_score=min_score,
+            # SQLite stops the query itself once the hook's deadline has passed.
+            timeout_ms=deadline_ms,
+        )
+        return thread_context_contribution(found.kept, context.env)
+
+    return Subscription(
+        hook_id=HOOK_ID,
+        phase=PHASE,
+        function=thread_episodic_recall,
+        priority=PRIORITY,
+        deadline_ms=deadline_ms,
+        failure="best_effort",
+        subscription_id=SUBSCRIPTION_ID,
+    )
