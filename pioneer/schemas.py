@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from .audit.record import TurnRecord
 from .derived import ProfileFile
+from .episodic.extractor import MemoryExtraction
 from .hook_models import PromptSectionContribution
 from .inputs import PromptCompileInput
 from .manifest import PromptManifest
@@ -32,6 +33,7 @@ SCHEMA_MODELS: dict[str, tuple[type[BaseModel], str]] = {
     "hook_contribution.schema.json": (PromptSectionContribution, "pioneer hook contribution"),
     "permissions.schema.json": (PermissionProfile, "pioneer permission profile"),
     "turn_record.schema.json": (TurnRecord, "pioneer turn record"),
+    "memory_extraction.schema.json": (MemoryExtraction, "pioneer memory extraction reply"),
 }
 
 
