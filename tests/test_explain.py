@@ -1,0 +1,259 @@
+"""Turn records end to end: a real agent-loop turn stored in SQLite, then `pioneer explain`."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pioneer import (
+    ChatMessage,
+    ChatRequest,
+    HistoryBudgeter,
+    HistoryLimits,
+    HookContext,
+    HookRegistry,
+    PromptCompileInput,
+    PromptCompiler,
+    PromptSectionContribution,
+    SourceRef,
+    SqliteStore,
+    ToolCall,
+    ToolSpec,
+    compile_turn,
+)
+from pioneer.audit import HistorySnapshot, SkillsSnapshot, TurnAudit, TurnRecord
+from pioneer.cli import main
+from pioneer.explain import explain_turn, render_json
+from pioneer.providers import build_request_body
+from pioneer.renderers import (
+    ActiveSkill,
+    MemoryItem,
+    MemoryRecall,
+    PermissionProfile,
+    Skill,
+    build_skills_prompt,
+    render_memory_recall,
+)
+from pioneer.tools import ToolCatalog, TurnTools
+
+GOLDENS = Path(__file__).parent / "goldens" / "explain"
+STEPS = ["mode", "history", "manifest", "skills", "memory", "tools", "permissions",
+         "provider", "changes"]
+
+
+@pytest.fixture(scope="module")
+def compiler() -> PromptCompiler:
+    return PromptCompiler()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder to run in, so paths in the record (and the golden) are relative."""
+    monkeypatch.chdir(tmp_path)
+    Path("home").mkdir()
+    Path("home", "SOUL.md").write_text("Curious and calm.\n", encoding="utf-8")
+    return tmp_path
+
+
+def _hooks() -> HookRegistry:
+    registry = HookRegistry()
+
+    @registry.hook("acme.memory", phase="turn.pre_prompt_context")
+    def memory(context: HookContext) -> PromptSectionContribution | None:
+        text = render_memory_recall(MemoryRecall(
+            policy="read_only", tools=["memory_search"],
+            recalled=[MemoryItem("user:7", "preference", "Likes tables.")],
+        ), context.env)
+        if text is None:
+            return None
+        return PromptSectionContribution(
+            contribution_id="acme.memory.recall", section_id="memory_recall", domain="memory",
+            priority=500, content=text, source_refs=[SourceRef(kind="memory", id="m-1")],
+        )
+
+    @registry.hook("acme.index", phase="turn.post_preflight_prompt_context",
+                   failure="best_effort")
+    def index(context: HookContext) -> None:
+        raise ConnectionError("index unavailable")
+
+    return registry
+
+
+@dataclass(frozen=True)
+class StoredTurn:
+    db: Path
+    record: TurnRecord
+
+
+def _agent_turn(compiler: PromptCompiler, provider: str,
+                replies: Sequence[Sequence[ToolCall]]) -> StoredTurn:
+    """One agent turn: a scripted model makes ``replies`` (one list of calls per round)."""
+    db = Path("pioneer.db")
+    with SqliteStore(db) as store:
+        store.ensure_thread("thread-1", model="m")
+        for number in range(4):
+            store.add_turn("thread-1", turn_id=f"old-{number}",
+                           user_text=f"question {number} " * 50,
+                           assistant_text=f"answer {number} " * 80)
+        decision = HistoryBudgeter(store, HistoryLimits.from_tokens(1400, 400)).build("thread-1")
+        skill = Skill("workspace/weather", "Weather", "Forecasts for a city.", "skills/weather",
+                      paths=("**/*.csv",))
+        active = [ActiveSkill(skill, "path_match")]
+        skills_prompt = build_skills_prompt(active, compiler.templates.env)
+        permissions = PermissionProfile(mode="workspace_write", network="ask")
+        catalog = ToolCatalog.build([
+            ToolSpec(name="read_file", description="Read a file."),
+            ToolSpec(name="memory_search", description="Search memories."),
+            ToolSpec(name="memory_get", description="Get one memory."),
+            ToolSpec(name="task_create", description="Start a task."),
+        ])
+        tools = TurnTools(catalog)
+        audit = TurnAudit("turn-5", "thread-1", "agent",
+                          history=HistorySnapshot.from_decision(decision),
+                          permissions=permissions,
+                          skills=SkillsSnapshot.from_resolution(active, skills_prompt))
+        compile_input = PromptCompileInput(workspace_root=Path("home"),
+                                           skills_prompt=skills_prompt.text)
+        messages = [ChatMessage(role=m.role, content=m.content) for m in decision.messages]
+        messages.append(ChatMessage.user("What do I like?"))
+        for calls in [*replies, []]:
+            round_ = tools.next_round()
+            payload = compile_turn(compiler, compile_input, _hooks(), permissions=permissions,
+                                   hidden_tool_domains=round_.hidden)
+            request = round_.apply(ChatRequest(model="m", compiled_prompt=payload,
+                                               messages=messages))
+            audit.add_round(payload.manifest, request, provider,
+                            build_request_body(provider, request), round_)
+            if not calls:
+                break
+            messages.append(ChatMessage.assistant(tool_calls=calls))
+            for call in calls:
+                outcome = tools.decide(call)
+                result = outcome.result
+                messages.append(ChatMessage.tool(call.id, "Likes tables.") if result is None
+                                else ChatMessage(role="tool", tool_result=result))
+        store.add_turn("thread-1", turn_id="turn-5", user_text="What do I like?",
+                       assistant_text="You like tables.")
+        record = audit.record(tools.calls)
+        store.save_turn_record(record)
+    return StoredTurn(db, record)
+
+
+MEMORY_ROUNDS = [
+    [ToolCall(id="c1", name="request_tools",
+              arguments={"domains": ["memory"], "reason": "recall a preference"}),
+     ToolCall(id="c2", name="memory_search", arguments={"query": "likes"})],
+    [ToolCall(id="c3", name="memory_search", arguments={"query": "likes"}),
+     ToolCall(id="c4", name="request_tools", arguments={"domains": ["task"], "reason": " "})],
+]
+
+
+def _explain(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["explain", *args], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_stored_turn_explained_end_to_end(workspace: Path, compiler: PromptCompiler,
+                                          golden: Callable[[Path, str], None]) -> None:
+    turn = _agent_turn(compiler, "anthropic", MEMORY_ROUNDS)
+    code, out, err = _explain("turn-5", "--db", str(turn.db))
+    assert (code, err) == (0, "")
+    golden(GOLDENS / "agent-turn.txt", out)
+    numbered = [line.split(". ", 1)[1] for line in out.splitlines() if line[:1].isdigit()]
+    assert numbered == STEPS
+
+
+def test_record_reads_back_unchanged_from_a_new_connection(workspace: Path,
+                                                           compiler: PromptCompiler) -> None:
+    turn = _agent_turn(compiler, "anthropic", MEMORY_ROUNDS)
+    with SqliteStore(turn.db, create=False) as store:
+        assert store.get_turn_record("turn-5") == turn.record
+        assert store.get_turn_record("old-1") is None
+
+
+def test_each_step_is_answered_from_the_record(workspace: Path,
+                                               compiler: PromptCompiler) -> None:
+    record = _agent_turn(compiler, "anthropic", MEMORY_ROUNDS).record
+    steps = {step.name: step for step in explain_turn(record).steps}
+    assert steps["history"].data["history"]["mode"] == "truncate"
+    assert steps["history"].lines[0].startswith("truncated: ")
+    assert [r["visible_tools"] for r in steps["tools"].data["rounds"]] == [
+        ["read_file", "request_tools"],
+        ["read_file", "memory_search", "memory_get", "request_tools"],
+        ["read_file", "memory_search", "memory_get", "request_tools"],
+    ]
+    verdicts = [(c["call_id"], c["verdict"]) for r in steps["tools"].data["rounds"]
+                for c in r["calls"]]
+    assert verdicts == [("c1", "granted"), ("c2", "refused"), ("c3", "run"), ("c4", "invalid")]
+    assert steps["permissions"].data["rendered_in_rounds"] == [1, 2, 3]
+    assert steps["skills"].data["skills"]["active"] == [
+        {"skill_id": "user:workspace/weather", "reason": "path_match"}]
+    [contribution] = steps["memory"].data["contributions"]
+    assert contribution["source"]["hook_id"] == "acme.memory"
+    assert steps["memory"].data["failed_hooks"][0]["hook_id"] == "acme.index"
+    first, second = steps["changes"].data["between"]
+    assert (first["stable_changed"], first["dynamic_changed"]) == (False, True)
+    assert first["changed"] == ["request_tools.hidden_domains"]
+    assert (second["stable_changed"], second["dynamic_changed"]) == (False, False)
+    marks = [r["cache_breakpoints"] for r in steps["provider"].data["rounds"]]
+    assert all(m[0] == "system[0] (stable)" for m in marks)
+
+
+def test_json_lists_the_same_steps_in_order(workspace: Path, compiler: PromptCompiler) -> None:
+    turn = _agent_turn(compiler, "openai-chat", MEMORY_ROUNDS[:1])
+    code, out, _ = _explain("turn-5", "--db", str(turn.db), "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert out == render_json(explain_turn(turn.record))
+    assert [step["step"] for step in data["steps"]] == STEPS
+    provider = data["steps"][7]["rounds"]
+    assert provider[0]["cache_breakpoints"] == []
+    assert provider[0]["prompt_cache_key"].startswith("pioneer-")
+    assert provider[0]["system"] == [
+        {"kind": "stable", "chars": provider[0]["system"][0]["chars"]},
+        {"kind": "dynamic", "chars": provider[0]["system"][1]["chars"]},
+    ]
+
+
+def test_a_chat_turn_has_no_tools_and_nothing_to_compare(workspace: Path,
+                                                         compiler: PromptCompiler) -> None:
+    with SqliteStore("chat.db") as store:
+        store.ensure_thread("t")
+        store.add_turn("t", turn_id="u1", user_text="Hi", assistant_text="Hello")
+        payload = compiler.compile(PromptCompileInput(workspace_root=Path("home"),
+                                                      profile="minimal"))
+        request = ChatRequest(model="m", compiled_prompt=payload,
+                              messages=[ChatMessage.user("Hi")])
+        audit = TurnAudit("u1", "t", "chat")
+        audit.add_round(payload.manifest, request, "gemini", build_request_body("gemini", request))
+        store.save_turn_record(audit.record())
+    code, out, _ = _explain("u1", "--db", "chat.db")
+    assert code == 0
+    blocks = out.split("\n\n")
+    assert blocks[1] == "1. mode\n   chat: no tool calling"
+    assert blocks[2] == "2. history\n   not recorded"
+    assert "   round 1: 0 visible tools: none\n     hidden: none; Hidden Tool Domains " \
+        "section not rendered" in out
+    assert blocks[7] == ("7. permissions\n   profile not recorded\n"
+                         "   Current Permissions section: not rendered")
+    assert blocks[-1] == "9. changes\n   one round: nothing to compare\n"
+
+
+def test_a_turn_without_a_record_is_a_user_error(workspace: Path) -> None:
+    with SqliteStore("empty.db") as store:
+        store.ensure_thread("t")
+    assert _explain("missing", "--db", "empty.db") == (
+        1, "", "empty.db: turn 'missing' has no stored record (a turn is recorded when its "
+        "agent loop saves a TurnRecord)\n")
+
+
+def test_explain_never_creates_a_store(workspace: Path) -> None:
+    code, _, err = _explain("t", "--db", "nowhere.db")
+    assert (code, err) == (1, "nowhere.db: no conversation store at this path\n")
+    assert not Path("nowhere.db").exists()
