@@ -1,0 +1,211 @@
+"""The turn record: its rules, how the store keeps it, and the provider shape it captures."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from pioneer import (
+    ChatMessage,
+    ChatRequest,
+    CompiledPromptPayload,
+    HistoryBudgeter,
+    HistoryLimits,
+    PromptCompileInput,
+    PromptCompiler,
+    SqliteStore,
+    StoreError,
+    ToolCall,
+    ToolSpec,
+)
+from pioneer.audit import HistorySnapshot, TurnAudit, TurnRecord, provider_shape
+from pioneer.errors import InputError
+from pioneer.history import MIGRATIONS
+from pioneer.providers import build_request_body
+from pioneer.tools import ToolCatalog, TurnTools
+
+
+@pytest.fixture(scope="module")
+def payload(tmp_path_factory: pytest.TempPathFactory) -> CompiledPromptPayload:
+    home = tmp_path_factory.mktemp("home")
+    return PromptCompiler().compile(PromptCompileInput(workspace_root=home, profile="minimal",
+                                                       dynamic_context="Monday."))
+
+
+def _record(payload: CompiledPromptPayload, turn_id: str = "u1",
+            thread_id: str = "t") -> TurnRecord:
+    request = ChatRequest(model="m", compiled_prompt=payload, messages=[ChatMessage.user("Hi")])
+    audit = TurnAudit(turn_id, thread_id, "chat")
+    audit.add_round(payload.manifest, request, "anthropic", build_request_body("anthropic",
+                                                                                request))
+    return audit.record()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    opened = SqliteStore(tmp_path / "pioneer.db")
+    opened.ensure_thread("t")
+    opened.add_turn("t", turn_id="u1", user_text="Hi", assistant_text="Hello")
+    yield opened
+    opened.close()
+
+
+# -- the store -------------------------------------------------------------------------
+
+
+def test_a_record_needs_its_turn_first(store: SqliteStore,
+                                       payload: CompiledPromptPayload) -> None:
+    with pytest.raises(StoreError, match="turn 'u2' does not exist; store the turn before"):
+        store.save_turn_record(_record(payload, "u2"))
+
+
+def test_a_record_names_the_thread_of_its_turn(store: SqliteStore,
+                                               payload: CompiledPromptPayload) -> None:
+    store.ensure_thread("other")
+    with pytest.raises(StoreError, match="turn 'u1' is in thread 't', not 'other'"):
+        store.save_turn_record(_record(payload, thread_id="other"))
+
+
+def test_a_record_is_written_once(store: SqliteStore, payload: CompiledPromptPayload) -> None:
+    first = _record(payload)
+    store.save_turn_record(first)
+    with pytest.raises(StoreError, match="turn 'u1' already has a record"):
+        store.save_turn_record(first.model_copy(update={"mode": "agent"}))
+    assert store.get_turn_record("u1") == first
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [("manifest", "{not json", "not JSON (Expecting property name enclosed in double quotes)"),
+     ("visible_tools", '"read_file"', "rounds[0] → visible_tools: Input should be a valid list")],
+)
+def test_a_damaged_record_is_a_store_error(store: SqliteStore, payload: CompiledPromptPayload,
+                                           column: str, value: str, message: str) -> None:
+    store.save_turn_record(_record(payload))
+    with sqlite3.connect(store.path) as conn:
+        conn.execute(f"UPDATE turn_rounds SET {column} = ?", (value,))
+    with pytest.raises(StoreError) as caught:
+        store.get_turn_record("u1")
+    assert str(caught.value) == f"{store.path}: the record of turn 'u1' is unreadable: {message}"
+
+
+def test_a_version_1_database_gains_the_record_tables(tmp_path: Path,
+                                                      payload: CompiledPromptPayload) -> None:
+    path = tmp_path / "old.db"
+    with SqliteStore(path, migrations=MIGRATIONS[:1], episodic=False) as old:
+        old.ensure_thread("t")
+        old.add_turn("t", turn_id="u1", user_text="Hi", assistant_text="Hello")
+    with SqliteStore(path) as upgraded:
+        upgraded.save_turn_record(_record(payload))
+        assert upgraded.get_turn_record("u1") == _record(payload)
+        assert len(upgraded.get_thread_conversation_history("t")) == 1
+
+
+def test_history_is_kept_as_counts_never_text(store: SqliteStore) -> None:
+    decision = HistoryBudgeter(store, HistoryLimits.from_tokens(1000, 100)).build("t")
+    snapshot = HistorySnapshot.from_decision(decision)
+    assert snapshot.mode == "keep"
+    assert [m.model_dump() for m in snapshot.messages] == [
+        {"role": "user", "tokens": decision.message_tokens[0]},
+        {"role": "assistant", "tokens": decision.message_tokens[1]},
+    ]
+    assert "Hello" not in snapshot.model_dump_json()
+
+
+# -- the record's own rules ------------------------------------------------------------
+
+
+def test_rounds_are_numbered_from_one(payload: CompiledPromptPayload) -> None:
+    data = _record(payload).model_dump()
+    data["rounds"][0]["round"] = 2
+    with pytest.raises(ValidationError, match=r"numbered 1, 2, 3… in order \(got \[2\]\)"):
+        TurnRecord.model_validate(data)
+
+
+def test_the_recorded_tools_are_the_tools_sent(payload: CompiledPromptPayload) -> None:
+    tools = TurnTools(ToolCatalog.build([ToolSpec(name="read_file"),
+                                         ToolSpec(name="memory_get")]))
+    round_ = tools.next_round()
+    every = ChatRequest(model="m", compiled_prompt=payload,
+                        tools=[ToolSpec(name="read_file"), ToolSpec(name="memory_get")])
+    audit = TurnAudit("u1", "t", "agent")
+    with pytest.raises(InputError) as caught:
+        audit.add_round(payload.manifest, every, "openai-chat", {}, round_)
+    assert str(caught.value) == (
+        "ChatRequest → tools: round 1: the request carries tools ['read_file', 'memory_get'], "
+        "but tool round 1 makes visible ['read_file', 'request_tools']"
+    )
+    request = round_.apply(every)
+    record = audit.add_round(payload.manifest, request, "openai-chat",
+                             build_request_body("openai-chat", request), round_)
+    assert record.visible_tools == ["read_file", "request_tools"]
+    assert [h.model_dump() for h in record.hidden_domains] == [
+        {"domain": "memory", "tools": ["memory_get"]}]
+
+
+def test_calls_must_belong_to_a_recorded_round(payload: CompiledPromptPayload) -> None:
+    tools = TurnTools(ToolCatalog.build([ToolSpec(name="read_file")]))
+    tools.next_round()
+    tools.next_round()
+    tools.decide(ToolCall(id="c9", name="read_file"))
+    audit = TurnAudit("u1", "t", "agent")
+    with pytest.raises(InputError, match="tool call 'c9' names round 2, but the turn has 0"):
+        audit.record(tools.calls)
+
+
+# -- provider shape --------------------------------------------------------------------
+
+
+def test_anthropic_shape_names_every_cache_mark(payload: CompiledPromptPayload) -> None:
+    request = ChatRequest(model="m", compiled_prompt=payload, messages=[
+        ChatMessage.system("Summary of earlier conversation:\nHi."),
+        ChatMessage.user("Hi", cache_breakpoint=True), ChatMessage.assistant("Hello"),
+        ChatMessage.user("Again"),
+    ], tools=[ToolSpec(name="read_file")])
+    shape = provider_shape("anthropic", request, build_request_body("anthropic", request))
+    assert [(p.kind, p.chars) for p in shape.system] == [
+        ("stable", len(payload.stable_system_text)),
+        ("dynamic", len(payload.dynamic_system_text)),
+        ("message", len("Summary of earlier conversation:\nHi.")),
+    ]
+    assert shape.cache_breakpoints == ["system[0] (stable)", "messages[0] (user)",
+                                       "messages[2] (user)"]
+    assert shape.prompt_cache_key is None
+    assert shape.tool_count == 1
+
+
+def test_without_stable_text_the_tools_carry_the_mark() -> None:
+    request = ChatRequest(model="m", messages=[ChatMessage.user("Hi")],
+                          tools=[ToolSpec(name="a"), ToolSpec(name="b")])
+    shape = provider_shape("anthropic", request, build_request_body("anthropic", request))
+    assert shape.cache_breakpoints == ["tools[1] (b)", "messages[0] (user)"]
+    assert shape.system == []
+
+
+@pytest.mark.parametrize("provider", ["openai-chat", "openai-responses", "gemini"])
+def test_other_providers_have_no_marks_and_count_their_tools(
+    payload: CompiledPromptPayload, provider: str
+) -> None:
+    request = ChatRequest(model="m", compiled_prompt=payload, messages=[ChatMessage.user("Hi")],
+                          tools=[ToolSpec(name="a"), ToolSpec(name="b")])
+    shape = provider_shape(provider, request, build_request_body(provider, request))
+    assert shape.cache_breakpoints == []
+    assert shape.tool_count == 2
+    expected_key = None if provider == "gemini" else (
+        f"pioneer-{payload.manifest.fingerprint_stable[:48]}")
+    assert shape.prompt_cache_key == expected_key
+
+
+def test_the_body_hash_changes_with_the_body(payload: CompiledPromptPayload) -> None:
+    def shape(text: str) -> str:
+        request = ChatRequest(model="m", compiled_prompt=payload,
+                              messages=[ChatMessage.user(text)])
+        return provider_shape("gemini", request,
+                              build_request_body("gemini", request)).body_sha256
+
+    assert shape("Hi") == shape("Hi")
+    assert shape("Hi") != shape("Ho")
