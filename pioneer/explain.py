@@ -100,6 +100,9 @@ def _history(record: TurnRecord) -> Step:
         f"{h.sent_tokens} tokens ({_messages(h)})",
         _summary_line(h),
     ]
+    if h.turn_ids:
+        shown = h.turn_ids if len(h.turn_ids) <= 8 else [*h.turn_ids[:3], "…", *h.turn_ids[-3:]]
+        lines.append(f"turns sent: {', '.join(shown)}")
     if h.artifact_ref_count:
         lines.append(f"artifact refs in the sent messages: {h.artifact_ref_count}")
     return Step("history", {"history": h.model_dump(mode="json")}, tuple(lines))

@@ -113,6 +113,7 @@ def test_history_is_kept_as_counts_never_text(store: SqliteStore) -> None:
         {"role": "user", "tokens": decision.message_tokens[0]},
         {"role": "assistant", "tokens": decision.message_tokens[1]},
     ]
+    assert snapshot.turn_ids == ["u1"]
     assert "Hello" not in snapshot.model_dump_json()
 
 

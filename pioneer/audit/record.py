@@ -70,14 +70,26 @@ class HistorySnapshot(BaseModel):
     summary_turn_count: int = Field(ge=0, description="Turns the sent summary covers.")
     artifact_ref_count: int = Field(ge=0, description="Artifact refs in the sent messages.")
     messages: list[HistoryMessageRecord] = Field(description="Sent messages, oldest first.")
+    turn_ids: list[str] = Field(
+        default_factory=list, description="Turns whose messages were sent, oldest first."
+    )
 
     @classmethod
     def from_decision(cls, decision: HistoryDecision) -> HistorySnapshot:
         """The snapshot of a budgeter decision, message text left out."""
-        data = decision.to_dict()
-        data.pop("thread_id")
-        data["messages"] = [{"role": m["role"], "tokens": m["tokens"]} for m in data["messages"]]
-        return cls.model_validate(data)
+        limits = decision.limits
+        return cls(
+            mode=decision.mode, reason=decision.reason, budget=limits.budget,
+            threshold=limits.threshold, summary_target=limits.target,
+            total_tokens=decision.total_tokens, sent_tokens=decision.sent_tokens,
+            turns_loaded=decision.turns_loaded, turns_sent=decision.turns_sent,
+            summary_sent=decision.summary_sent, summary_stored=decision.summary_stored,
+            summary_turn_count=decision.summary_turn_count,
+            artifact_ref_count=decision.artifact_ref_count,
+            messages=[HistoryMessageRecord(role=m.role, tokens=t)
+                      for m, t in zip(decision.messages, decision.message_tokens, strict=True)],
+            turn_ids=list(decision.turn_ids),
+        )
 
 
 class SkillRecord(BaseModel):
