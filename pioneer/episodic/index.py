@@ -213,6 +213,13 @@ class EpisodicIndex:
 
     # -- maintenance -------------------------------------------------------------
 
+    def thread_exists(self, thread_id: str) -> bool:
+        """Whether the store has this thread."""
+        with self._connection() as conn:
+            row = conn.execute("SELECT 1 FROM threads WHERE thread_id = ?",
+                               (thread_id,)).fetchone()
+        return row is not None
+
     def snippets(self, thread_id: str) -> tuple[Snippet, ...]:
         """Every indexed snippet of a thread, in store order."""
         with self._connection() as conn:

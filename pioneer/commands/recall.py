@@ -1,0 +1,102 @@
+"""``pioneer recall``: query a thread's episodic index and show each hit's provenance and score."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..episodic.index import MAX_CANDIDATES, EpisodicIndex, Retained
+from ..episodic.recall import MIN_SCORE, Recall, recall
+from ..errors import InputError, StoreError
+from ..history.artifacts import ref_line
+from ..renderers.thread_context import ThreadSnippet
+from ._common import make_settings
+
+NAME = "recall"
+HELP = "search a thread's earlier turns the way the recall hook does; show provenance and scores"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Options of ``recall``."""
+    parser.add_argument("thread", metavar="THREAD", help="thread id")
+    parser.add_argument("query", metavar="QUERY", help="text to recall against (a user message)")
+    parser.add_argument("--db", type=Path, metavar="PATH",
+                        help="conversation store (default: store_path or <home>/pioneer.db)")
+    parser.add_argument("--home", type=Path,
+                        help="runtime home (default: $PIONEER_HOME or ~/.pioneer)")
+    parser.add_argument("--limit", type=int, default=MAX_CANDIDATES, metavar="N",
+                        help=f"candidates to fetch (default {MAX_CANDIDATES})")
+    parser.add_argument("--min-score", type=float, default=MIN_SCORE, metavar="X",
+                        help=f"lowest score kept (default {MIN_SCORE:.2f})")
+    parser.add_argument("--all", action="store_true",
+                        help="also show the candidates below the threshold")
+    parser.add_argument("--exclude-history", action="store_true",
+                        help="leave out the summary and turns a keep history pass would send")
+    parser.add_argument("--reindex", action="store_true",
+                        help="rebuild the thread's snippets from the stored turns first")
+    parser.add_argument("--json", action="store_true", help="print the hits as JSON")
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Open the store (never creating it), search the thread, print the hits."""
+    if args.limit < 1:
+        raise InputError(f"--limit must be at least 1 (got {args.limit})")
+    settings = make_settings(args)
+    with EpisodicIndex(args.db or settings.database, create=False) as index:
+        if args.reindex:
+            count = index.reindex_thread(args.thread)
+            print(f"reindexed thread {args.thread}: {count} snippets", file=err)
+        elif not index.thread_exists(args.thread):
+            raise StoreError(f"{index.path}: thread {args.thread!r} does not exist")
+        retained = index.default_retained(args.thread) if args.exclude_history else Retained()
+        found = recall(index, args.thread, args.query, retained=retained,
+                       min_score=args.min_score, max_candidates=args.limit)
+    if found.query is None:
+        raise InputError(f"nothing to search for in {args.query!r}: only stopwords, "
+                         "one-letter words or punctuation")
+    if args.json:
+        out.write(json.dumps(_as_json(args.thread, found), indent=2, ensure_ascii=False) + "\n")
+        return 0
+    out.write(render_recall(args.thread, found, show_all=args.all))
+    return 0
+
+
+def _hit(snippet: ThreadSnippet, min_score: float) -> dict[str, Any]:
+    return {
+        "source_id": snippet.source_id, "turn_id": snippet.turn_id,
+        "item_id": snippet.item_id, "chunk_id": snippet.chunk_id, "role": snippet.role,
+        "context": snippet.context, "score": round(snippet.score, 4),
+        "kept": snippet.score >= min_score, "text": snippet.text,
+        "artifacts": [ref.to_dict() for ref in snippet.artifacts],
+    }
+
+
+def _as_json(thread_id: str, found: Recall) -> dict[str, Any]:
+    return {
+        "thread_id": thread_id, "query": found.query, "min_score": found.min_score,
+        "candidates": len(found.candidates),
+        "hits": [_hit(c, found.min_score) for c in found.candidates],
+    }
+
+
+def render_recall(thread_id: str, found: Recall, *, show_all: bool = False) -> str:
+    """A header line, then per hit its score, provenance, role and context, and text."""
+    kept = found.kept
+    shown = found.candidates if show_all else kept
+    lines = [
+        f"thread {thread_id}: {len(kept)} of {len(found.candidates)} candidates at or above "
+        f"score {found.min_score:.2f}",
+        f"query  {found.query}",
+    ]
+    if not shown:
+        lines.append("no hits")
+    for snippet in shown:
+        below = "" if snippet.score >= found.min_score else "  (below threshold)"
+        lines.append("")
+        lines.append(f"{snippet.score:6.2f}  {snippet.source_id}  role={snippet.role}  "
+                     f"context={snippet.context}{below}")
+        lines.extend("        " + line for line in snippet.text.splitlines())
+        lines.extend("        " + ref_line(ref) for ref in snippet.artifacts)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,415 @@
+"""The episodic index on a real SQLite file: snippets, provenance, search, exclusion, limits."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pioneer import StoreError
+from pioneer.episodic import (
+    CHUNK_CHARS,
+    EpisodicIndex,
+    Retained,
+    fts_query,
+    recall,
+    search_form,
+    split_text,
+)
+from pioneer.history import ArtifactRef, HistoryBudgeter, HistoryLimits, SqliteStore
+
+# Everyday turns that share common words, so the turns under test have rare ones (BM25
+# needs a background: a word found in most snippets says little).
+FILLER = [
+    ("Can you help me plan the week?", "Sure, let us start with Monday."),
+    ("What should I cook tonight?", "A simple pasta would do."),
+    ("Remind me to call my sister.", "I will keep that in mind for later."),
+    ("How long is the walk to the station?", "About twenty minutes."),
+    ("Is it going to rain today?", "Probably in the afternoon."),
+    ("Summarise the meeting notes please.", "The team agreed to ship on Friday."),
+    ("Any good books lately?", "Try a short novel for the weekend."),
+    ("Thanks for the help earlier.", "You are welcome."),
+]
+
+
+def add(store: SqliteStore, name: str, user: str | None, reply: str | None,
+        **extra: object) -> None:
+    store.add_turn("t1", user_text=user, assistant_text=reply, turn_id=name,
+                   user_item_id=f"{name}-u", assistant_item_id=f"{name}-a", **extra)  # type: ignore[arg-type]
+
+
+def fill(store: SqliteStore) -> None:
+    for n, (user, reply) in enumerate(FILLER):
+        add(store, f"filler-{n}", user, reply)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "pioneer.db"
+
+
+@pytest.fixture
+def store(db: Path) -> Iterator[SqliteStore]:
+    with SqliteStore(db) as opened:
+        opened.ensure_thread("t1")
+        yield opened
+
+
+@pytest.fixture
+def index(db: Path, store: SqliteStore) -> Iterator[EpisodicIndex]:
+    with EpisodicIndex(db) as opened:
+        yield opened
+
+
+def sources(index: EpisodicIndex, text: str, **options: object) -> list[str]:
+    return [hit.source_id for hit in recall(index, "t1", text, **options).kept]  # type: ignore[arg-type]
+
+
+# -- writing --------------------------------------------------------------------------
+
+
+def test_writing_a_turn_indexes_both_messages_in_an_fts5_table(
+    db: Path, store: SqliteStore, index: EpisodicIndex
+) -> None:
+    add(store, "turn-1", "We moved the billing service to Frankfurt.", "Good, noted.")
+    assert [(s.source_id, s.role, s.context, s.text) for s in index.snippets("t1")] == [
+        ("thread:turn-1/turn-1-u/c0", "user", "user_visible_thread_item",
+         "We moved the billing service to Frankfurt."),
+        ("thread:turn-1/turn-1-a/c0", "assistant", "user_visible_thread_item", "Good, noted."),
+    ]
+    conn = sqlite3.connect(db)
+    try:
+        (sql,) = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'episodic_fts'").fetchone()
+        (rows,) = conn.execute("SELECT COUNT(*) FROM episodic_fts").fetchone()
+    finally:
+        conn.close()
+    assert "fts5" in sql.lower()
+    assert rows == 2
+
+
+def test_recall_finds_the_turn_after_reopening_the_file(db: Path, store: SqliteStore) -> None:
+    fill(store)
+    add(store, "turn-b", "We moved the billing service to Frankfurt.", "The rollout is done.")
+    store.close()
+    with EpisodicIndex(db, create=False) as reopened:
+        assert sources(reopened, "billing in frankfurt?") == [
+            "thread:turn-b/turn-b-u/c0"
+        ]
+
+
+def test_a_failed_turn_write_leaves_no_snippets(store: SqliteStore,
+                                               index: EpisodicIndex) -> None:
+    add(store, "turn-1", "first words", "first reply")
+    with pytest.raises(StoreError, match="already exists"):
+        add(store, "turn-1", "second words", "second reply")
+    assert [s.text for s in index.snippets("t1")] == ["first words", "first reply"]
+
+
+def test_empty_and_missing_texts_make_no_snippets(store: SqliteStore,
+                                                 index: EpisodicIndex) -> None:
+    add(store, "turn-1", "   ", None)
+    store.add_turn("t1", user_text=None, assistant_text="only a reply", turn_id="turn-2")
+    assert [(s.turn_id, s.role) for s in index.snippets("t1")] == [("turn-2", "assistant")]
+
+
+def test_store_can_skip_the_index(tmp_path: Path) -> None:
+    with SqliteStore(tmp_path / "plain.db", episodic=False) as plain:
+        plain.ensure_thread("t1")
+        plain.add_turn("t1", user_text="unindexed", assistant_text="reply")
+    with EpisodicIndex(tmp_path / "plain.db") as index:
+        assert index.snippets("t1") == ()
+
+
+# -- non-ASCII ------------------------------------------------------------------------
+
+# Cyrillic, Greek and full-width letters on purpose: they are what is being tested.
+NON_ASCII = [
+    ("Wir treffen uns im Café am Kölner Dom.", "wo ist das cafe in koln", "diacritics folded"),
+    ("Встреча перенесена в Москве на четверг.", "встреча в МОСКВЕ", "Cyrillic, any case"),  # noqa: RUF001
+    ("Η συνάντηση είναι στην Αθήνα.", "ΑΘΉΝΑ", "Greek, any case"),  # noqa: RUF001
+    ("東京で会議があります。", "会議はいつ？", "Japanese without spaces"),  # noqa: RUF001
+    ("我们明天去上海开会。", "上海", "Chinese without spaces"),
+    ("Ship the 🚀 launch checklist ½ done", "launch checklist", "emoji around words"),
+]
+
+
+@pytest.mark.parametrize(("stored", "query", "label"), NON_ASCII, ids=[c[2] for c in NON_ASCII])
+def test_non_ascii_text_is_recalled(store: SqliteStore, index: EpisodicIndex, stored: str,
+                                    query: str, label: str) -> None:
+    fill(store)
+    add(store, "turn-x", stored, "Okay.")
+    assert sources(index, query) == ["thread:turn-x/turn-x-u/c0"]
+    assert index.snippets("t1")[-2].text == stored  # shown as written, not as indexed
+
+
+def test_search_form_sets_ideographs_apart() -> None:
+    assert search_form("東京で会議 ok") == " 東  京  で  会  議  ok"
+
+
+# -- queries --------------------------------------------------------------------------
+
+HOSTILE = [
+    'billing" OR "x', "billing NEAR(frankfurt, 2)", "bill* AND ^frank", "text:billing",
+    "-billing +frankfurt", "(billing", 'unbalanced "quote billing', "NOT billing",
+    '"""billing', "'; DROP billing",
+    "billing\x00frankfurt", "{col1 col2}: billing",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_fts_syntax_in_user_text_is_only_words(store: SqliteStore, index: EpisodicIndex,
+                                               text: str) -> None:
+    fill(store)
+    add(store, "turn-b", "We moved the billing service to Frankfurt.", "Done.")
+    query = fts_query(text)
+    assert query is not None
+    assert all(part.startswith('"') and part.endswith('"') for part in query.split(" OR "))
+    assert sources(index, text) == ["thread:turn-b/turn-b-u/c0"]
+
+
+def test_query_terms() -> None:
+    assert fts_query("Cats OR dogs, and the NEAR cats") == '"cats" OR "dogs" OR "near"'
+    assert fts_query("a I the of ? !") is None
+    assert fts_query("東京で") == '"東 京" OR "京 で"'
+    assert fts_query("x 会") == '"会"'
+
+
+def test_long_messages_keep_their_longest_words() -> None:
+    words = [f"w{n}" for n in range(40)] + ["refactoring"]
+    query = fts_query(" ".join(words))
+    assert query is not None
+    terms = query.split(" OR ")
+    assert len(terms) == 32
+    assert terms[-1] == '"refactoring"'  # kept, and still in message order
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=80))
+def test_any_text_makes_a_query_fts5_accepts(text: str) -> None:
+    query = fts_query(text)
+    if query is None:
+        return
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE f USING fts5(text, tokenize = "
+                     "'porter unicode61 remove_diacritics 2')")
+        conn.execute("INSERT INTO f (text) VALUES (?)", (search_form(text),))
+        conn.execute("SELECT rowid FROM f WHERE f MATCH ?", (query,)).fetchall()
+    finally:
+        conn.close()
+
+
+# -- chunks and provenance ------------------------------------------------------------
+
+LONG = "\n\n".join(
+    f"Paragraph {n} about the deployment of service {n}. " + "More detail follows here. " * 12
+    for n in range(5)
+)
+
+
+def test_long_texts_are_chunked_at_breaks() -> None:
+    chunks = split_text(LONG)
+    assert len(chunks) > 3
+    assert all(len(chunk) <= CHUNK_CHARS for chunk in chunks)
+    assert all(chunk.endswith(".") for chunk in chunks)  # cut after a sentence, not mid-word
+    assert split_text(LONG) == chunks
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab .\n東"), max_size=1200),
+       st.integers(min_value=1, max_value=120))
+def test_chunks_lose_nothing_and_respect_the_limit(text: str, limit: int) -> None:
+    chunks = split_text(text, limit)
+    assert all(0 < len(chunk) <= limit for chunk in chunks)
+    assert "".join("".join(chunks).split()) == "".join(text.split())
+
+
+def test_provenance_is_stable_across_reindexing(store: SqliteStore,
+                                                index: EpisodicIndex) -> None:
+    fill(store)
+    add(store, "turn-long", "Tell me about the deployments.", LONG)
+    store.set_thread_summary("t1", "Earlier: the week was planned.", through_turn_id="filler-3")
+    index.add_task_summary("t1", "turn-long", "task-7", "Checked every deployment log.")
+    written = index.snippets("t1")
+    hits = sources(index, "deployment of service 3")
+    assert [s.chunk_id for s in written if s.item_id == "turn-long-a"] == [
+        f"c{n}" for n in range(len(split_text(LONG)))
+    ]
+    for _ in range(2):
+        assert index.reindex_thread("t1") == len(written)
+        assert index.snippets("t1") == written
+        assert sources(index, "deployment of service 3") == hits
+
+
+def test_reindexing_reproduces_what_writing_indexed(tmp_path: Path,
+                                                    store: SqliteStore,
+                                                    index: EpisodicIndex) -> None:
+    with SqliteStore(tmp_path / "late.db", episodic=False) as late:
+        late.ensure_thread("t1")
+        for target in (store, late):
+            add(target, "turn-long", "Tell me about the deployments.", LONG)
+            add(target, "turn-2", "Grüße aus Köln", "東京で会議")
+    with EpisodicIndex(tmp_path / "late.db") as late_index:
+        assert late_index.reindex_all() == {"t1": len(index.snippets("t1"))}
+        assert late_index.snippets("t1") == index.snippets("t1")
+
+
+def test_reindexing_an_unknown_thread_is_an_error(index: EpisodicIndex) -> None:
+    with pytest.raises(StoreError, match="thread 'nope' does not exist"):
+        index.reindex_thread("nope")
+
+
+# -- summaries ------------------------------------------------------------------------
+
+
+def test_only_the_current_compaction_summary_is_indexed(store: SqliteStore,
+                                                        index: EpisodicIndex) -> None:
+    fill(store)
+    store.set_thread_summary("t1", "The user plans a trip to Lisbon.", through_turn_id="filler-2")
+    store.set_thread_summary("t1", "The trip moved to Porto.", through_turn_id="filler-5")
+    summaries = [s for s in index.snippets("t1") if s.role == "generated_summary"]
+    assert [(s.source_id, s.context, s.text) for s in summaries] == [
+        ("thread:filler-5/summary/c0", "thread_compaction_summary", "The trip moved to Porto.")
+    ]
+
+
+def test_task_summaries_are_indexed_and_replaced(store: SqliteStore,
+                                                 index: EpisodicIndex) -> None:
+    fill(store)
+    index.add_task_summary("t1", "filler-1", "task-1", "Compared three pasta recipes.")
+    index.add_task_summary("t1", "filler-1", "task-1", "Compared four risotto recipes.")
+    tasks = [s for s in index.snippets("t1") if s.role == "task_summary"]
+    assert [(s.source_id, s.context, s.text) for s in tasks] == [
+        ("thread:filler-1/task-1/c0", "user_visible_task_summary",
+         "Compared four risotto recipes.")
+    ]
+    assert sources(index, "risotto") == ["thread:filler-1/task-1/c0"]
+
+
+@pytest.mark.parametrize(
+    ("turn", "item", "text", "message"),
+    [
+        ("nope", "task-1", "text", "turn 'nope' is not in thread 't1'"),
+        ("filler-0", "task-1", "  ", "a task summary must not be empty"),
+        ("filler-0", " ", "text", "a task summary needs an item id"),
+    ],
+)
+def test_bad_task_summaries_are_refused(store: SqliteStore, index: EpisodicIndex, turn: str,
+                                        item: str, text: str, message: str) -> None:
+    fill(store)
+    with pytest.raises(StoreError, match=message):
+        index.add_task_summary("t1", turn, item, text)
+
+
+# -- exclusion, artifacts, threshold, limits ------------------------------------------
+
+
+def test_retained_turns_are_left_out_but_their_task_summaries_are_not(
+    store: SqliteStore, index: EpisodicIndex
+) -> None:
+    fill(store)
+    add(store, "turn-b", "The billing service runs in Frankfurt.", "Billing is stable.")
+    index.add_task_summary("t1", "turn-b", "task-1", "Audited the billing invoices.")
+    everything = sources(index, "billing")
+    assert set(everything) == {"thread:turn-b/turn-b-u/c0", "thread:turn-b/turn-b-a/c0",
+                               "thread:turn-b/task-1/c0"}
+    assert sources(index, "billing", retained=Retained(frozenset({"turn-b"}))) == [
+        "thread:turn-b/task-1/c0"
+    ]
+
+
+def test_a_sent_summary_is_left_out(store: SqliteStore, index: EpisodicIndex) -> None:
+    fill(store)
+    store.set_thread_summary("t1", "The user is moving to Lisbon.", through_turn_id="filler-2")
+    assert sources(index, "lisbon") == ["thread:filler-2/summary/c0"]
+    assert sources(index, "lisbon", retained=Retained(summary=True)) == []
+
+
+def test_retained_from_a_history_decision(store: SqliteStore, index: EpisodicIndex) -> None:
+    fill(store)
+    add(store, "turn-b", "The billing service runs in Frankfurt.", "Billing is stable.")
+    tight = HistoryBudgeter(store, HistoryLimits.from_tokens(40, 0)).build("t1")
+    assert tight.mode == "truncate"
+    retained = Retained.from_decision(tight)
+    assert retained == Retained(frozenset(tight.turn_ids), False)
+    assert "turn-b" in tight.turn_ids  # the newest turn fits, so history carries it
+    assert sources(index, "billing", retained=retained) == []
+    roomy = HistoryBudgeter(store, HistoryLimits.from_tokens(100_000, 0)).build("t1")
+    assert set(roomy.turn_ids) == {f"filler-{n}" for n in range(8)} | {"turn-b"}
+
+
+def test_default_retained_is_the_keep_window(store: SqliteStore, index: EpisodicIndex) -> None:
+    fill(store)
+    assert index.default_retained("t1") == Retained(
+        frozenset(f"filler-{n}" for n in range(8)), False)
+    store.set_thread_summary("t1", "Planning and cooking.", through_turn_id="filler-5")
+    assert index.default_retained("t1") == Retained(
+        frozenset({"filler-6", "filler-7"}), True)
+    assert index.default_retained("t1", limit=1) == Retained(frozenset({"filler-7"}), True)
+    assert index.default_retained("nope") == Retained()
+
+
+def test_hits_carry_their_scoped_artifacts(store: SqliteStore, index: EpisodicIndex) -> None:
+    fill(store)
+    chart = ArtifactRef("a-1", "billing chart.png", "image", version_id="v1",
+                        turn_item_id="turn-b-a")
+    other = ArtifactRef("a-2", "invoice.pdf", "document", turn_item_id="elsewhere")
+    upload = ArtifactRef("a-3", "billing.csv", "spreadsheet")
+    add(store, "turn-b", "Plot the billing numbers.", "Here is the billing chart.",
+        user_artifacts=[upload], assistant_artifacts=[chart, other])
+    hits = {hit.role: hit for hit in recall(index, "t1", "billing").kept}
+    assert hits["assistant"].artifacts == (chart,)  # bound to the reply's item
+    assert hits["user"].artifacts == (upload,)  # nothing bound: the whole user side
+
+
+def test_only_snippets_above_the_threshold_are_kept(store: SqliteStore,
+                                                    index: EpisodicIndex) -> None:
+    fill(store)
+    for n, animal in enumerate(["zebra", "otter", "heron", "lynx", "bison", "crane"]):
+        add(store, f"turn-{n}", f"Project notes: the {animal} page.", f"Project {animal} saved.")
+    common = recall(index, "t1", "the project")  # in 12 of 28 snippets: says little
+    assert len(common.candidates) == 12
+    assert common.kept == ()
+    found = recall(index, "t1", "the project zebra")
+    assert [hit.source_id for hit in found.kept] == [
+        "thread:turn-0/turn-0-a/c0", "thread:turn-0/turn-0-u/c0"]
+    assert all(hit.score >= 1.0 for hit in found.kept)
+    scores = [hit.score for hit in found.candidates]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_candidates_are_capped(store: SqliteStore, index: EpisodicIndex) -> None:
+    for n in range(50):
+        add(store, f"turn-{n}", f"Deployment number {n} went fine.", f"Noted deployment {n}.")
+    found = recall(index, "t1", "deployment")
+    assert len(found.candidates) == 40
+    assert len(recall(index, "t1", "deployment", max_candidates=7).candidates) == 7
+
+
+def test_a_query_over_its_time_limit_is_stopped_by_sqlite(store: SqliteStore,
+                                                          index: EpisodicIndex) -> None:
+    for n in range(200):
+        add(store, f"turn-{n}", f"Deployment number {n} went fine.", f"Noted deployment {n}.")
+    with pytest.raises(StoreError, match="episodic search stopped at its 0 ms time limit"):
+        index.search("t1", "deployment", timeout_ms=0)
+    assert len(index.search("t1", "deployment").candidates) == 40  # the connection still works
+
+
+def test_other_threads_are_never_searched(store: SqliteStore, index: EpisodicIndex) -> None:
+    fill(store)
+    store.ensure_thread("t2")
+    store.add_turn("t2", user_text="Secret billing plans.", assistant_text="Hidden.")
+    assert sources(index, "billing") == []
+
+
+def test_missing_and_closed_indexes(tmp_path: Path, index: EpisodicIndex) -> None:
+    with pytest.raises(StoreError, match="no conversation store at this path"):
+        EpisodicIndex(tmp_path / "missing.db", create=False)
+    index.close()
+    with pytest.raises(StoreError, match="the episodic index is closed"):
+        index.search("t1", "anything")
