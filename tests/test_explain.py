@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -257,3 +258,24 @@ def test_explain_never_creates_a_store(workspace: Path) -> None:
     code, _, err = _explain("t", "--db", "nowhere.db")
     assert (code, err) == (1, "nowhere.db: no conversation store at this path\n")
     assert not Path("nowhere.db").exists()
+
+
+def _readme_example() -> tuple[str, str]:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    section = readme.split("<!-- explain -->", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, flags=re.S)
+    output = re.search(r"prints\n\n```text\n(.*?)```", section, flags=re.S)
+    assert code is not None and output is not None, "README explain example is missing"
+    return code.group(1), output.group(1)
+
+
+def test_readme_agent_loop_runs_prints_what_it_says_and_is_explained(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, expected = _readme_example()
+    exec(compile(code, "README.md", "exec"), {})
+    assert capsys.readouterr().out == expected
+    status, out, _ = _explain("turn-1", "--db", "pioneer.db")
+    assert status == 0
+    assert "   round 2: 2 visible tools: read_file, memory_search\n" in out
+    assert "     call memory_search (c1): refused: " in out
