@@ -35,16 +35,19 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(f"{self.prog}: {message}")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full parser with every discovered subcommand."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every discovered subcommand, or with just ``only`` when it names one.
+
+    Each command module imports what its command needs, so a run that names its command
+    imports that one module instead of all of them (start-up time).
+    """
     parser = _Parser(prog="pioneer", description="Compile what an LLM agent sees each turn.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 parser_class=_Parser)
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+    names = sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if m.name[0] != "_")
+    for name in [only] if only in names else names:
+        module = importlib.import_module(f"{commands.__name__}.{name}")
         command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.configure(command)
         command.set_defaults(_run=module.run)
@@ -61,7 +64,7 @@ def main(
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args_list
     try:
-        parser = build_parser()
+        parser = build_parser(next((a for a in args_list if not a.startswith("-")), None))
         with contextlib.redirect_stdout(out):  # --help writes to the caller's stream
             args = parser.parse_args(args_list)
         code: int = args._run(args, out, err)

@@ -1,0 +1,79 @@
+"""Start-up: ``import pioneer`` and the CLI load only what they use, and the lazy
+exports of the package stay in step with ``__all__`` and the type-checking imports."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pioneer
+from pioneer import commands
+
+INIT = Path(pioneer.__file__)
+
+
+def _loaded_after(code: str) -> set[str]:
+    script = f"{code}\nimport sys\nprint('\\n'.join(sorted(sys.modules)))"
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    return set(result.stdout.split())
+
+
+def test_importing_the_package_loads_no_stage() -> None:
+    loaded = _loaded_after("import pioneer")
+    assert not {name for name in loaded if name.startswith("pioneer.")}
+    assert "jinja2" not in loaded and "pydantic" not in loaded
+
+
+def test_a_named_command_imports_only_its_module(tmp_path: Path) -> None:
+    loaded = _loaded_after(
+        "import io\nfrom pioneer.cli import main\n"
+        f"assert main(['init', '--home', {str(tmp_path / 'home')!r}], stdout=io.StringIO()) == 0"
+    )
+    assert {name for name in loaded if name.startswith("pioneer.commands.")} == {
+        "pioneer.commands.init", "pioneer.commands._common"
+    }
+
+
+def test_command_modules_are_named_after_their_command() -> None:
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(commands.__path__):
+        if not info.name.startswith("_"):
+            module = importlib.import_module(f"pioneer.commands.{info.name}")
+            assert info.name == module.NAME
+
+
+def _type_checking_names() -> set[str]:
+    tree = ast.parse(INIT.read_text("utf-8"))
+    block = next(
+        node for node in tree.body
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
+    )
+    return {
+        alias.asname or alias.name
+        for node in block.body if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+
+
+def test_lazy_exports_match_all_and_the_type_checking_imports() -> None:
+    exported = {name for names in pioneer._EXPORTS.values() for name in names}
+    assert exported == _type_checking_names()
+    assert exported | {"__version__"} == set(pioneer.__all__)
+
+
+@pytest.mark.parametrize("name", sorted(pioneer.__all__))
+def test_every_export_resolves(name: str) -> None:
+    assert getattr(pioneer, name) is not None
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        pioneer.nope  # noqa: B018
