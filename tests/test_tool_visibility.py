@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pioneer import (
     ChatRequest,
@@ -319,3 +321,31 @@ def test_catalog_reports_every_naming_problem() -> None:
         'tools[2]: tool name "shell" is used twice',
         'domains → two: tool "a" is in domain "one" already',
     ])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([*HIDDEN, "mail"]), max_size=3), max_size=5))
+def test_every_round_splits_the_catalog_into_visible_and_hidden(
+    requests: list[list[str]],
+) -> None:
+    catalog = ToolCatalog.build(_tools(
+        "read_file", "memory_search", "memory_get", "task_create", "artifact_prepare",
+        "computer_use",
+    ))
+    tools = TurnTools(catalog)
+    granted: set[str] = set()
+    for domains in [*requests, []]:
+        round_ = tools.next_round()
+        hidden_tools = {name for names in round_.hidden.values() for name in names}
+        visible = set(round_.names) - {REQUEST_TOOLS}
+        assert visible | hidden_tools == {t.name for t in catalog.tools}
+        assert not visible & hidden_tools
+        assert set(round_.hidden) == set(catalog.domains) - granted
+        assert (REQUEST_TOOLS in round_.names) == bool(round_.hidden)
+        if not round_.hidden:
+            break
+        outcome = tools.decide(_call(REQUEST_TOOLS, domains=domains, reason="need them"))
+        valid = bool(domains) and set(domains) <= set(round_.hidden)
+        assert outcome.verdict == ("granted" if valid else "invalid")
+        if valid:
+            granted |= set(domains)
