@@ -187,6 +187,9 @@ def parse_memory_extraction(reply: str) -> ExtractionResult:
                                             f"{error.msg[:1].lower()}{error.msg[1:]}",))
     validator = jsonschema.Draft202012Validator(load_schema(SCHEMA_FILE))
     errors = sorted(validator.iter_errors(data), key=_order)
+    # A value of the wrong type fails its other keywords too; the type says it all.
+    mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
+    errors = [e for e in errors if e.validator == "type" or tuple(e.absolute_path) not in mistyped]
     if errors:
         return ExtractionError("invalid", tuple(dict.fromkeys(map(_problem, errors))))
     try:
