@@ -176,7 +176,7 @@ def _memory(record: TurnRecord) -> Step:
                 message = _failure(r.manifest, entry.source.hook_id)
                 failures.setdefault(entry.source.hook_id, (message, []))[1].append(r.round)
             elif entry.section_id in _MEMORY_SECTIONS:
-                key = entry.model_dump_json(exclude={"source": {"contribution_hash"}})
+                key = entry.model_dump_json()
                 seen.setdefault(key, (entry, []))[1].append(r.round)
     total = len(record.rounds)
     lines: list[str] = []

@@ -279,3 +279,47 @@ def test_readme_agent_loop_runs_prints_what_it_says_and_is_explained(
     assert status == 0
     assert "   round 2: 2 visible tools: read_file, memory_search\n" in out
     assert "     call memory_search (c1): refused: " in out
+
+
+def _one_round(compiler: PromptCompiler, compile_input: PromptCompileInput,
+               permissions: PermissionProfile | None = None) -> TurnRecord:
+    payload = compiler.compile(compile_input)
+    request = ChatRequest(model="m", compiled_prompt=payload, messages=[ChatMessage.user("Hi")])
+    audit = TurnAudit("u1", "t", "chat", permissions=permissions)
+    audit.add_round(payload.manifest, request, "gemini", build_request_body("gemini", request))
+    return audit.record()
+
+
+@pytest.mark.parametrize(
+    ("profile", "permissions", "line"),
+    [("none", PermissionProfile(mode="read_only"),
+      "Current Permissions section: not rendered although the profile narrows access (the "
+      "prompt profile has no place for it, or the caller gave its own text)"),
+     ("none", PermissionProfile(),
+      "Current Permissions section: not rendered (full access with nothing narrowed)")],
+    ids=["narrowed-but-absent", "full-access"],
+)
+def test_permissions_step_says_why_the_section_is_absent(
+    workspace: Path, compiler: PromptCompiler, profile: str, permissions: PermissionProfile,
+    line: str,
+) -> None:
+    record = _one_round(compiler, PromptCompileInput(workspace_root=Path("home"),
+                                                     profile=profile),
+                        permissions=permissions)
+    step = next(s for s in explain_turn(record).steps if s.name == "permissions")
+    assert step.lines[1] == line
+
+
+def test_a_stable_change_between_rounds_is_called_out(workspace: Path,
+                                                      compiler: PromptCompiler) -> None:
+    first = _one_round(compiler, PromptCompileInput(workspace_root=Path("home")))
+    Path("home", "USER.md").write_text("Prefers metric units.\n", encoding="utf-8")
+    second = _one_round(compiler, PromptCompileInput(workspace_root=Path("home")))
+    rounds = [first.rounds[0], second.rounds[0].model_copy(update={"round": 2})]
+    record = first.model_copy(update={"rounds": rounds})
+    step = next(s for s in explain_turn(record).steps if s.name == "changes")
+    assert step.lines == (
+        "round 1 -> 2: stable changed (the provider cache prefix breaks), dynamic unchanged",
+        "  added: user_persona",
+        "  diagnostics removed: bootstrap file `USER.md` is missing",
+    )
