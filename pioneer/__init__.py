@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .bootstrap import SeedResult, ensure_runtime_home
     from .boundary import BOUNDARY_MARKER, split_prompt_cache_boundary, strip_prompt_cache_boundary
     from .compiler import PromptCompiler, compile_prompt
+    from .episodic import EpisodicIndex, episodic_recall_subscription
     from .errors import (
         BudgetError,
         HookError,
@@ -87,6 +88,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "bootstrap": ("SeedResult", "ensure_runtime_home"),
     "boundary": ("BOUNDARY_MARKER", "split_prompt_cache_boundary", "strip_prompt_cache_boundary"),
     "compiler": ("PromptCompiler", "compile_prompt"),
+    "episodic": ("EpisodicIndex", "episodic_recall_subscription"),
     "errors": (
         "BudgetError", "HookError", "InputError", "LockError", "PioneerError", "Problem",
         "ProfileError", "ProfileSyntaxError", "StoreError", "TemplateError",
@@ -146,6 +148,7 @@ __all__ = [
     "CrudStore",
     "Diagnostic",
     "DynamicSectionInput",
+    "EpisodicIndex",
     "HistoryBudgeter",
     "HistoryDecision",
     "HistoryLimits",
@@ -191,6 +194,7 @@ __all__ = [
     "compile_prompt",
     "compile_turn",
     "ensure_runtime_home",
+    "episodic_recall_subscription",
     "load_compile_input",
     "split_prompt_cache_boundary",
     "strip_prompt_cache_boundary",

@@ -11,6 +11,15 @@ is stored), :mod:`.index` (search, task summaries, re-indexing), :mod:`.recall` 
 from __future__ import annotations
 
 from .chunks import CHUNK_CHARS, Snippet, split_text
+from .extractor import (
+    ExtractionError,
+    MemoryExtraction,
+    MemoryFact,
+    MemorySink,
+    memory_extraction_prompt,
+    parse_memory_extraction,
+    store_extraction,
+)
 from .index import MAX_CANDIDATES, EpisodicIndex, Retained, SearchResult
 from .recall import (
     DEADLINE_MS,
@@ -29,13 +38,20 @@ __all__ = [
     "MAX_CANDIDATES",
     "MIN_SCORE",
     "EpisodicIndex",
+    "ExtractionError",
+    "MemoryExtraction",
+    "MemoryFact",
+    "MemorySink",
     "Recall",
     "Retained",
     "SearchResult",
     "Snippet",
     "episodic_recall_subscription",
     "fts_query",
+    "memory_extraction_prompt",
+    "parse_memory_extraction",
     "recall",
     "search_form",
     "split_text",
+    "store_extraction",
 ]
