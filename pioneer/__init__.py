@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .agents_md import agents_md_subscription
+    from .audit import TurnAudit, TurnRecord
     from .bootstrap import SeedResult, ensure_runtime_home
     from .boundary import BOUNDARY_MARKER, split_prompt_cache_boundary, strip_prompt_cache_boundary
     from .compiler import PromptCompiler, compile_prompt
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
     )
     from .settings import PioneerSettings
     from .tokens import TiktokenCounter, TokenCounter
+    from .tools import ToolArgumentsError, ToolCatalog, ToolRound, TurnTools
     from .turn import compile_turn
 
     __version__: str
@@ -85,6 +87,7 @@ if TYPE_CHECKING:
 #: Module (relative to this package) → the names it exports here.
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "agents_md": ("agents_md_subscription",),
+    "audit": ("TurnAudit", "TurnRecord"),
     "bootstrap": ("SeedResult", "ensure_runtime_home"),
     "boundary": ("BOUNDARY_MARKER", "split_prompt_cache_boundary", "strip_prompt_cache_boundary"),
     "compiler": ("PromptCompiler", "compile_prompt"),
@@ -117,6 +120,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "settings": ("PioneerSettings",),
     "tokens": ("TiktokenCounter", "TokenCounter"),
+    "tools": ("ToolArgumentsError", "ToolCatalog", "ToolRound", "TurnTools"),
     "turn": ("compile_turn",),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
@@ -184,10 +188,16 @@ __all__ = [
     "TemplateError",
     "TiktokenCounter",
     "TokenCounter",
+    "ToolArgumentsError",
     "ToolCall",
+    "ToolCatalog",
     "ToolResult",
+    "ToolRound",
     "ToolSpec",
+    "TurnAudit",
     "TurnContext",
+    "TurnRecord",
+    "TurnTools",
     "__version__",
     "agents_md_subscription",
     "build_request_body",
