@@ -7,7 +7,8 @@ produced is a :class:`PhaseOutcome`. Running them is :mod:`pioneer.hooks`.
 Contributions are edge models (hooks can come from other packages through entry
 points), so they are pydantic, frozen, ``extra="forbid"``, and validated where they are
 built: a hook that builds an invalid contribution has failed, and its failure policy
-decides what happens to the turn. A hook returns any mix of:
+decides what happens to the turn. Lone surrogates in their text become U+FFFD
+(:mod:`pioneer.text`). A hook returns any mix of:
 
 - :class:`PromptSectionContribution`: text for a named section (``agents_md``,
   ``memory_recall``, or a dynamic id that falls into the profile's slot);
@@ -22,11 +23,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field
 
 from .contributions import check_runtime_id
 from .errors import HookError, Problem
 from .manifest import Diagnostic, HookSourceEntry, HookSourceRef
+from .text import EdgeModel
 
 if TYPE_CHECKING:
     import jinja2
@@ -57,7 +59,7 @@ __all__ = [
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
-class SourceRef(BaseModel):
+class SourceRef(EdgeModel):
     """Where a contribution's text came from (a document, a thread snippet, ...)."""
 
     model_config = _FROZEN
@@ -66,7 +68,7 @@ class SourceRef(BaseModel):
     label: str | None = Field(None, description="Short human-readable label.")
 
 
-class _Contribution(BaseModel):
+class _Contribution(EdgeModel):
     model_config = _FROZEN
     contribution_id: str = Field(min_length=1, description="Stable id of this contribution.")
     domain: str = Field(min_length=1, description="What the contribution is about.")
@@ -106,7 +108,7 @@ class PromptContextContribution(_Contribution):
     )
 
 
-class HookDiagnostic(BaseModel):
+class HookDiagnostic(EdgeModel):
     """A manifest note from a hook, with no prompt text."""
 
     model_config = _FROZEN

@@ -3,11 +3,14 @@
 ``PromptCompileInput`` is validated at the edge (pydantic, frozen, ``extra="forbid"``);
 :func:`load_compile_input` reads one from a JSON or TOML file and turns validation
 failures into an :class:`~pioneer.errors.InputError` naming the file and JSON path.
+Lone surrogates in any text become U+FFFD (:mod:`pioneer.text`); a ``workspace_root``
+that no file system can hold (a NUL byte, an unencodable character) is refused.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,6 +20,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from .contributions import check_dynamic_id, check_runtime_id
 from .errors import InputError, Problem, format_path, toml_problem
+from .text import EdgeModel
 
 __all__ = [
     "PROFILE_ALIASES",
@@ -39,7 +43,7 @@ PROFILE_ALIASES = {
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
-class SectionInput(BaseModel):
+class SectionInput(EdgeModel):
     """A contribution section handed to the compiler."""
 
     model_config = _FROZEN
@@ -76,11 +80,24 @@ def _canonical_profile(value: str) -> str:
     return PROFILE_ALIASES.get(value, value)
 
 
-class PromptCompileInput(BaseModel):
+def _file_system_path(path: Path) -> Path:
+    # A NUL byte or a character the file system encoding cannot hold would make every
+    # later stat or open raise; refuse the path here, where the error names the field.
+    try:
+        encoded = os.fsencode(path)
+    except UnicodeEncodeError:
+        raise ValueError("not a valid file-system path (a character cannot be encoded)") from None
+    if b"\0" in encoded:
+        raise ValueError("not a valid file-system path (it holds a NUL byte)")
+    return path
+
+
+class PromptCompileInput(EdgeModel):
     """One turn's compile input."""
 
     model_config = _FROZEN
-    workspace_root: Path | None = Field(
+    raw_fields = frozenset({"workspace_root"})
+    workspace_root: Annotated[Path, AfterValidator(_file_system_path)] | None = Field(
         None, description="Folder holding the bootstrap files; defaults to the runtime home."
     )
     profile: Annotated[str, AfterValidator(_canonical_profile)] = Field(
