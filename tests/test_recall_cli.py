@@ -1,0 +1,117 @@
+"""``pioneer recall THREAD QUERY --db PATH``: hits with provenance and scores, and its errors."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pioneer.cli import main
+from pioneer.history import ArtifactRef, SqliteStore
+
+GOLDENS = Path(__file__).parent / "goldens" / "episodic"
+TURNS = [
+    ("How slow is the gateway in Frankfurt?", "p50 is 40 ms, p99 is 310 ms in Frankfurt."),
+    ("Plot the gateway latency.", "Here is the latency chart."),
+    ("What should I cook tonight?", "A simple pasta would do."),
+    ("Remind me to call my sister.", "I will keep that in mind."),
+    ("Is it going to rain today?", "Probably in the afternoon."),
+    ("Any good books lately?", "Try a short novel for the weekend."),
+]
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PIONEER_CONFIG", raising=False)
+    path = tmp_path / "pioneer.db"
+    chart = ArtifactRef("art-7", "latency chart.png", "image", version_id="v2",
+                        size_bytes=48_213, role="assistant")
+    with SqliteStore(path) as store:
+        store.ensure_thread("demo")
+        for n, (user, reply) in enumerate(TURNS):
+            store.add_turn("demo", user_text=user, assistant_text=reply, turn_id=f"turn-{n}",
+                           user_item_id=f"u{n}", assistant_item_id=f"a{n}",
+                           assistant_artifacts=[chart] if n == 1 else [])
+    return path
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["recall", *args], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_hits_with_provenance_and_scores(db: Path, golden: Callable[[Path, str], None]) -> None:
+    code, out, err = run("demo", "gateway latency in Frankfurt?", "--db", str(db))
+    assert (code, err) == (0, "")
+    golden(GOLDENS / "cli-recall.txt", out)
+    assert "thread:turn-1/a1/c0  role=assistant  context=user_visible_thread_item" in out
+    assert '- artifactId=art-7, versionId=v2, name="latency chart.png"' in out
+
+
+def test_all_shows_candidates_below_the_threshold(db: Path) -> None:
+    code, out, _ = run("demo", "gateway latency", "--db", str(db), "--all", "--min-score", "2.5")
+    assert code == 0
+    assert "(below threshold)" in out
+    kept = run("demo", "gateway latency", "--db", str(db), "--min-score", "2.5")[1]
+    assert "(below threshold)" not in kept
+    assert kept.count("thread:") < out.count("thread:")
+
+
+def test_json(db: Path) -> None:
+    code, out, _ = run("demo", "latency chart", "--db", str(db), "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert (data["thread_id"], data["query"], data["min_score"]) == (
+        "demo", '"latency" OR "chart"', 1.0)
+    first = data["hits"][0]
+    assert set(first) == {"source_id", "turn_id", "item_id", "chunk_id", "role", "context",
+                          "score", "kept", "text", "artifacts"}
+    assert first["source_id"] == "thread:turn-1/a1/c0"
+    assert first["artifacts"][0]["artifact_id"] == "art-7"
+
+
+def test_no_hits(db: Path) -> None:
+    code, out, _ = run("demo", "volcanoes", "--db", str(db))
+    assert code == 0
+    assert out.endswith("no hits\n")
+
+
+def test_exclude_history_leaves_out_what_history_sends(db: Path) -> None:
+    code, out, _ = run("demo", "gateway latency", "--db", str(db), "--exclude-history")
+    assert code == 0
+    assert "thread:" not in out.split("query", 1)[1]  # every turn is in the keep window
+
+
+def test_reindex(db: Path) -> None:
+    before = run("demo", "gateway latency", "--db", str(db), "--json")[1]
+    code, out, err = run("demo", "gateway latency", "--db", str(db), "--json", "--reindex")
+    assert (code, err) == (0, "reindexed thread demo: 12 snippets\n")
+    assert out == before
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("nope", "gateway"), "thread 'nope' does not exist"),
+        (("demo", "the a of ?"), "nothing to search for in 'the a of ?'"),
+        (("demo", "gateway", "--limit", "0"), "--limit must be at least 1 (got 0)"),
+        (("nope", "gateway", "--reindex"), "thread 'nope' does not exist"),
+    ],
+)
+def test_user_errors(db: Path, args: tuple[str, ...], message: str) -> None:
+    code, out, err = run(*args, "--db", str(db))
+    assert (code, out) == (1, "")
+    assert message in err
+
+
+def test_missing_database_is_not_created(tmp_path: Path) -> None:
+    path = tmp_path / "missing.db"
+    code, _, err = run("demo", "gateway", "--db", str(path))
+    assert code == 1
+    assert "no conversation store at this path" in err
+    assert not path.exists()
