@@ -15,14 +15,17 @@ import re
 import tomllib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import Problem, ProfileError, ProfileSyntaxError, format_path, toml_problem
 from .inputs import PROFILE_ALIASES
 from .resources import builtin_dir, load_schema
+from .schema_check import is_valid
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = [
     "BudgetSpec",
@@ -276,7 +279,12 @@ def _describe(error: jsonschema.ValidationError) -> str:
 
 def schema_problems(data: Any, where: Locator) -> Iterator[Problem]:
     """Every schema violation of parsed (or resolved) profile data, in document order."""
-    validator = jsonschema.Draft202012Validator(load_schema("profile.schema.json"))
+    schema = load_schema("profile.schema.json")
+    if is_valid(data, schema):
+        return  # jsonschema (slow to import) is needed only to locate and word problems
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     for error in errors:
         yield where.problem(list(error.absolute_path), _describe(error))

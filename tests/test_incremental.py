@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pioneer import PromptCompileInput, PromptCompiler
+from pioneer import CompiledPromptPayload, PromptCompileInput, PromptCompiler
 from pioneer import bootstrap as bootstrap_module
 from pioneer.bootstrap import MISSING, BootstrapLoader, file_signature
 from pioneer.incremental import Memo, freeze
@@ -87,7 +87,10 @@ def test_every_turn_matches_a_fresh_compiler(full_home: Path, trusted: None) -> 
     warm = PromptCompiler()
     for fields in TURNS:
         compile_input = _input(full_home, **fields)
-        assert warm.compile(compile_input).to_json() == _cold(compile_input), fields
+        payload = warm.compile(compile_input)
+        assert payload.to_json() == _cold(compile_input), fields
+        # Reused records and sections still make a payload that validates as itself.
+        assert CompiledPromptPayload.model_validate(payload.model_dump()) == payload
 
 
 def test_unchanged_stable_inputs_render_only_what_changed(full_home: Path, trusted: None) -> None:

@@ -1,0 +1,111 @@
+"""The fast schema check agrees with jsonschema: whenever it answers, it answers the same."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pioneer.resources import load_schema
+from pioneer.schema_check import is_valid
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = load_schema("profile.schema.json")
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+PROFILES = sorted([*ROOT.glob("profiles/*.toml"), *ROOT.glob("tests/cases/*/profiles/**/*.toml")])
+DATA = [tomllib.loads(path.read_text("utf-8")) for path in PROFILES]
+
+
+def test_profiles_are_found() -> None:
+    assert len(PROFILES) >= 3
+
+
+@pytest.mark.parametrize("data", DATA, ids=[str(p.relative_to(ROOT)) for p in PROFILES])
+def test_committed_profiles_get_a_definite_and_matching_answer(data: dict[str, Any]) -> None:
+    assert is_valid(data, SCHEMA) is VALIDATOR.is_valid(data)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from([1.0, 2.5, -0.0])
+    | st.sampled_from(["", " ", "a b", "stable", "dynamic", "x.md.j2", "text", "slot"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["id", "title", "stability", "template", "when", "extra"]), inner,
+        max_size=3,
+    ),
+    max_leaves=6,
+)
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found += _paths(value, (*prefix, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found += _paths(value, (*prefix, index))
+    return found
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), which=st.integers(0, len(DATA) - 1), value=json_values,
+       action=st.sampled_from(["replace", "delete", "add"]))
+def test_mutated_profiles_get_the_same_answer(
+    data: st.DataObject, which: int, value: Any, action: str
+) -> None:
+    profile = copy.deepcopy(DATA[which])
+    path = data.draw(st.sampled_from(_paths(profile)[1:]))
+    parent = profile
+    for part in path[:-1]:
+        parent = parent[part]
+    last = path[-1]
+    if action == "replace":
+        parent[last] = value
+    elif action == "delete":
+        del parent[last]
+    elif isinstance(parent, dict):
+        parent["unknown_key"] = value
+    else:
+        parent.append(value)
+    assert is_valid(profile, SCHEMA) in (None, VALIDATOR.is_valid(profile))
+
+
+@pytest.mark.parametrize(
+    ("schema", "instance", "expected"),
+    [
+        ({"type": "integer"}, 2.0, True),
+        ({"type": "integer"}, True, False),
+        ({"minimum": 0}, True, True),  # booleans are not numbers
+        ({"enum": [1]}, True, False),
+        ({"enum": [True]}, True, True),
+        ({"pattern": "^[^\\s]+$"}, "a\x1cb", False),
+        ({"if": {"type": "string"}, "then": {"minLength": 2}, "else": {"minimum": 5}}, "a", False),
+        ({"if": {"type": "string"}, "then": {"minLength": 2}, "else": {"minimum": 5}}, 7, True),
+        ({"$ref": "#/$defs/S", "$defs": {"S": {"type": "string"}}}, "ok", True),
+        ({"additionalProperties": False, "properties": {"a": {}}}, {"a": 1, "b": 2}, False),
+        ({"uniqueItems": True}, [1, 1], None),
+        ({"$ref": "other.json"}, 1, None),
+    ],
+)
+def test_keywords(schema: dict[str, Any], instance: Any, expected: bool | None) -> None:
+    assert is_valid(instance, schema) is expected
+    if expected is not None:
+        assert jsonschema.Draft202012Validator(schema).is_valid(instance) is expected
+
+
+def test_loading_a_valid_profile_does_not_import_jsonschema() -> None:
+    script = (
+        "import sys\nfrom pioneer.compiler import PromptCompiler\n"
+        "PromptCompiler().load_profile('full')\nprint('jsonschema' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout.strip() == "False"
