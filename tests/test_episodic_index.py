@@ -14,6 +14,7 @@ from pioneer import StoreError
 from pioneer.episodic import (
     CHUNK_CHARS,
     EpisodicIndex,
+    Recall,
     Retained,
     fts_query,
     recall,
@@ -21,6 +22,7 @@ from pioneer.episodic import (
     split_text,
 )
 from pioneer.history import ArtifactRef, HistoryBudgeter, HistoryLimits, SqliteStore
+from pioneer.renderers import ThreadSnippet
 
 # Everyday turns that share common words, so the turns under test have rare ones (BM25
 # needs a background: a word found in most snippets says little).
@@ -381,6 +383,27 @@ def test_only_snippets_above_the_threshold_are_kept(store: SqliteStore,
     assert all(hit.score >= 1.0 for hit in found.kept)
     scores = [hit.score for hit in found.candidates]
     assert scores == sorted(scores, reverse=True)
+
+
+def snippet(score: float) -> ThreadSnippet:
+    return ThreadSnippet("turn", "item", f"c{score}", "user", "user_visible_thread_item",
+                         score, "text")
+
+
+@pytest.mark.parametrize(
+    ("scores", "threshold", "kept"),
+    [
+        ((4.0, 2.5, 1.9, 1.2), 2.0, (4.0, 2.5)),  # half the best is above the floor
+        ((1.6, 1.2, 0.9), 1.0, (1.6, 1.2)),  # the floor is above half the best
+        ((0.8, 0.5), 1.0, ()),
+        ((), 1.0, ()),
+    ],
+)
+def test_threshold_is_the_floor_or_half_the_best(scores: tuple[float, ...], threshold: float,
+                                                 kept: tuple[float, ...]) -> None:
+    found = Recall('"x"', tuple(snippet(score) for score in scores))
+    assert found.threshold == threshold
+    assert tuple(hit.score for hit in found.kept) == kept
 
 
 def test_candidates_are_capped(store: SqliteStore, index: EpisodicIndex) -> None:

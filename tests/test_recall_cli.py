@@ -46,7 +46,7 @@ def run(*args: str) -> tuple[int, str, str]:
 
 
 def test_hits_with_provenance_and_scores(db: Path, golden: Callable[[Path, str], None]) -> None:
-    code, out, err = run("demo", "gateway latency in Frankfurt?", "--db", str(db))
+    code, out, err = run("demo", "gateway latency chart?", "--db", str(db))
     assert (code, err) == (0, "")
     golden(GOLDENS / "cli-recall.txt", out)
     assert "thread:turn-1/a1/c0  role=assistant  context=user_visible_thread_item" in out
@@ -54,20 +54,31 @@ def test_hits_with_provenance_and_scores(db: Path, golden: Callable[[Path, str],
 
 
 def test_all_shows_candidates_below_the_threshold(db: Path) -> None:
-    code, out, _ = run("demo", "gateway latency", "--db", str(db), "--all", "--min-score", "2.5")
+    code, out, _ = run("demo", "gateway latency chart", "--db", str(db), "--all")
     assert code == 0
-    assert "(below threshold)" in out
-    kept = run("demo", "gateway latency", "--db", str(db), "--min-score", "2.5")[1]
-    assert "(below threshold)" not in kept
-    assert kept.count("thread:") < out.count("thread:")
+    assert out.count("(below threshold)") == 1
+    assert ("thread:turn-0/u0/c0  role=user  context=user_visible_thread_item  "
+            "(below threshold)") in out
+    kept = run("demo", "gateway latency chart", "--db", str(db))[1]
+    assert "thread:turn-0/u0/c0" not in kept
+
+
+@pytest.mark.parametrize(("options", "kept"), [
+    ((), 2), (("--min-share", "0"), 3), (("--min-score", "3.5"), 1), (("--min-share", "1"), 1),
+])
+def test_threshold_options(db: Path, options: tuple[str, ...], kept: int) -> None:
+    code, out, _ = run("demo", "gateway latency chart", "--db", str(db), "--json", *options)
+    assert code == 0
+    assert [hit["kept"] for hit in json.loads(out)["hits"]].count(True) == kept
 
 
 def test_json(db: Path) -> None:
     code, out, _ = run("demo", "latency chart", "--db", str(db), "--json")
     assert code == 0
     data = json.loads(out)
-    assert (data["thread_id"], data["query"], data["min_score"]) == (
-        "demo", '"latency" OR "chart"', 1.0)
+    assert (data["thread_id"], data["query"], data["min_score"], data["min_share_of_best"]) == (
+        "demo", '"latency" OR "chart"', 1.0, 0.5)
+    assert data["threshold"] == round(data["hits"][0]["score"] / 2, 4)
     first = data["hits"][0]
     assert set(first) == {"source_id", "turn_id", "item_id", "chunk_id", "role", "context",
                           "score", "kept", "text", "artifacts"}

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..episodic.index import MAX_CANDIDATES, EpisodicIndex, Retained
-from ..episodic.recall import MIN_SCORE, Recall, recall
+from ..episodic.recall import MIN_SCORE, MIN_SHARE_OF_BEST, Recall, recall
 from ..errors import InputError, StoreError
 from ..history.artifacts import ref_line
 from ..renderers.thread_context import ThreadSnippet
@@ -30,6 +30,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help=f"candidates to fetch (default {MAX_CANDIDATES})")
     parser.add_argument("--min-score", type=float, default=MIN_SCORE, metavar="X",
                         help=f"lowest score kept (default {MIN_SCORE:.2f})")
+    parser.add_argument("--min-share", type=float, default=MIN_SHARE_OF_BEST, metavar="X",
+                        help="lowest score kept as a share of the best candidate's "
+                        f"(default {MIN_SHARE_OF_BEST})")
     parser.add_argument("--all", action="store_true",
                         help="also show the candidates below the threshold")
     parser.add_argument("--exclude-history", action="store_true",
@@ -52,7 +55,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise StoreError(f"{index.path}: thread {args.thread!r} does not exist")
         retained = index.default_retained(args.thread) if args.exclude_history else Retained()
         found = recall(index, args.thread, args.query, retained=retained,
-                       min_score=args.min_score, max_candidates=args.limit)
+                       min_score=args.min_score, min_share_of_best=args.min_share,
+                       max_candidates=args.limit)
     if found.query is None:
         raise InputError(f"nothing to search for in {args.query!r}: only stopwords, "
                          "one-letter words or punctuation")
@@ -63,12 +67,12 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def _hit(snippet: ThreadSnippet, min_score: float) -> dict[str, Any]:
+def _hit(snippet: ThreadSnippet, threshold: float) -> dict[str, Any]:
     return {
         "source_id": snippet.source_id, "turn_id": snippet.turn_id,
         "item_id": snippet.item_id, "chunk_id": snippet.chunk_id, "role": snippet.role,
         "context": snippet.context, "score": round(snippet.score, 4),
-        "kept": snippet.score >= min_score, "text": snippet.text,
+        "kept": snippet.score >= threshold, "text": snippet.text,
         "artifacts": [ref.to_dict() for ref in snippet.artifacts],
     }
 
@@ -76,24 +80,26 @@ def _hit(snippet: ThreadSnippet, min_score: float) -> dict[str, Any]:
 def _as_json(thread_id: str, found: Recall) -> dict[str, Any]:
     return {
         "thread_id": thread_id, "query": found.query, "min_score": found.min_score,
+        "min_share_of_best": found.min_share_of_best, "threshold": round(found.threshold, 4),
         "candidates": len(found.candidates),
-        "hits": [_hit(c, found.min_score) for c in found.candidates],
+        "hits": [_hit(c, found.threshold) for c in found.candidates],
     }
 
 
 def render_recall(thread_id: str, found: Recall, *, show_all: bool = False) -> str:
     """A header line, then per hit its score, provenance, role and context, and text."""
-    kept = found.kept
+    kept, threshold = found.kept, found.threshold
     shown = found.candidates if show_all else kept
     lines = [
         f"thread {thread_id}: {len(kept)} of {len(found.candidates)} candidates at or above "
-        f"score {found.min_score:.2f}",
+        f"score {threshold:.2f} (floor {found.min_score:.2f}, "
+        f"{found.min_share_of_best:g} of the best)",
         f"query  {found.query}",
     ]
     if not shown:
         lines.append("no hits")
     for snippet in shown:
-        below = "" if snippet.score >= found.min_score else "  (below threshold)"
+        below = "" if snippet.score >= threshold else "  (below threshold)"
         lines.append("")
         lines.append(f"{snippet.score:6.2f}  {snippet.source_id}  role={snippet.role}  "
                      f"context={snippet.context}{below}")

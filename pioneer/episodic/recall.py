@@ -2,21 +2,30 @@
 
 :func:`recall` asks the :class:`~.index.EpisodicIndex` for at most 40 candidates for the
 user's message, leaving out what the request's history already carries, and keeps those
-scoring at least :data:`MIN_SCORE`. :func:`episodic_recall_subscription` is the built-in
+that pass the threshold below. :func:`episodic_recall_subscription` is the built-in
 hook ``thread_episodic.context_recall`` (REFERENCE §9.2): phase
 ``turn.pre_prompt_context``, priority -10, a 1500 ms deadline, best-effort. It hands the
 kept snippets, with their scoped artifact refs, to the Thread Context renderer; no kept
 snippet means no contribution and so no section.
 
-The threshold. A score is ``-bm25()`` of the snippet (SQLite FTS5, k1 1.2, b 0.75), the sum
+The threshold. A score is ``-bm25()`` of the snippet (SQLite FTS5, k1 1.2, b 0.75): the sum
 over matched query terms of the term's inverse document frequency ``ln((N - n + 0.5) /
-(n + 0.5))`` weighted by how often it occurs in the snippet against the snippet's length.
-A term found in one snippet in ten scores about 2, one in a quarter of them about 1, one
-in half of them about 0. :data:`MIN_SCORE` = 1.0 therefore keeps a snippet when it shares
-with the message at least one word that is uncommon in the index (or several
-commoner ones), and drops snippets that only share everyday words. Because the counts
-are over the whole index, a database with only a handful of snippets recalls little:
-with so few, no word is uncommon.
+(n + 0.5))`` (``N`` snippets in the index, ``n`` of them holding the term), weighted by how
+often the term occurs in the snippet against the snippet's length. A term found in one
+snippet in ten scores about 2, in a quarter of them about 1, in half of them about 0. A
+candidate is kept when both hold:
+
+* its score is at least :data:`MIN_SCORE` = 1.0: it shares with the message a word found
+  in fewer than about a quarter of the snippets (or several commoner ones), so snippets
+  that only share everyday words are dropped;
+* its score is at least :data:`MIN_SHARE_OF_BEST` = 0.5 of the best candidate's: it
+  matches about as well as the best one, so a few strong hits are not padded out with
+  snippets that share one incidental word.
+
+An absolute floor alone cannot do both jobs, because BM25 grows with the size of the
+index (``ln N``): a floor high enough to stop incidental matches in a long thread would
+stop real ones in a short one. Counts are over the whole index, so a database of a handful
+of snippets recalls little: with so few, no word is uncommon.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ __all__ = [
     "HISTORY_KEY",
     "HOOK_ID",
     "MIN_SCORE",
+    "MIN_SHARE_OF_BEST",
     "PHASE",
     "PRIORITY",
     "SUBSCRIPTION_ID",
@@ -49,6 +59,8 @@ PRIORITY = -10
 DEADLINE_MS = 1500
 #: Lowest score a recalled snippet may have (see the module docstring).
 MIN_SCORE = 1.0
+#: Lowest score a recalled snippet may have, as a share of the best candidate's score.
+MIN_SHARE_OF_BEST = 0.5
 #: Key of ``TurnContext.data`` under which an application passes the turn's
 #: :class:`~pioneer.history.HistoryDecision`, so recall skips exactly what it sends.
 HISTORY_KEY = "history"
@@ -56,16 +68,24 @@ HISTORY_KEY = "history"
 
 @dataclass(frozen=True, slots=True)
 class Recall:
-    """One recall: the FTS5 query, every candidate, and the threshold applied."""
+    """One recall: the FTS5 query, every candidate (best first), and the threshold."""
 
     query: str | None
     candidates: tuple[ThreadSnippet, ...]
-    min_score: float
+    min_score: float = MIN_SCORE
+    min_share_of_best: float = MIN_SHARE_OF_BEST
+
+    @property
+    def threshold(self) -> float:
+        """The score a candidate needs: the floor, or the share of the best if higher."""
+        best = self.candidates[0].score if self.candidates else 0.0
+        return max(self.min_score, self.min_share_of_best * best)
 
     @property
     def kept(self) -> tuple[ThreadSnippet, ...]:
         """The candidates at or above the threshold, best first."""
-        return tuple(c for c in self.candidates if c.score >= self.min_score)
+        threshold = self.threshold
+        return tuple(c for c in self.candidates if c.score >= threshold)
 
 
 def recall(
@@ -75,13 +95,14 @@ def recall(
     *,
     retained: Retained | None = None,
     min_score: float = MIN_SCORE,
+    min_share_of_best: float = MIN_SHARE_OF_BEST,
     max_candidates: int = MAX_CANDIDATES,
     timeout_ms: int | None = None,
 ) -> Recall:
-    """Search the thread for ``user_text`` and apply the threshold."""
+    """Search the thread for ``user_text``; the threshold is applied by :attr:`Recall.kept`."""
     result = index.search(thread_id, user_text, retained=retained, limit=max_candidates,
                           timeout_ms=timeout_ms)
-    return Recall(result.query, result.candidates, min_score)
+    return Recall(result.query, result.candidates, min_score, min_share_of_best)
 
 
 def retained_for(context: HookContext, index: EpisodicIndex, thread_id: str) -> Retained:
@@ -96,6 +117,7 @@ def episodic_recall_subscription(
     index: EpisodicIndex,
     *,
     min_score: float = MIN_SCORE,
+    min_share_of_best: float = MIN_SHARE_OF_BEST,
     deadline_ms: int = DEADLINE_MS,
 ) -> Subscription:
     """The built-in thread episodic recall hook over ``index``."""
@@ -107,6 +129,7 @@ def episodic_recall_subscription(
         found = recall(
             index, thread_id, context.turn.user_text,
             retained=retained_for(context, index, thread_id), min_score=min_score,
+            min_share_of_best=min_share_of_best,
             # SQLite stops the query itself once the hook's deadline has passed.
             timeout_ms=deadline_ms,
         )
