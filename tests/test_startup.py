@@ -77,3 +77,12 @@ def test_every_export_resolves(name: str) -> None:
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         pioneer.nope  # noqa: B018
+
+
+def test_compile_text_loads_neither_jsonschema_nor_the_encoding(tmp_path: Path) -> None:
+    loaded = _loaded_after(
+        "import io\nfrom pioneer.cli import main\n"
+        f"assert main(['compile', '--home', {str(tmp_path / 'home')!r}], stdout=io.StringIO()) == 0"
+    )
+    assert "jsonschema" not in loaded
+    assert "tiktoken" not in loaded

@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import jsonschema
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -102,6 +101,8 @@ class ToolSpec(BaseModel):
     @field_validator("parameters")
     @classmethod
     def _schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        import jsonschema  # here, not at the top: `pioneer compile` start-up never needs it
+
         try:
             jsonschema.Draft202012Validator.check_schema(value)
         except jsonschema.SchemaError as error:
