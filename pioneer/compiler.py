@@ -42,6 +42,7 @@ from .profile import (
     problem_summary,
     structural_problems,
 )
+from .sandbox import render_bounded
 from .settings import PioneerSettings
 from .templates import TemplateSet, build_environment
 from .tokens import TokenCounter, default_counter
@@ -410,9 +411,9 @@ class _SectionRenderer:
         expression = self.templates.condition(when)
         try:
             result = bool(expression(self.base))
-        except jinja2.TemplateError as error:
+        except Exception as error:  # the sandbox's refusals and any runtime error alike
             raise TemplateError(Problem(
-                f"condition failed: {error}", path=f'section "{section.id}" → when'
+                f"condition failed: {_describe(error)}", path=f'section "{section.id}" → when'
             )) from None
         if key is not None:
             self.conditions.put(key, result)
@@ -471,8 +472,8 @@ class _SectionRenderer:
         template = self.templates.template(section.template)
         context = {**self.base, "section": {"id": section_id, "title": title}, **extra}
         try:
-            body = template.render(context)
-        except jinja2.TemplateError as error:
+            body = render_bounded(template, context)
+        except Exception as error:  # template code is untrusted: any failure is its error
             raise _render_error(error, template, section_id) from None
         if "\r" in body:
             body = body.replace("\r\n", "\n").replace("\r", "\n")
@@ -504,9 +505,14 @@ class _SectionRenderer:
         return Rendered(compiled, record, diagnostic, data)
 
 
-def _render_error(
-    error: jinja2.TemplateError, template: jinja2.Template, section_id: str
-) -> TemplateError:
+def _describe(error: Exception) -> str:
+    if isinstance(error, jinja2.TemplateError):
+        return str(error.message if getattr(error, "message", None) else error)
+    text = str(error)  # ZeroDivisionError, OverflowError from range, MemoryError, ...
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _render_error(error: Exception, template: jinja2.Template, section_id: str) -> TemplateError:
     line = None
     traceback = error.__traceback__
     while traceback is not None:
@@ -514,9 +520,8 @@ def _render_error(
             line = traceback.tb_lineno
         traceback = traceback.tb_next
     display = f"templates/{template.name}" if template.name else "<template>"
-    message = error.message if getattr(error, "message", None) else str(error)
     return TemplateError(Problem(
-        str(message), file=display, line=line,
+        _describe(error), file=display, line=line,
         context=f'while rendering section "{section_id}"',
     ))
 

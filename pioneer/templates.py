@@ -1,6 +1,7 @@
 """Templates: the sandboxed jinja2 environment and the checks a profile's templates pass.
 
-One environment per compiler, built once: ``SandboxedEnvironment`` (templates are
+One environment per compiler, built once: :class:`~pioneer.sandbox.Sandbox` (jinja2's
+``SandboxedEnvironment`` with limits on what an expression may build: templates are
 untrusted code), ``StrictUndefined`` (a missing variable is an error, not an empty
 string), ``autoescape=False`` (the output is Markdown, not HTML), ``trim_blocks`` and
 ``lstrip_blocks`` on (block tags do not leave blank lines or indentation behind) and
@@ -22,6 +23,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from .errors import Problem
 from .resources import builtin_dir
+from .sandbox import Sandbox
 
 __all__ = [
     "TemplateSet",
@@ -32,7 +34,7 @@ __all__ = [
 def build_environment(search: Sequence[Path]) -> SandboxedEnvironment:
     """The sandboxed environment over deployment template folders, then the built-in one."""
     loader = jinja2.FileSystemLoader([*map(str, search), str(builtin_dir("templates"))])
-    return SandboxedEnvironment(
+    return Sandbox(
         loader=loader,
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -82,6 +84,9 @@ class TemplateSet:
         except jinja2.TemplateNotFound:
             yield Problem(f'template "{name}" not found', context=context)
             return
+        except (OSError, UnicodeDecodeError) as error:
+            yield Problem(f'template "{name}" cannot be read: {_reason(error)}', context=context)
+            return
         display = _display(filename)
         try:
             ast = self.env.parse(source, name, filename)
@@ -90,6 +95,9 @@ class TemplateSet:
             yield Problem(
                 error.message or "syntax error", file=display, line=error.lineno, context=context
             )
+            return
+        except Exception as error:  # RecursionError: nested too deeply for the parser
+            yield Problem(f"cannot compile: {_reason(error)}", file=display, context=context)
             return
         self._templates[name] = template
         self._sources[name] = (source, display)
@@ -135,6 +143,8 @@ class TemplateSet:
                     ast = self.env.parse(source, current, filename)
                 except jinja2.TemplateNotFound:  # an ``ignore missing`` include renders nothing
                     continue
+                except Exception:  # unreadable or invalid: rendering reports it
+                    return None
             names |= meta.find_undeclared_variables(ast)
             for referenced in meta.find_referenced_templates(ast):
                 if referenced is None:
@@ -165,6 +175,9 @@ class TemplateSet:
         except jinja2.TemplateSyntaxError as error:
             yield Problem(f"invalid condition: {error.message}", file=file, line=line, path=path)
             return
+        except Exception as error:  # RecursionError: nested too deeply for the parser
+            yield Problem(f"invalid condition: {_reason(error)}", file=file, line=line, path=path)
+            return
         unknown = sorted(meta.find_undeclared_variables(ast) - provided)
         for variable in unknown:
             yield Problem(
@@ -175,6 +188,13 @@ class TemplateSet:
             )
         if not unknown:
             self._conditions[expression] = compiled
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, UnicodeDecodeError):
+        return "not valid UTF-8"
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def _display(filename: str | None) -> str:

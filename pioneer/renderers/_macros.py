@@ -29,6 +29,11 @@ def _display(name: str, filename: str | None) -> str:
         return filename
 
 
+def _describe(error: Exception) -> str:
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
 def _template_line(error: BaseException, template: jinja2.Template) -> int | None:
     # Macros called from Python skip jinja's traceback rewriting: map the generated
     # code's line back to the template line ourselves.
@@ -54,14 +59,19 @@ def call_macro(env: jinja2.Environment, template: str, macro: str, /, *args: Any
         raise TemplateError(Problem(error.message or "syntax error",
                                     file=_display(template, error.filename),
                                     line=error.lineno, context=context)) from None
+    except Exception as error:  # not UTF-8, unreadable, or nested too deeply to parse
+        raise TemplateError(Problem(f'template "{template}" cannot be loaded: '
+                                    f"{_describe(error)}", context=context)) from None
     try:
         function = getattr(loaded.module, macro, None)
         if function is None:
             raise TemplateError(Problem(f'macro "{macro}" is not defined',
                                         file=_display(template, loaded.filename)))
         text = str(function(*args))
-    except jinja2.TemplateError as error:
-        message = getattr(error, "message", None) or str(error)
+    except TemplateError:
+        raise
+    except Exception as error:  # template code is untrusted: any failure is its error
+        message = getattr(error, "message", None) or _describe(error)
         raise TemplateError(Problem(message, file=_display(template, loaded.filename),
                                     line=_template_line(error, loaded), context=context)) from None
     return text.strip("\n")
