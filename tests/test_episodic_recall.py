@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -233,3 +234,15 @@ def test_recall_hits_below_the_threshold_make_no_section(
                               retained=Retained.from_decision(decision)).candidates
     assert [c.source_id for c in candidates][:2] == [
         "thread:turn-0/turn-0-u/c0", "thread:turn-0/turn-0-a/c0"]
+
+
+def test_readme_example_prints_what_it_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    section = readme.split("<!-- episodic -->", 1)[1].split("<!-- explain -->", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, flags=re.S)
+    printed = re.search(r"prints\n\n```text\n(.*?)```", section, flags=re.S)
+    assert code is not None and printed is not None
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code.group(1), "README.md", "exec"), {})
+    assert capsys.readouterr().out == printed.group(1)
