@@ -4,9 +4,12 @@ The identity files (``SOUL.md``, ``IDENTITY.md``, ``USER.md``) are read from the
 workspace root in the order the profile declares them, sanitised (CRLF and CR become LF,
 then trimmed), cut to the per-file budget and then to what is left of the total budget,
 all counted in characters (REFERENCE §4). A file that is missing, unreadable, not a
-regular file or not UTF-8 becomes a diagnostic; compiling never fails because of one.
-Reads stream through an incremental decoder, so a huge file costs no more memory than
-its budget.
+regular file, not UTF-8 or reached through a symlink that leaves the workspace root
+becomes a diagnostic; compiling never fails because of one. Reads stream through an
+incremental decoder, so a huge file costs no more memory than its budget, and counting
+stops after :data:`COUNT_LIMIT` bytes (or four bytes per budgeted char, if more), so a
+multi-gigabyte or sparse file costs no more time either: its truncation diagnostic
+then gives the count so far as a lower bound ("at least N -> kept chars").
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ __all__ = [
 #: Files seeded into a new runtime home; USER.md is never seeded.
 SEED_FILES = ("SOUL.md", "IDENTITY.md")
 _CHUNK = 1 << 16
+#: Bytes read to count a file's characters before the count becomes a lower bound.
+COUNT_LIMIT = 16 << 20
 #: A file changed this recently (content or metadata, so by its ctime, which nobody can
 #: set back) may change again within one timestamp tick (up to 2 s on some filesystems)
 #: without its signature moving, so it is not trusted to be unchanged.
@@ -57,10 +62,12 @@ def sanitize(text: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Read:
-    """A successful read: the head of the sanitised text and its full char count."""
+    """A successful read: the head of the sanitised text and its char count."""
 
     head: str
     chars: int
+    #: False when counting stopped at the byte limit: ``chars`` is then a lower bound.
+    complete: bool = True
 
 
 class _ReadFailure(Exception):
@@ -75,7 +82,8 @@ def _os_reason(error: OSError) -> str:
 
 
 def _stream(fd: int, keep: int) -> _Read:
-    """Sanitise while streaming: keep ``keep`` chars of the head, count all of them."""
+    """Sanitise while streaming: keep ``keep`` chars of the head, count the rest (up to
+    :data:`COUNT_LIMIT` bytes, or enough bytes for ``keep`` chars if that is more)."""
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
     head: list[str] = []
     head_len = 0
@@ -83,8 +91,14 @@ def _stream(fd: int, keep: int) -> _Read:
     trailing_ws = 0
     started = False
     pending_cr = False
+    budget = max(COUNT_LIMIT, 4 * (keep + 1))
+    complete = True
     while True:
-        chunk = os.read(fd, _CHUNK)
+        if budget <= 0:
+            complete = False
+            break
+        chunk = os.read(fd, min(_CHUNK, budget))
+        budget -= len(chunk)
         final = not chunk
         try:
             text = decoder.decode(chunk, final=final)
@@ -111,7 +125,8 @@ def _stream(fd: int, keep: int) -> _Read:
         if final:
             break
     total = chars - trailing_ws
-    return _Read("".join(head)[:total].rstrip() if total <= keep else "".join(head), total)
+    text = "".join(head)[:total].rstrip() if total <= keep else "".join(head)
+    return _Read(text, total, complete)
 
 
 def _read(path: Path, keep: int) -> _Read:
@@ -133,6 +148,14 @@ def _read(path: Path, keep: int) -> _Read:
             raise _ReadFailure(False, _os_reason(error)) from None
     finally:
         os.close(fd)
+
+
+def _inside(real_root: str, path: str) -> None:
+    """Refuse (as a read failure) a path whose real location leaves ``real_root``."""
+    real = os.path.realpath(path)
+    if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
+        raise _ReadFailure(False, "it resolves outside the workspace root (through a "
+                           "symlink); not read")
 
 
 def file_signature(path: str | Path) -> tuple[int, ...] | None:
@@ -213,9 +236,11 @@ def load_bootstrap(
     budget_diags: list[Diagnostic] = []
     read: list[tuple[str, str, _Read]] = []
     status: dict[str, tuple[str, int]] = {}
+    real_root = os.path.realpath(root)
     for name, _keep_empty in files:
         path = str(root / name)
         try:
+            _inside(real_root, path)
             read.append((name, path, reader.read(root / name, max_chars_per_file)))
         except _ReadFailure as failure:
             if failure.missing:
@@ -234,14 +259,15 @@ def load_bootstrap(
         original = result.chars
         content = result.head[:max_chars_per_file]
         truncated = False
-        if len(content) < original:
+        if len(content) < original or not result.complete:
             truncated = True
+            counted = f"{original}" if result.complete else f"at least {original}"
             budget_diags.append(
                 _diag(
                     "file_truncated",
                     name,
                     path,
-                    f"truncated by per-file limit: {original} -> {len(content)} chars",
+                    f"truncated by per-file limit: {counted} -> {len(content)} chars",
                 )
             )
         remaining = max(max_chars_total - used, 0)
@@ -257,7 +283,8 @@ def load_bootstrap(
             )
             content = content[:remaining]
         used += len(content)
-        dropped = remaining == 0 or (not content and not (keep_empty[name] and original == 0))
+        empty_file = original == 0 and result.complete
+        dropped = remaining == 0 or (not content and not (keep_empty[name] and empty_file))
         if dropped:
             status[name] = ("truncated", 0) if truncated else ("missing", 0)
             continue
@@ -344,7 +371,13 @@ def ensure_runtime_home(home: Path) -> SeedResult:
             existing.append(target)
             continue
         content = (seeds / name).read_bytes()
-        if _create_new(target, content):
+        try:
+            made = _create_new(target, content)
+        except OSError as error:  # read-only or full disk: nothing is left behind
+            raise PioneerError(
+                Problem(f"cannot create seed file: {_os_reason(error)}", file=str(target))
+            ) from None
+        if made:
             created.append(target)
         else:
             _exists(target)
