@@ -5,13 +5,16 @@ Takes a store, the token limits and an optional :class:`Summarizer`; returns a
 the store, computed when each turn was written, so a pass only sums integers. Below 80%
 of the budget every loaded turn is kept after the stored summary; at 80% or more the
 summarizer compresses the summary and the turns into one system message, stored with
-its coverage so later passes load only newer turns; when it fails the newest whole turns
-that fit the budget are kept (REFERENCE.md §9, steps 4-6). A turn is kept or dropped
-whole, so a user message never loses its reply.
+its coverage so later passes load only newer turns; when it fails (raises, replies with
+nothing or with something that is not text or does not fit, or misses its deadline) the
+newest whole turns that fit the budget are kept (REFERENCE.md §9, steps 4-6). A turn is
+kept or dropped whole, so a user message never loses its reply.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -154,6 +157,37 @@ def _messages(
     return tuple(messages), tuple(tokens)
 
 
+class _Late(Exception):
+    """The summarizer missed the deadline."""
+
+
+def _call_with_deadline(
+    summarizer: Summarizer, request: SummaryRequest, deadline: float | None
+) -> object:
+    """The summarizer's reply; :class:`_Late` when it takes longer than ``deadline``.
+
+    The call runs on a daemon thread that is abandoned when late (Python cannot stop a
+    thread); its late reply is dropped, so it is never stored.
+    """
+    if deadline is None:
+        return summarizer.summarize(request)
+    future: concurrent.futures.Future[object] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            future.set_result(summarizer.summarize(request))
+        except BaseException as error:  # handed to the waiting thread, never lost
+            future.set_exception(error)
+
+    threading.Thread(target=run, name="pioneer-summarizer", daemon=True).start()
+    try:
+        return future.result(timeout=deadline)
+    except concurrent.futures.TimeoutError:
+        if future.done():  # the summarizer itself raised TimeoutError
+            raise
+        raise _Late from None
+
+
 class HistoryBudgeter:
     """Builds each turn's history from a store: keep, summarise or truncate."""
 
@@ -166,22 +200,25 @@ class HistoryBudgeter:
         summary_model: str | None = None,
         counter: TokenCounter | None = None,
         max_turns: int = MAX_TURNS,
+        summary_deadline: float | None = None,
     ) -> None:
         self.store = store
         self.limits = limits
         self.summarizer = summarizer
         self.summary_model = summary_model
         self.max_turns = max_turns
+        #: Seconds a summarizer gets before the pass falls back to truncation (None: no limit).
+        self.summary_deadline = summary_deadline
         self._counter = counter
 
     @classmethod
     def from_settings(
         cls, store: CrudStore, settings: PioneerSettings, *, summarizer: Summarizer | None = None
     ) -> HistoryBudgeter:
-        """A budgeter with the settings' limits and summary model."""
+        """A budgeter with the settings' limits, summary model and summary timeout."""
         return cls(
             store, HistoryLimits.from_settings(settings), summarizer=summarizer,
-            summary_model=settings.summary_model,
+            summary_model=settings.summary_model, summary_deadline=settings.summary_timeout,
         )
 
     def build(self, thread_id: str, *, exclude_turn_id: str | None = None) -> HistoryDecision:
@@ -230,9 +267,14 @@ class HistoryBudgeter:
             transcript=tuple(m for entry in window.entries for m in entry.messages()),
         )
         try:
-            text = self.summarizer.summarize(request).strip()
+            reply = _call_with_deadline(self.summarizer, request, self.summary_deadline)
+        except _Late:
+            return f"summarizer gave no reply within {self.summary_deadline:g} s"
         except Exception as error:  # any summarizer failure falls back to truncation
             return f"summarizer failed: {error}"
+        if not isinstance(reply, str):
+            return f"summarizer returned {type(reply).__name__}, not text"
+        text = reply.strip()
         if not text:
             return "summarizer returned an empty reply"
         counter = self._counter or default_counter()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from .models import HistoryMessage
 
 __all__ = [
     "ASSISTANT_TEXT_LIMIT",
+    "MAX_REPLY_BYTES",
     "TRUNCATION_MARK",
     "OpenAIChatSummarizer",
     "Summarizer",
@@ -31,6 +33,8 @@ __all__ = [
     "summarizer_from_settings",
 ]
 
+#: A reply body larger than this is refused (a summary is about 10% of the history budget).
+MAX_REPLY_BYTES = 4 << 20
 #: Assistant messages longer than this are cut in the summary prompt.
 ASSISTANT_TEXT_LIMIT = 3000
 TRUNCATION_MARK = "...[truncated]"
@@ -88,7 +92,8 @@ class OpenAIChatSummarizer:
     ``model`` overrides the request's model (the configured summary model, else the
     thread's). The key is read from the ``api_key_env`` environment variable on each
     call and sent as a bearer token when set. ``timeout`` (seconds) bounds the connect
-    and each read.
+    and each read, and reading the whole body; a body over :data:`MAX_REPLY_BYTES` is an
+    error.
     """
 
     def __init__(
@@ -132,7 +137,7 @@ class OpenAIChatSummarizer:
         http_request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
         try:
             with urllib.request.urlopen(http_request, timeout=self.timeout) as response:
-                raw = response.read()
+                raw = _read_reply(response, self.url, self.timeout)
         except urllib.error.HTTPError as error:
             detail = error.read(300).decode("utf-8", "replace").strip()
             raise SummarizerError(
@@ -147,6 +152,21 @@ class OpenAIChatSummarizer:
         except OSError as error:
             raise SummarizerError(f"{self.url}: {error}") from None
         return _reply_text(raw, self.url)
+
+
+def _read_reply(response: Any, url: str, timeout: float) -> bytes:
+    """The body, read while it stays under MAX_REPLY_BYTES and within ``timeout`` in all."""
+    deadline = time.monotonic() + timeout
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := response.read1(1 << 16):
+        size += len(chunk)
+        if size > MAX_REPLY_BYTES:
+            raise SummarizerError(f"{url}: reply larger than {MAX_REPLY_BYTES} bytes")
+        if time.monotonic() > deadline:  # a server that drips bytes never trips the socket
+            raise SummarizerError(f"{url}: timed out after {timeout:g}s")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _reply_text(raw: bytes, url: str) -> str:
