@@ -8,7 +8,9 @@ counts of a turn's rendered messages are computed before the write and stored wi
 so budgeting a thread later only sums integers; and since a stored turn never changes,
 recently read turns are kept in memory by id, so a pass reads only the window's ids and
 the turns it has not seen yet. ``synchronous=NORMAL``: a crash never leaves a
-half-written turn; a power cut may lose the last commits.
+half-written turn; a power cut may lose the last commits. Unless ``episodic=False``, a
+turn's snippets for episodic recall (:mod:`pioneer.episodic`) are written in the turn's
+own transaction, and a new summary's in the summary's.
 """
 
 from __future__ import annotations
