@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -117,6 +118,23 @@ def test_empty_and_missing_texts_make_no_snippets(store: SqliteStore,
     add(store, "turn-1", "   ", None)
     store.add_turn("t1", user_text=None, assistant_text="only a reply", turn_id="turn-2")
     assert [(s.turn_id, s.role) for s in index.snippets("t1")] == [("turn-2", "assistant")]
+
+
+def test_concurrent_writers_index_every_turn(db: Path, store: SqliteStore,
+                                              index: EpisodicIndex) -> None:
+    def write(worker: int) -> None:
+        for n in range(15):
+            add(store, f"w{worker}-{n}", f"worker {worker} message {n}", f"reply {n}")
+
+    threads = [threading.Thread(target=write, args=(worker,)) for worker in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    snippets = index.snippets("t1")
+    assert len(snippets) == 4 * 15 * 2
+    assert len({s.source_id for s in snippets}) == len(snippets)
+    assert index.reindex_thread("t1") == len(snippets)
 
 
 def test_store_can_skip_the_index(tmp_path: Path) -> None:
