@@ -10,7 +10,8 @@ recently read turns are kept in memory by id, so a pass reads only the window's 
 the turns it has not seen yet. ``synchronous=NORMAL``: a crash never leaves a
 half-written turn; a power cut may lose the last commits. Unless ``episodic=False``, a
 turn's snippets for episodic recall (:mod:`pioneer.episodic`) are written in the turn's
-own transaction, and a new summary's in the summary's.
+own transaction, and a new summary's in the summary's. Lone surrogates in turn and
+summary text become U+FFFD (:mod:`pioneer.text`); in an id they are a StoreError.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import StoreError
 from ..manifest import PromptManifest
+from ..text import utf8_text
 from ..tokens import MESSAGE_OVERHEAD, TokenCounter, default_counter
 from .artifacts import ArtifactRef, Side, render_message
 from .cache import TurnCache
@@ -129,6 +131,9 @@ class SqliteStore:
             yield
         except sqlite3.Error as error:
             raise StoreError(f"{self.path}: {error}") from None
+        except UnicodeEncodeError:  # an id or a name with a lone surrogate
+            raise StoreError(f"{self.path}: text that is not valid Unicode (a lone "
+                             "surrogate) cannot be stored") from None
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
@@ -213,6 +218,8 @@ class SqliteStore:
     ) -> HistoryEntry:
         """Write one completed turn (ids generated when not given) in one transaction."""
         turn_id = turn_id or uuid.uuid4().hex
+        user_text = None if user_text is None else utf8_text(user_text)
+        assistant_text = None if assistant_text is None else utf8_text(assistant_text)
         if user_item_id is None and (user_text is not None or user_artifacts):
             user_item_id = uuid.uuid4().hex
         if assistant_item_id is None and (assistant_text is not None or assistant_artifacts):
@@ -340,7 +347,7 @@ class SqliteStore:
         Coverage never moves backwards: if a summary covering later turns is already
         stored (a concurrent writer won), that one is kept and returned.
         """
-        text = summary.strip()
+        text = utf8_text(summary.strip())
         if not text:
             raise StoreError(f"{self.path}: a thread summary must not be empty")
         tokens = self._counter.count(summary_message_text(text)) + MESSAGE_OVERHEAD
