@@ -162,11 +162,12 @@ def file_signature(path: str | Path) -> tuple[int, ...] | None:
     """What a stat says about a file; equal signatures mean an unchanged file.
 
     :data:`MISSING` when nothing is at ``path``; ``None`` when the file cannot be
-    trusted to be unchanged: not a regular file, not stat-able, or changed within
-    :data:`RACY_NS` (a second write in the same tick could leave every field as it was).
+    trusted to be unchanged: not a regular file, not stat-able, changed within
+    :data:`RACY_NS` (a second write in the same tick could leave every field as it was),
+    or a symlink (whether it may be followed is decided again on every read).
     """
     try:
-        info = os.stat(path)
+        info = os.lstat(path)
     except FileNotFoundError:
         return MISSING
     except OSError:

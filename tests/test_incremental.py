@@ -284,3 +284,24 @@ def test_any_sequence_of_turns_and_edits_matches_fresh_compiles(
                 _write(root / change[0], change[1], PAST_NS + number * 10**9)
             compile_input = _input(root, **fields)
             assert warm.compile(compile_input).to_json() == _cold(compile_input)
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
+def test_a_symlink_repointed_outside_the_root_is_seen(
+    full_home: Path, tmp_path: Path, trusted: None
+) -> None:
+    # The outside name is a hard link to the inside file: following the symlink finds
+    # the very same file (same inode, times and size) both times.
+    inside, outside = full_home / "user-v1.md", tmp_path / "outside.md"
+    _write(inside, "Ada inside.", PAST_NS)
+    os.link(inside, outside)
+    (full_home / "USER.md").unlink()
+    (full_home / "USER.md").symlink_to(inside)
+    compiler = PromptCompiler()
+    assert "Ada inside." in compiler.compile(_input(full_home)).stable_system_text
+    (full_home / "USER.md").unlink()
+    (full_home / "USER.md").symlink_to(outside)
+    payload = compiler.compile(_input(full_home))
+    assert "Ada inside." not in payload.stable_system_text
+    assert [d.code for d in payload.manifest.diagnostics] == ["file_read_error"]
+    assert payload.to_json() == _cold(_input(full_home))
