@@ -203,7 +203,9 @@ def _outputs(value: HookResult) -> tuple[HookOutput, ...]:
                 f"hook returned {type(item).__name__}; expected PromptSectionContribution, "
                 "PromptContextContribution or HookDiagnostic"
             )
-    return outputs
+    # Validated again: one built with model_construct skipped validation, and invalid data
+    # must fail this hook (under its failure policy), not the turn after it.
+    return tuple(type(item).model_validate(dict(item)) for item in outputs)
 
 
 def _call(subscription: Subscription, context: HookContext) -> _Result:
