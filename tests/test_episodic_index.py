@@ -192,6 +192,17 @@ def test_fts_syntax_in_user_text_is_only_words(store: SqliteStore, index: Episod
     assert sources(index, text) == ["thread:turn-b/turn-b-u/c0"]
 
 
+def test_lone_surrogates_are_replaced_not_raised(store: SqliteStore,
+                                                 index: EpisodicIndex) -> None:
+    fill(store)
+    add(store, "turn-b", "The billing\ud800 service.", "Done.")
+    index.add_task_summary("t1", "turn-b", "task-1", "Audited\udfff invoices.")
+    texts = [s.text for s in index.snippets("t1") if s.turn_id == "turn-b"]
+    assert texts == ["The billing\ufffd service.", "Done.", "Audited\ufffd invoices."]
+    assert sources(index, "billing\ud800 invoices") == [
+        "thread:turn-b/task-1/c0", "thread:turn-b/turn-b-u/c0"]
+
+
 def test_query_terms() -> None:
     assert fts_query("Cats OR dogs, and the NEAR cats") == '"cats" OR "dogs" OR "near"'
     assert fts_query("a I the of ? !") is None

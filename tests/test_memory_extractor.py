@@ -137,6 +137,13 @@ def test_replies_that_are_not_json_are_refused(text: str, problem: str) -> None:
     assert sink.calls == []
 
 
+def test_lone_surrogates_in_facts_become_replacement_characters() -> None:
+    result = parse_memory_extraction('{"facts": [' + json.dumps(fact(content="Likes \ud800 tea."))
+                                     + "]}")
+    assert isinstance(result, MemoryExtraction)
+    assert result.facts[0].content == "Likes \ufffd tea."
+
+
 def test_error_message_names_the_kind_and_never_quotes_the_reply() -> None:
     secret = "my password is hunter2"
     result = parse_memory_extraction(reply({"facts": [fact(content=[secret])]}))

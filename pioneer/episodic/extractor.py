@@ -22,12 +22,13 @@ from typing import Any, Literal, Protocol, get_args
 
 import jinja2
 import jsonschema
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from ..errors import format_path
 from ..history.models import HistoryEntry
 from ..renderers._macros import call_macro
 from ..resources import load_schema
+from ..text import EdgeModel
 
 __all__ = [
     "MAX_FACTS",
@@ -61,7 +62,7 @@ FactCategory = Literal["preference", "fact", "decision", "goal", "constraint"]
 _STRICT = ConfigDict(frozen=True, extra="forbid")
 
 
-class MemoryFact(BaseModel):
+class MemoryFact(EdgeModel):
     """One fact worth remembering."""
 
     model_config = _STRICT
@@ -73,7 +74,7 @@ class MemoryFact(BaseModel):
     )
 
 
-class MemoryExtraction(BaseModel):
+class MemoryExtraction(EdgeModel):
     """The extractor's whole reply: the facts, possibly none."""
 
     model_config = _STRICT

@@ -35,6 +35,7 @@ from ..history.budget import HistoryDecision
 from ..history.migrations import migrate
 from ..history.store import MAX_TURNS
 from ..renderers.thread_context import ThreadSnippet, snippet_artifacts
+from ..text import utf8_text
 from .chunks import CONTEXTS, Snippet, task_summary_snippets
 from .terms import fts_query
 from .writer import delete_snippets, index_thread_summary, index_turn, insert_snippets
@@ -172,7 +173,7 @@ class EpisodicIndex:
         ``timeout_ms`` stops the query inside SQLite once it has run that long, as a
         :class:`StoreError`.
         """
-        query = fts_query(text)
+        query = fts_query(utf8_text(text))
         if query is None or limit <= 0:
             return SearchResult(query, ())
         retained = retained or Retained()
@@ -233,6 +234,7 @@ class EpisodicIndex:
         self, thread_id: str, turn_id: str, item_id: str, text: str
     ) -> tuple[Snippet, ...]:
         """Store and index the summary of a task run during ``turn_id`` (replacing it)."""
+        text = utf8_text(text)
         if not text.strip():
             raise StoreError(f"{self.path}: a task summary must not be empty")
         if not item_id.strip():
