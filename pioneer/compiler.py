@@ -42,7 +42,7 @@ from .profile import (
     problem_summary,
     structural_problems,
 )
-from .sandbox import render_bounded
+from .sandbox import render_bounded, text_size
 from .settings import PioneerSettings
 from .templates import TemplateSet, build_environment
 from .tokens import TokenCounter, default_counter
@@ -349,6 +349,7 @@ class _SectionRenderer:
         self.memo = memo
         self.conditions = conditions
         self.counter = counter
+        self._base_size: int | None = None  # text_size of ``base``, once a render needs it
 
     def stable_key(self) -> tuple[object, ...] | None:
         """Everything the stable sections read this turn; ``None`` when not hashable."""
@@ -470,9 +471,13 @@ class _SectionRenderer:
         truncated: bool,
     ) -> Rendered:
         template = self.templates.template(section.template)
-        context = {**self.base, "section": {"id": section_id, "title": title}, **extra}
+        names = {"id": section_id, "title": title}
+        context = {**self.base, "section": names, **extra}
+        if self._base_size is None:
+            self._base_size = text_size(self.base.values())
+        given = self._base_size + text_size([names, *extra.values()])
         try:
-            body = render_bounded(template, context)
+            body = render_bounded(template, context, given=given)
         except Exception as error:  # template code is untrusted: any failure is its error
             raise _render_error(error, template, section_id) from None
         if "\r" in body:

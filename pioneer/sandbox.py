@@ -251,13 +251,17 @@ def text_size(values: Iterable[Any], depth: int = 3) -> int:
     return total
 
 
-def render_bounded(template: jinja2.Template, context: Mapping[str, Any]) -> str:
+def render_bounded(
+    template: jinja2.Template, context: Mapping[str, Any], *, given: int | None = None
+) -> str:
     """Render ``template``; refuse once it emits MAX_OUTPUT characters beyond its input.
 
     The limit grows with the text handed in, so passing a long input through is never
-    refused; a template that makes text of its own (a loop, a repeat) is.
+    refused; a template that makes text of its own (a loop, a repeat) is. ``given`` is
+    ``text_size(context.values())`` when the caller already has it (the compiler renders
+    every section of a turn from one shared context).
     """
-    limit = MAX_OUTPUT + text_size(context.values())
+    limit = MAX_OUTPUT + (text_size(context.values()) if given is None else given)
     parts: list[str] = []
     size = 0
     for part in template.generate(context):

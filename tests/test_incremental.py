@@ -305,3 +305,24 @@ def test_a_symlink_repointed_outside_the_root_is_seen(
     assert "Ada inside." not in payload.stable_system_text
     assert [d.code for d in payload.manifest.diagnostics] == ["file_read_error"]
     assert payload.to_json() == _cold(_input(full_home))
+
+
+def test_the_render_limit_counts_the_same_input_text(
+    full_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pioneer import compiler as compiler_module
+    from pioneer.sandbox import render_bounded, text_size
+
+    seen: list[int] = []
+
+    def checked(template: jinja2.Template, context: dict[str, Any], *, given: int) -> str:
+        assert given == text_size(context.values())
+        seen.append(given)
+        return render_bounded(template, context, given=given)
+
+    monkeypatch.setattr(compiler_module, "render_bounded", checked)
+    PromptCompiler().compile(_input(
+        full_home, **TURNS[3], extra_system="x", skills_prompt="y", continue_generation_hint=True,
+        dynamic_sections=[{"id": "hook.a", "content": "from a hook"}],
+    ))
+    assert len(seen) >= 10
