@@ -117,8 +117,9 @@ def _check_replace(text: Any, old: Any, new: Any, count: Any = -1) -> None:
 
 
 def _check_join(separator: Any, items: Any) -> None:
-    if isinstance(items, (list, tuple)) and isinstance(separator, str):
-        chars = sum(len(item) for item in items if isinstance(item, str))
+    if isinstance(items, (str, list, tuple)) and isinstance(separator, str):
+        chars = len(items) if isinstance(items, str) else sum(
+            len(item) for item in items if isinstance(item, str))
         _refuse("join", chars + len(separator) * max(len(items) - 1, 0))
 
 
@@ -186,7 +187,7 @@ def _replace_filter(eval_ctx: Any, value: Any, old: Any, new: Any, count: Any = 
 
 
 def _join_filter(eval_ctx: Any, value: Any, d: Any = "", attribute: Any = None) -> None:
-    if attribute is None and isinstance(value, (list, tuple)):
+    if attribute is None:
         _check_join(d, value)
 
 

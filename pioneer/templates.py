@@ -85,7 +85,8 @@ class TemplateSet:
             yield Problem(f'template "{name}" not found', context=context)
             return
         except (OSError, UnicodeDecodeError) as error:
-            yield Problem(f'template "{name}" cannot be read: {_reason(error)}', context=context)
+            yield Problem(f"cannot be read: {_reason(error)}", file=self._locate(name),
+                          context=context)
             return
         display = _display(filename)
         try:
@@ -103,6 +104,14 @@ class TemplateSet:
         self._sources[name] = (source, display)
         self._asts[name] = ast
         yield from self._undeclared(name, provided, context=context)
+
+    def _locate(self, name: str) -> str:
+        """Where the loader finds ``name`` (for a file it could not read)."""
+        for folder in getattr(self.env.loader, "searchpath", ()):
+            path = Path(folder) / name
+            if path.exists():
+                return _display(str(path))
+        return name
 
     def _undeclared(
         self, name: str, provided: frozenset[str], *, context: str
