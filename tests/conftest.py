@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from pioneer import PromptCompileInput, PromptCompiler
+from pioneer.inputs import parse_compile_input
 
 CASES = Path(__file__).parent / "cases"
 
@@ -46,3 +51,33 @@ def home(tmp_path: Path) -> Path:
     folder = tmp_path / "home"
     folder.mkdir()
     return folder
+
+
+CaseSetup = Callable[[Path], tuple[PromptCompiler, PromptCompileInput]]
+
+
+@pytest.fixture
+def case_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CaseSetup:
+    """Lay out a golden case in a temporary folder and return its compiler and input.
+
+    The case's ``home/`` (absent means empty) is copied to ``./home`` and the working
+    folder is the temporary one, so paths and fingerprints in goldens are portable.
+    The input is parsed lazily by the caller's compile so input errors stay testable.
+    """
+
+    def setup(case: Path) -> tuple[PromptCompiler, PromptCompileInput]:
+        monkeypatch.chdir(tmp_path)
+        home = tmp_path / "home"
+        if (case / "home").is_dir():
+            shutil.copytree(case / "home", home, symlinks=True)
+        else:
+            home.mkdir()
+        data = json.loads((case / "input.json").read_text("utf-8"))
+        data.setdefault("workspace_root", "home")
+        compiler = PromptCompiler(
+            profile_path=[case / "profiles"] if (case / "profiles").is_dir() else [],
+            template_path=[case / "templates"] if (case / "templates").is_dir() else [],
+        )
+        return compiler, parse_compile_input(data)
+
+    return setup

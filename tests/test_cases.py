@@ -10,15 +10,14 @@ workspace root ``home``, so paths and fingerprints in the goldens are portable.
 
 from __future__ import annotations
 
-import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from pioneer import PioneerError, PromptCompiler
-from pioneer.inputs import parse_compile_input
+from pioneer import PioneerError, PromptCompileInput, PromptCompiler
+
+CaseSetup = Callable[[Path], tuple[PromptCompiler, PromptCompileInput]]
 
 CASES = Path(__file__).parent / "cases"
 CASE_DIRS = sorted(p for p in CASES.iterdir() if (p / "input.json").is_file())
@@ -28,20 +27,10 @@ def test_cases_are_discovered() -> None:
     assert len(CASE_DIRS) >= 10, "golden case discovery found too few cases"
 
 
-def _run_case(case: Path, tmp_path: Path) -> dict[str, str]:
-    home = tmp_path / "home"
-    if (case / "home").is_dir():
-        shutil.copytree(case / "home", home, symlinks=True)
-    else:
-        home.mkdir()
-    data = json.loads((case / "input.json").read_text("utf-8"))
-    data.setdefault("workspace_root", "home")
-    compiler = PromptCompiler(
-        profile_path=[case / "profiles"] if (case / "profiles").is_dir() else [],
-        template_path=[case / "templates"] if (case / "templates").is_dir() else [],
-    )
+def _run_case(case: Path, case_setup: CaseSetup) -> dict[str, str]:
     try:
-        payload = compiler.compile(parse_compile_input(data))
+        compiler, compile_input = case_setup(case)
+        payload = compiler.compile(compile_input)
     except PioneerError as error:
         return {"error.txt": error.render().replace(str(case), "$CASE") + "\n"}
     return {
@@ -55,13 +44,11 @@ def _run_case(case: Path, tmp_path: Path) -> dict[str, str]:
 @pytest.mark.parametrize("case", CASE_DIRS, ids=[p.name for p in CASE_DIRS])
 def test_case(
     case: Path,
-    tmp_path: Path,
+    case_setup: CaseSetup,
     golden: Callable[[Path, str], None],
     update_goldens: bool,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    outputs = _run_case(case, tmp_path)
+    outputs = _run_case(case, case_setup)
     expected_dir = case / "expected"
     for name, text in outputs.items():
         golden(expected_dir / name, text)

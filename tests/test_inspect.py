@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from pioneer import PromptCompiler
+from pioneer import PromptCompileInput, PromptCompiler
 from pioneer.cli import main
-from pioneer.inputs import parse_compile_input
 from pioneer.inspect import inspect_prompt, render_json, render_table
 
 CASES = Path(__file__).parent / "cases"
@@ -27,34 +25,25 @@ INSPECTED = [
 ]
 
 
-def _inspect(case: Path, tmp_path: Path) -> tuple[str, str]:
-    shutil.copytree(case / "home", tmp_path / "home")
-    data = json.loads((case / "input.json").read_text("utf-8"))
-    data.setdefault("workspace_root", "home")
-    compiler = PromptCompiler(
-        profile_path=[case / "profiles"] if (case / "profiles").is_dir() else [],
-        template_path=[case / "templates"] if (case / "templates").is_dir() else [],
-    )
-    inspection = inspect_prompt(compiler, parse_compile_input(data))
+CaseSetup = Callable[[Path], tuple[PromptCompiler, PromptCompileInput]]
+
+
+def _inspect(case: Path, case_setup: CaseSetup) -> tuple[str, str]:
+    inspection = inspect_prompt(*case_setup(case))
     return render_table(inspection) + "\n", render_json(inspection) + "\n"
 
 
 @pytest.mark.parametrize("name", INSPECTED)
 def test_inspect_golden(
-    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-    golden: Callable[[Path, str], None],
+    name: str, case_setup: CaseSetup, golden: Callable[[Path, str], None]
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    table, data = _inspect(CASES / name, tmp_path)
+    table, data = _inspect(CASES / name, case_setup)
     golden(GOLDENS / f"{name}.txt", table)
     golden(GOLDENS / f"{name}.json", data)
 
 
-def test_rows_cover_every_kept_section_and_totals_match(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    _, data = _inspect(CASES / "full-everything", tmp_path)
+def test_rows_cover_every_kept_section_and_totals_match(case_setup: CaseSetup) -> None:
+    _, data = _inspect(CASES / "full-everything", case_setup)
     manifest = json.loads((CASES / "full-everything" / "expected" / "manifest.json").read_text())
     report = json.loads(data)
     kept = [row for row in report["sections"] if row["status"] != "omitted"]
