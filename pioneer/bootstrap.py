@@ -158,6 +158,17 @@ def _inside(real_root: str, path: str) -> None:
                            "symlink); not read")
 
 
+def _plain_child(path: str, name: str) -> bool:
+    """``name`` is one ordinary path component and not a symlink, so ``path`` cannot leave
+    its folder (and resolving it, a stat per component of the root, is not needed)."""
+    if name in (".", "..") or os.sep in name or (os.altsep is not None and os.altsep in name):
+        return False
+    try:
+        return not stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:  # missing or unreadable: the read itself reports it
+        return True
+
+
 def file_signature(path: str | Path) -> tuple[int, ...] | None:
     """What a stat says about a file; equal signatures mean an unchanged file.
 
@@ -237,11 +248,13 @@ def load_bootstrap(
     budget_diags: list[Diagnostic] = []
     read: list[tuple[str, str, _Read]] = []
     status: dict[str, tuple[str, int]] = {}
-    real_root = os.path.realpath(root)
+    real_root: str | None = None
     for name, _keep_empty in files:
         path = str(root / name)
         try:
-            _inside(real_root, path)
+            if not _plain_child(path, name):
+                real_root = real_root or os.path.realpath(root)
+                _inside(real_root, path)
             read.append((name, path, reader.read(root / name, max_chars_per_file)))
         except _ReadFailure as failure:
             if failure.missing:

@@ -326,3 +326,35 @@ def test_the_render_limit_counts_the_same_input_text(
         dynamic_sections=[{"id": "hook.a", "content": "from a hook"}],
     ))
     assert len(seen) >= 10
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
+@pytest.mark.parametrize(
+    ("name", "target", "readable"),
+    [
+        ("SOUL.md", "outside", False),  # a symlink out of the root
+        ("SOUL.md", "inside", True),  # a symlink within the root
+        ("../outside.md", None, False),  # a name that climbs out
+        ("SOUL.md", None, True),  # a plain file, no resolving needed
+    ],
+)
+def test_only_files_inside_the_root_are_read(
+    tmp_path: Path, name: str, target: str | None, readable: bool
+) -> None:
+    real = tmp_path / "real-home"
+    real.mkdir()
+    home = tmp_path / "home"
+    home.symlink_to(real, target_is_directory=True)  # the root itself may be a link
+    (tmp_path / "outside.md").write_text("secret", encoding="utf-8")
+    (real / "inside.md").write_text("fine", encoding="utf-8")
+    if target == "outside":
+        (real / name).symlink_to(tmp_path / "outside.md")
+    elif target == "inside":
+        (real / name).symlink_to(real / "inside.md")
+    elif "/" not in name:
+        (real / name).write_text("plain", encoding="utf-8")
+    result = BootstrapLoader().load(home, [(name, True)], max_chars_per_file=100,
+                                    max_chars_total=100)
+    assert (name in result.files) is readable
+    if not readable:
+        assert [d.code for d in result.diagnostics] == ["file_read_error"]
