@@ -1,0 +1,507 @@
+"""pioneer side by side with the floor and its peers: run on demand, prints one table.
+
+    python benchmarks/bench.py [--rounds N] [--startup-runs N]
+
+Every row works on the same deterministic workload (``workload.py``). The in-process rows
+run interleaved: each round runs every row once, in a rotating order, so drift in the
+machine (frequency scaling, other processes) hits all rows alike. Untimed preparation
+(building the turn's input, editing a bootstrap file) happens between the timings. Each
+pioneer row owns its compiler and its token counter, so no row warms another's caches.
+Timing starts once the workload's files are older than the bootstrap cache's 2 s trust
+window, with the setup's objects frozen out of the garbage collector. The history rows
+run the real ``HistoryBudgeter`` over a SQLite store, once with the counts stored at
+write time and once recounting every loaded message with tiktoken. The start-up rows time
+whole processes. Ratios are to floor B's median; every floor and peer is first checked to
+produce pioneer's exact text, so all rows do the same job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gc
+import hashlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import jinja2
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import workload
+
+from pioneer import BOUNDARY_MARKER, PromptCompiler
+from pioneer.bootstrap import RACY_NS
+from pioneer.history import HistoryBudgeter, HistoryLimits, HistoryWindow, SqliteStore
+from pioneer.history.artifacts import render_message
+from pioneer.inputs import parse_compile_input
+from pioneer.resources import builtin_dir
+from pioneer.tokens import MESSAGE_OVERHEAD, TiktokenCounter
+
+#: A fixed past mtime for the workload files (whole seconds, so no filesystem rounds it).
+BASE_MTIME_NS = 1_700_000_000 * 10**9
+
+
+@dataclass
+class Row:
+    """One benchmark row: untimed ``prepare(round)`` then timed ``run(round)``."""
+
+    name: str
+    run: Callable[[int], object]
+    prepare: Callable[[int], None] = lambda _round: None
+    target: str = ""
+    samples: list[int] = field(default_factory=list)
+
+
+def _sha3(stable: str, dynamic: str, full: str) -> tuple[str, str, str]:
+    return (
+        hashlib.sha256(stable.encode()).hexdigest(),
+        hashlib.sha256(dynamic.encode()).hexdigest(),
+        hashlib.sha256(full.encode()).hexdigest(),
+    )
+
+
+def _full(stable: str, dynamic: str) -> str:
+    return stable + BOUNDARY_MARKER + dynamic
+
+
+class Workload:
+    """The turns, their reference output, and what the floors and peers need for them."""
+
+    def __init__(self, root: Path, rounds: int):
+        self.root = root
+        self.home = root / "home"
+        workload.write_home(self.home)
+        for name in ("SOUL.md", "IDENTITY.md", "USER.md"):
+            _set_mtime(self.home / name, 0)
+        self.inputs = [
+            parse_compile_input(workload.compile_input(self.home, turn)) for turn in range(rounds)
+        ]
+        reference = PromptCompiler(token_counter=TiktokenCounter())
+        self.payloads = [reference.compile(item) for item in self.inputs]
+        profile = reference.load_profile("full").spec
+        self.specs = {s.id: s for s in profile.sections}
+        self.slot = next(s for s in profile.sections if s.source == "slot")
+        self.files = {
+            name: SimpleNamespace(
+                name=name, path=str(self.home / name),
+                content=workload.bootstrap_text(name, 0),
+            )
+            for name in ("SOUL.md", "IDENTITY.md", "USER.md")
+        }
+
+    def plan(self, turn: int) -> list[tuple[str, str, str, dict[str, Any]]]:
+        """Floor B's work for a turn: (stability, title, template, context) per kept section."""
+        item = self.inputs[turn]
+        contents = {s.id: s.content for s in [*item.runtime_sections, *item.dynamic_sections]}
+        plan: list[tuple[str, str, str, dict[str, Any]]] = []
+        for section in self.payloads[turn].sections:
+            spec = self.specs.get(section.id, self.slot)
+            kind, _, name = section.source.partition(":")
+            context: dict[str, Any] = {}
+            if kind == "file":
+                context = {"file": self.files[name], "reminder": spec.reminder}
+            elif kind == "input":
+                context = {"content": str(getattr(item, name)).strip()}
+            elif kind in ("runtime", "hook"):
+                context = {"content": contents[section.id]}
+            plan.append((section.stability, section.title, spec.template, context))
+        return plan
+
+
+def _set_mtime(path: Path, version: int) -> None:
+    stamp = BASE_MTIME_NS + version * 10**9
+    os.utime(path, ns=(stamp, stamp))
+
+
+# -- floors -------------------------------------------------------------------------
+
+
+def floor_a(work: Workload) -> Row:
+    texts = [
+        ([s.text for s in p.sections if s.stability == "stable"],
+         [s.text for s in p.sections if s.stability == "dynamic"])
+        for p in work.payloads
+    ]
+
+    def run(turn: int) -> object:
+        stable_parts, dynamic_parts = texts[turn]
+        stable, dynamic = "\n\n".join(stable_parts), "\n\n".join(dynamic_parts)
+        return _sha3(stable, dynamic, _full(stable, dynamic))
+
+    return Row("floor A: join pre-rendered sections + 3 sha256", run)
+
+
+def floor_b(work: Workload) -> Row:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(builtin_dir("templates"))),
+        undefined=jinja2.StrictUndefined, autoescape=False,
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+    )
+    plans = [
+        [(stability, title, env.get_template(name), context)
+         for stability, title, name, context in work.plan(turn)]
+        for turn in range(len(work.inputs))
+    ]
+
+    def render(turn: int) -> tuple[str, str]:
+        stable: list[str] = []
+        dynamic: list[str] = []
+        for stability, title, template, context in plans[turn]:
+            text = f"## {title}\n{template.render(context).strip()}"
+            (stable if stability == "stable" else dynamic).append(text)
+        return "\n\n".join(stable), "\n\n".join(dynamic)
+
+    for turn, payload in enumerate(work.payloads):
+        if _full(*render(turn)) != payload.full_system_text:
+            raise SystemExit(f"floor B does not reproduce pioneer's text for turn {turn}")
+
+    def run(turn: int) -> object:
+        stable, dynamic = render(turn)
+        return _sha3(stable, dynamic, _full(stable, dynamic))
+
+    return Row("floor B: precompiled jinja2 + join + 3 sha256", run)
+
+
+# -- pioneer ------------------------------------------------------------------------
+
+
+def pioneer_warm(work: Workload, *, count_tokens: bool) -> Row:
+    compiler = PromptCompiler(token_counter=TiktokenCounter(), count_tokens=count_tokens)
+    compiler.compile(work.inputs[-1])
+
+    def run(turn: int) -> object:
+        return compiler.compile(work.inputs[turn])
+
+    name = "pioneer warm, only dynamic inputs changed"
+    return Row(name if count_tokens else f"{name} (no token counts)", run,
+               target="<= 0.5" if count_tokens else "")
+
+
+def pioneer_bootstrap_changed(work: Workload, *, count_tokens: bool) -> Row:
+    home = work.root / f"home-edited-{count_tokens}"
+    shutil.copytree(work.home, home)
+    inputs = [item.model_copy(update={"workspace_root": home}) for item in work.inputs]
+    compiler = PromptCompiler(token_counter=TiktokenCounter(), count_tokens=count_tokens)
+    compiler.compile(inputs[-1])
+
+    def prepare(turn: int) -> None:
+        # A new revision of USER.md: same size, new content, a new (past) mtime.
+        content = workload.bootstrap_text("USER.md", turn + 1)
+        (home / "USER.md").write_text(content, encoding="utf-8")
+        _set_mtime(home / "USER.md", turn + 1)
+
+    def run(turn: int) -> object:
+        payload = compiler.compile(inputs[turn])
+        if f"(revision {turn + 1})" not in payload.stable_system_text:
+            raise SystemExit("the edited USER.md did not reach the prompt")
+        return payload
+
+    name = "pioneer warm, USER.md edited + new turn"
+    return Row(name if count_tokens else f"{name} (no token counts)", run, prepare,
+               target="<= 1.3" if count_tokens else "")
+
+
+def pioneer_fresh(work: Workload) -> Row:
+    def run(turn: int) -> object:
+        return PromptCompiler(token_counter=TiktokenCounter()).compile(work.inputs[turn])
+
+    return Row("pioneer first call in a fresh compiler", run)
+
+
+# -- peers --------------------------------------------------------------------------
+
+
+def _peer_template(work: Workload) -> str:
+    """One jinja2 template for the whole prompt, the same for both peers.
+
+    It does what the profile does (conditions, headings, blank inputs left out) with no
+    newline straight after a block tag, so it renders the same in any environment.
+    """
+    nl = "{{ '\\n\\n' }}"
+    parts: dict[str, list[str]] = {"stable": [], "dynamic": []}
+    for stability, title, name, context in work.plan(0):
+        source = (builtin_dir("templates") / name).read_text("utf-8").strip()
+        key = title.lower().replace(" ", "_").replace(".", "_").replace(":", "")
+        head = f"## {title}\n"
+        if "file" in context:
+            var = key
+            body = (
+                f"### {{{{ {var}.name }}}} ({{{{ {var}.path }}}})\n{{{{ {var}.content }}}}"
+                f"{{% if {var}_reminder %}}{{{{ '\\n\\n' if {var}.content else '\\n' }}}}"
+                "This file is yours to keep current: update it as you learn more about who "
+                "you are.{% endif %}"
+            )
+            snippet = f"{{% if {var} %}}{nl}{head}{body}{{% endif %}}"
+        elif "content" in context:
+            snippet = (f"{{% if {key} and {key}.strip() %}}{nl}{head}"
+                       f"{{{{ {key}.strip() }}}}{{% endif %}}")
+        else:
+            spec = work.specs[next(s.id for s in work.specs.values() if s.title == title)]
+            condition = spec.when or "true"
+            snippet = f"{{% if {condition} %}}{nl}{head}{source}{{% endif %}}"
+        parts[stability].append(snippet)
+    return "".join(parts["stable"]) + "{{ boundary }}" + "".join(parts["dynamic"])
+
+
+def peer_variables(work: Workload, turn: int) -> dict[str, Any]:
+    variables: dict[str, Any] = {
+        name: getattr(work.inputs[turn], name)
+        for name in ("include_tool_recovery_policy", "include_task_orchestration_policy",
+                     "continue_generation_hint", "artifact_ref_count")
+    }
+    variables["boundary"] = BOUNDARY_MARKER
+    for _stability, title, _name, context in work.plan(turn):
+        key = title.lower().replace(" ", "_").replace(".", "_").replace(":", "")
+        if "file" in context:
+            variables[key] = context["file"]
+            variables[f"{key}_reminder"] = context["reminder"]
+        elif "content" in context:
+            variables[key] = context["content"]
+    return variables
+
+
+def _peer_text(rendered: str) -> str:
+    # The template opens every section with a separator; drop the one before each half.
+    stable, _, dynamic = rendered.partition(BOUNDARY_MARKER)
+    return stable.removeprefix("\n\n") + BOUNDARY_MARKER + dynamic.removeprefix("\n\n")
+
+
+def peer_langchain(work: Workload) -> Row:
+    from langchain_core.prompts import ChatPromptTemplate
+
+    template = _peer_template(work)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prompt = ChatPromptTemplate.from_messages([("system", template)],
+                                                  template_format="jinja2")
+    variables = [peer_variables(work, turn) for turn in range(len(work.inputs))]
+    rendered = prompt.format_messages(**variables[0])[0].content
+    if _peer_text(str(rendered)) != work.payloads[0].full_system_text:
+        raise SystemExit("the langchain-core template does not reproduce pioneer's text")
+
+    def run(turn: int) -> object:
+        return prompt.format_messages(**variables[turn])
+
+    return Row("langchain-core ChatPromptTemplate (jinja2)", run,
+               target="pioneer warm >= 20x faster")
+
+
+def peer_banks(work: Workload) -> Row:
+    from banks import Prompt  # type: ignore[import-untyped]
+
+    template = _peer_template(work)
+    prompt = Prompt(template)
+    variables = [peer_variables(work, turn) for turn in range(len(work.inputs))]
+    if _peer_text(prompt.text(variables[0])) != work.payloads[0].full_system_text:
+        raise SystemExit("the banks template does not reproduce pioneer's text")
+
+    def run(turn: int) -> object:
+        return prompt.text(variables[turn])
+
+    return Row("banks Prompt.text", run)
+
+
+# -- history ------------------------------------------------------------------------
+
+
+class _Recounting:
+    """A store view that counts every loaded message with tiktoken instead of trusting the
+    stored counts: what budgeting costs without counts kept at write time."""
+
+    def __init__(self, store: SqliteStore, counter: TiktokenCounter):
+        self.store = store
+        self.counter = counter
+
+    def _tokens(self, rendered: str | None) -> int:
+        return 0 if rendered is None else self.counter.count(rendered) + MESSAGE_OVERHEAD
+
+    def get_history_window(
+        self, thread_id: str, limit: int, *, exclude_turn_id: str | None = None
+    ) -> HistoryWindow:
+        window = self.store.get_history_window(thread_id, limit, exclude_turn_id=exclude_turn_id)
+        entries = tuple(
+            dataclasses.replace(
+                entry,
+                user_tokens=self._tokens(
+                    render_message(entry.user_text, entry.user_artifacts, "user")),
+                assistant_tokens=self._tokens(
+                    render_message(entry.assistant_text, entry.assistant_artifacts, "assistant")),
+            )
+            for entry in window.entries
+        )
+        return dataclasses.replace(window, entries=entries)
+
+
+def history_rows(work: Workload) -> tuple[Row, Row]:
+    store = SqliteStore(work.root / "history.db", counter=TiktokenCounter())
+    store.ensure_thread("bench")
+    texts = workload.history_texts()
+    for (_, user), (_, reply) in zip(texts[::2], texts[1::2], strict=True):
+        store.add_turn("bench", user_text=user, assistant_text=reply)
+    limits = HistoryLimits.from_tokens(128_000, 16_000)
+    stored = HistoryBudgeter(store, limits)
+    counting = HistoryBudgeter(
+        _Recounting(store, TiktokenCounter(cache_size=0)), limits  # type: ignore[arg-type]
+    )
+    if stored.build("bench") != counting.build("bench"):
+        raise SystemExit("the two history rows disagree")
+    return (
+        Row("history: budget 200 turns, stored counts", lambda _turn: stored.build("bench"),
+            target="<= 1/50 of tiktoken"),
+        Row("history: budget 200 turns, tiktoken counts", lambda _turn: counting.build("bench")),
+    )
+
+
+# -- running ------------------------------------------------------------------------
+
+
+def run_interleaved(rows: list[Row], rounds: int) -> None:
+    clock = time.perf_counter_ns
+    for turn in range(rounds):
+        shift = turn % len(rows)
+        for row in rows[shift:] + rows[:shift]:
+            row.prepare(turn)
+            start = clock()
+            row.run(turn)
+            row.samples.append(clock() - start)
+
+
+STARTUP = {
+    "pioneer compile (text)": None,  # the console script, filled in by startup()
+    "python -c 'import jinja2, pydantic, jsonschema'": "import jinja2, pydantic, jsonschema",
+    # What any program on pioneer's stack loads: BaseModel and pydantic-settings (the
+    # baseline's `import pydantic` is lazy and loads neither).
+    "python -c 'import jinja2, pydantic_settings; from pydantic import BaseModel'":
+        "import jinja2, pydantic_settings; from pydantic import BaseModel",
+}
+
+
+def startup(home: Path, runs: int) -> dict[str, list[int]]:
+    """Wall time of each start-up command, interleaved, after one untimed warm-up run.
+
+    Bytecode is cached as a normal install does (pip compiles it), in a private cache
+    folder, for pioneer and the baseline alike; without that, pioneer's own modules would
+    be compiled from source on every start whenever PYTHONDONTWRITEBYTECODE is set.
+    """
+    script = Path(sys.executable).with_name("pioneer")
+    pioneer = [str(script)] if script.exists() else [sys.executable, "-m", "pioneer"]
+    commands = {
+        name: [sys.executable, "-c", code] if code else [*pioneer, "compile", "--home", str(home)]
+        for name, code in STARTUP.items()
+    }
+    # No deployment file and no PIONEER_* variables: the built-in defaults only.
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("PIONEER_") and key != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(home.parent / "pycache")
+    timings: dict[str, list[int]] = {name: [] for name in commands}
+    for warm_up in [True] + [False] * runs:
+        for name, command in commands.items():
+            start = time.perf_counter_ns()
+            subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env,
+                           cwd=home.parent)
+            if not warm_up:
+                timings[name].append(time.perf_counter_ns() - start)
+    return timings
+
+
+def _p95(samples: Sequence[int]) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def _fmt(ns: float) -> str:
+    if ns >= 10**8:
+        return f"{ns / 10**9:.3f} s"
+    if ns >= 10**6:
+        return f"{ns / 10**6:.2f} ms"
+    return f"{ns / 10**3:.1f} µs"
+
+
+def report(rows: list[Row], start: dict[str, list[int]] | None, out: Any) -> None:
+    floor = statistics.median(next(r for r in rows if r.name.startswith("floor B")).samples)
+    width = max(len(r.name) for r in rows) + 2
+    print(f"{'row':<{width}}{'median':>11}{'p95':>11}{'x floor B':>11}  target", file=out)
+    for row in rows:
+        median = statistics.median(row.samples)
+        print(
+            f"{row.name:<{width}}{_fmt(median):>11}{_fmt(_p95(row.samples)):>11}"
+            f"{median / floor:>11.3f}  {row.target}",
+            file=out,
+        )
+    by_name = {r.name: statistics.median(r.samples) for r in rows}
+    warm = by_name["pioneer warm, only dynamic inputs changed"]
+    bare = by_name["pioneer warm, only dynamic inputs changed (no token counts)"]
+    langchain = by_name["langchain-core ChatPromptTemplate (jinja2)"]
+    banks = by_name["banks Prompt.text"]
+    stored = by_name["history: budget 200 turns, stored counts"]
+    counted = by_name["history: budget 200 turns, tiktoken counts"]
+    print(file=out)
+    print(f"langchain-core / pioneer warm: {langchain / warm:.1f}x "
+          f"({langchain / bare:.1f}x without token counts; target >= 20x)", file=out)
+    print(f"banks / pioneer warm:          {banks / warm:.2f}x "
+          f"({banks / bare:.2f}x without token counts)", file=out)
+    print(f"history stored / tiktoken:     1/{counted / stored:.0f} (target <= 1/50)", file=out)
+    if start is not None:
+        names = list(start)
+        base = statistics.median(start[names[1]])
+        width = max(width, *(len(name) + 2 for name in names))
+        print(file=out)
+        print(f"{'process start-up':<{width}}{'median':>11}{'p95':>11}{'x baseline':>11}",
+              file=out)
+        for name in names:
+            median = statistics.median(start[name])
+            print(f"{name:<{width}}{_fmt(median):>11}{_fmt(_p95(start[name])):>11}"
+                  f"{median / base:>11.2f}  {'<= 1.5' if name == names[0] else ''}", file=out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=200, help="interleaved rounds (200)")
+    parser.add_argument("--startup-runs", type=int, default=20,
+                        help="process start-ups per command (20; 0 skips the rows)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="pioneer-bench-") as folder:
+        work = Workload(Path(folder), args.rounds)
+        rows = [
+            floor_a(work),
+            floor_b(work),
+            pioneer_warm(work, count_tokens=True),
+            pioneer_warm(work, count_tokens=False),
+            pioneer_bootstrap_changed(work, count_tokens=True),
+            pioneer_bootstrap_changed(work, count_tokens=False),
+            pioneer_fresh(work),
+            peer_langchain(work),
+            peer_banks(work),
+            *history_rows(work),
+        ]
+        # Files changed within RACY_NS are re-read on every compile (their signature
+        # cannot be trusted yet); start timing once the workload's files have settled.
+        time.sleep(RACY_NS / 1e9)
+        # The setup's objects (every turn's reference payload) are not the rows' garbage.
+        gc.collect()
+        gc.freeze()
+        run_interleaved(rows, args.rounds)
+        start = startup(work.home, args.startup_runs) if args.startup_runs else None
+        p = work.payloads[0]
+        print(f"workload: full profile, {len(p.stable_system_text):,} stable + "
+              f"{len(p.dynamic_system_text):,} dynamic chars, {len(p.sections)} sections; "
+              f"{args.rounds} interleaved rounds; Python {sys.version.split()[0]}")
+        print()
+        report(rows, start, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
