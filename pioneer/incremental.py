@@ -22,7 +22,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from .manifest import CompiledSection, Diagnostic, ManifestSection
 
@@ -45,7 +45,7 @@ def freeze(value: Any) -> Hashable:
     """
     kind = type(value)
     if kind is str or value is None:
-        return value
+        return cast(Hashable, value)
     if kind is bool or kind is int:
         return (kind.__name__, value)
     if kind is float:
@@ -55,7 +55,7 @@ def freeze(value: Any) -> Hashable:
     if isinstance(value, Mapping):
         return ("mapping", *((key, freeze(item)) for key, item in sorted(value.items())))
     hash(value)  # frozen models and dataclasses hash their fields; anything else raises
-    return value  # type: ignore[no-any-return]
+    return cast(Hashable, value)
 
 
 class Memo(Generic[K, V]):
