@@ -36,10 +36,11 @@ def render_sections(rendered: Iterable[str]) -> str:
 
 def join_full_text(stable: str, dynamic: str) -> str:
     """Stable and dynamic text joined by the boundary marker when both are present."""
-    has_stable = bool(stable.strip())
-    has_dynamic = bool(dynamic.strip())
+    # isspace() scans without copying; these texts can be tens of thousands of chars.
+    has_stable = bool(stable) and not stable.isspace()
+    has_dynamic = bool(dynamic) and not dynamic.isspace()
     if has_stable and has_dynamic:
-        return stable + BOUNDARY_MARKER + dynamic
+        return "".join((stable, BOUNDARY_MARKER, dynamic))
     if has_dynamic:
         return BOUNDARY_MARKER + dynamic
     return stable if has_stable else ""

@@ -473,9 +473,12 @@ class _SectionRenderer:
         template = self.templates.template(section.template)
         names = {"id": section_id, "title": title}
         context = {**self.base, "section": names, **extra}
-        if self._base_size is None:
-            self._base_size = text_size(self.base.values())
-        given = self._base_size + text_size([names, *extra.values()])
+
+        def given() -> int:
+            if self._base_size is None:
+                self._base_size = text_size(self.base.values())
+            return self._base_size + text_size([names, *extra.values()])
+
         try:
             body = render_bounded(template, context, given=given)
         except Exception as error:  # template code is untrusted: any failure is its error

@@ -253,24 +253,33 @@ def text_size(values: Iterable[Any], depth: int = 3) -> int:
 
 
 def render_bounded(
-    template: jinja2.Template, context: Mapping[str, Any], *, given: int | None = None
+    template: jinja2.Template,
+    context: Mapping[str, Any],
+    *,
+    given: int | Callable[[], int] | None = None,
 ) -> str:
     """Render ``template``; refuse once it emits MAX_OUTPUT characters beyond its input.
 
     The limit grows with the text handed in, so passing a long input through is never
-    refused; a template that makes text of its own (a loop, a repeat) is. ``given`` is
-    ``text_size(context.values())`` when the caller already has it (the compiler renders
-    every section of a turn from one shared context).
+    refused; a template that makes text of its own (a loop, a repeat) is. ``given`` is the
+    size of that input (default ``text_size(context.values())``), or a function that
+    measures it: it is only needed once a render passes MAX_OUTPUT, which almost none do,
+    so the compiler hands in a function and the measuring is skipped on every normal turn.
     """
-    limit = MAX_OUTPUT + (text_size(context.values()) if given is None else given)
+    limit: int | None = None
     parts: list[str] = []
     size = 0
     for part in template.generate(context):
         size += len(part)
-        if size > limit:
-            raise TemplateLimitError(
-                f"the rendered text went over its limit of {limit} characters (a template "
-                f"may emit at most {MAX_OUTPUT} beyond the text it is given)"
-            )
+        if size > MAX_OUTPUT:
+            if limit is None:
+                if given is None:
+                    given = text_size(context.values())
+                limit = MAX_OUTPUT + (given() if callable(given) else given)
+            if size > limit:
+                raise TemplateLimitError(
+                    f"the rendered text went over its limit of {limit} characters (a template "
+                    f"may emit at most {MAX_OUTPUT} beyond the text it is given)"
+                )
         parts.append(part)
     return "".join(parts)
