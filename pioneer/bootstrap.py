@@ -403,11 +403,16 @@ def _exists(target: Path) -> bool:
     try:
         info = os.stat(target)
     except FileNotFoundError:
-        if os.path.lexists(target):
+        try:
+            info = os.lstat(target)
+        except FileNotFoundError:
+            return False
+        # Only a symlink is dangling: anything else appeared after the stat (another
+        # process seeding the same home) and is judged as it is now.
+        if stat.S_ISLNK(info.st_mode):
             raise PioneerError(
                 Problem("exists but is not a file (dangling link)", file=str(target))
             ) from None
-        return False
     if not stat.S_ISREG(info.st_mode):
         raise PioneerError(Problem("exists but is not a file", file=str(target)))
     return True
