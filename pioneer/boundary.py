@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 __all__ = [
     "BOUNDARY_MARKER",
+    "QUOTED_MARKER",
     "join_full_text",
     "render_section",
     "render_sections",
@@ -18,15 +19,25 @@ __all__ = [
 ]
 
 BOUNDARY_MARKER = "\n<!-- PIONEER_PROMT_CACHE_BOUNDARY -->\n"
+_COMMENT = BOUNDARY_MARKER.strip()
+#: What the marker's comment becomes inside a section: no longer the marker, and of the
+#: same length, so every character budget measured before still holds.
+QUOTED_MARKER = "<!-- PIONEER-PROMT-CACHE-BOUNDARY -->"
 _SEPARATOR = "\n\n"
 
 
 def render_section(title: str, content: str) -> str:
-    """``## title`` over the trimmed content, or ``""`` when the content is blank."""
+    """``## title`` over the trimmed content, or ``""`` when the content is blank.
+
+    Input text may carry the marker's comment (a file, a hook, a user): it becomes
+    :data:`QUOTED_MARKER`, so the only boundary in a full text is the one
+    :func:`join_full_text` puts there and splitting it gives back stable and dynamic.
+    """
     body = content.strip()
     if not body:
         return ""
-    return f"## {title.strip()}\n{body}"
+    text = f"## {title.strip()}\n{body}"
+    return text.replace(_COMMENT, QUOTED_MARKER) if _COMMENT in text else text
 
 
 def render_sections(rendered: Iterable[str]) -> str:
