@@ -106,8 +106,8 @@ def check_decision(decision: HistoryDecision, turns: int) -> None:
 @FUZZ
 @given(
     turns=st.lists(TURN, max_size=12),
-    max_context=st.integers(0, 6000),
-    reserve=st.integers(0, 3000),
+    max_context=st.integers(0, 400) | st.integers(0, 200_000),
+    reserve=st.integers(0, 100) | st.integers(0, 200_000),
     behaviour=st.sampled_from([*BEHAVIOURS, "ok", "ok", "ok", "ok"]),
     again=st.lists(TURN, max_size=3),
 )
