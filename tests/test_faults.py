@@ -1,0 +1,356 @@
+"""Hooks and summarizers under fault: the turn still compiles, with the right diagnostic
+or fallback, within a bounded time.
+
+A hook that hangs past its deadline, raises or returns garbage is handled by its failure
+policy; a summarizer that times out (outright, or by dripping bytes), answers with an
+error status, an empty, malformed or oversized reply, or never returns at all makes the
+budgeter fall back to the newest turns that fit.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pioneer import (
+    HookContext,
+    HookError,
+    HookRegistry,
+    PioneerError,
+    PromptCompileInput,
+    PromptCompiler,
+    PromptSectionContribution,
+    compile_turn,
+)
+from pioneer.history import (
+    HistoryBudgeter,
+    HistoryLimits,
+    OpenAIChatSummarizer,
+    SqliteStore,
+    SummarizerError,
+    SummaryRequest,
+)
+from pioneer.history.summarizer import MAX_REPLY_BYTES
+from pioneer.settings import PioneerSettings
+
+PHASE = "turn.pre_prompt_compile"
+#: Generous: a fault costs a deadline of tens of milliseconds; only a hang comes near this.
+BOUNDED = 10.0
+
+
+@pytest.fixture(scope="module")
+def compiler() -> PromptCompiler:
+    return PromptCompiler(count_tokens=False)
+
+
+@pytest.fixture
+def release() -> Iterator[threading.Event]:
+    """Set at teardown, so abandoned hook and summarizer threads finish."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+def contribution(content: str, section_id: str = "acme.notes") -> PromptSectionContribution:
+    return PromptSectionContribution(contribution_id=f"{section_id}.c", section_id=section_id,
+                                     domain="acme", content=content)
+
+
+def _garbage() -> dict[str, Callable[[HookContext], Any]]:
+    def generator_that_raises(context: HookContext) -> Any:
+        yield contribution("first")
+        raise RuntimeError("half way")
+
+    def mutates_its_input(context: HookContext) -> Any:
+        context.compile_input.extra_system = "changed"  # type: ignore[misc]
+
+    return {
+        "a dict": lambda context: {"content": "x"},
+        "a number": lambda context: 42,
+        "bytes": lambda context: b"text",
+        "a list of strings": lambda context: ["text"],
+        "a generator that raises": generator_that_raises,
+        "content None (validation skipped)": lambda context: (
+            PromptSectionContribution.model_construct(
+                contribution_id="c", domain="d", section_id="acme.x", content=None)),
+        "a built-in id (validation skipped)": lambda context: (
+            PromptSectionContribution.model_construct(
+                contribution_id="c", domain="d", section_id="identity_base", content="x")),
+        "an id with a space (validation skipped)": lambda context: (
+            PromptSectionContribution.model_construct(
+                contribution_id="c", domain="d", section_id="a b", content="x")),
+        "a write to its frozen input": mutates_its_input,
+    }
+
+
+GARBAGE = _garbage()
+
+
+@pytest.mark.parametrize("name", sorted(GARBAGE))
+@pytest.mark.parametrize("deadline_ms", [None, 500], ids=["blocking", "deadline"])
+def test_a_best_effort_hook_returning_garbage_is_a_diagnostic(
+    compiler: PromptCompiler, home: Path, name: str, deadline_ms: int | None
+) -> None:
+    registry = HookRegistry()
+    registry.hook("acme.bad", phase=PHASE, deadline_ms=deadline_ms,
+                  failure="best_effort")(GARBAGE[name])
+    registry.hook("acme.good", phase=PHASE)(lambda context: contribution("still here",
+                                                                          "acme.good"))
+    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+    assert "## Dynamic: acme.good\nstill here" in payload.dynamic_system_text
+    failed = [d for d in payload.manifest.diagnostics if d.code == "hook_best_effort_failed"]
+    assert len(failed) == 1 and failed[0].message.startswith(
+        f"hook `acme.bad` at {PHASE} failed: ")
+    assert failed[0].hook_source == "acme.bad"
+
+
+@pytest.mark.parametrize("name", sorted(GARBAGE))
+def test_a_fail_closed_hook_returning_garbage_stops_the_turn(
+    compiler: PromptCompiler, home: Path, name: str
+) -> None:
+    registry = HookRegistry()
+    registry.hook("acme.bad", phase=PHASE)(GARBAGE[name])
+    with pytest.raises(HookError) as info:
+        compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+    assert str(info.value).startswith(f"{PHASE} → acme.bad.{PHASE}: hook \"acme.bad\" failed: ")
+
+
+@pytest.mark.parametrize("error", [RuntimeError("boom"), PioneerError("store is down"),
+                                   RecursionError(), MemoryError()],
+                         ids=["runtime-error", "pioneer-error", "recursion", "memory"])
+def test_a_best_effort_hook_that_raises_is_a_diagnostic(
+    compiler: PromptCompiler, home: Path, error: Exception
+) -> None:
+    def raises(context: HookContext) -> None:
+        raise error
+
+    registry = HookRegistry()
+    registry.hook("acme.raises", phase=PHASE, failure="best_effort")(raises)
+    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+    assert [d.code for d in payload.manifest.diagnostics][-1] == "hook_best_effort_failed"
+    assert payload.manifest.hook_sources[-1].contribution_kind == "runtime_failure"
+
+
+def test_hooks_that_hang_in_every_phase_cost_only_their_deadlines(
+    compiler: PromptCompiler, home: Path, release: threading.Event
+) -> None:
+    registry = HookRegistry()
+    for phase in ("turn.pre_prompt_context", "turn.post_preflight_prompt_context", PHASE):
+        for n in range(3):
+            registry.hook(f"acme.hang.{phase}.{n}", phase=phase, deadline_ms=40,
+                          failure="best_effort")(lambda context: release.wait())
+    registry.hook("acme.good", phase=PHASE)(lambda context: contribution("on time",
+                                                                          "acme.good"))
+    started = time.monotonic()
+    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+    assert time.monotonic() - started < BOUNDED
+    assert not release.is_set()  # they are all still hanging
+    assert "on time" in payload.dynamic_system_text
+    missed = [d.message for d in payload.manifest.diagnostics
+              if d.code == "hook_best_effort_failed"]
+    assert len(missed) == 9 and all("missed its 40 ms deadline" in m for m in missed)
+
+
+def test_a_fail_closed_hook_that_hangs_stops_the_turn_in_bounded_time(
+    compiler: PromptCompiler, home: Path, release: threading.Event
+) -> None:
+    registry = HookRegistry()
+    registry.hook("acme.hang", phase=PHASE, deadline_ms=40)(lambda context: release.wait())
+    started = time.monotonic()
+    with pytest.raises(HookError, match="missed its 40 ms deadline"):
+        compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+    assert time.monotonic() - started < BOUNDED
+
+
+def test_a_hook_flooding_the_pool_is_cut_to_the_pool(compiler: PromptCompiler,
+                                                     home: Path) -> None:
+    registry = HookRegistry()
+    registry.hook("acme.flood", phase=PHASE, failure="best_effort")(lambda context: [
+        contribution("y" * 50_000, f"acme.flood{n}") for n in range(100)])
+    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+    flooded = [s for s in payload.sections if s.id.startswith("acme.flood")]
+    assert len(flooded) <= 16
+    assert sum(len(s.text) for s in flooded) <= 24_000 + 16 * len("## Dynamic: acme.flood99\n")
+    assert {d.code for d in payload.manifest.diagnostics} >= {
+        "dynamic_section_truncated", "dynamic_section_omitted"}
+
+
+# -- summarizers -----------------------------------------------------------------
+
+
+class FaultyServer:
+    """A chat-completions endpoint on 127.0.0.1 that misbehaves as told."""
+
+    def __init__(self) -> None:
+        self.mode = "ok"
+        self.status = 200
+        self.body = b""
+        self.stop = threading.Event()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["Content-Length"]))
+                if server.mode == "stall":
+                    server.stop.wait(30)
+                    return
+                self.send_response(server.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(server.body)))
+                self.end_headers()
+                if server.mode == "drip":  # one byte at a time, well inside the timeout
+                    for byte in server.body:
+                        if server.stop.wait(0.05):
+                            return
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    return
+                self.wfile.write(server.body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,),
+                                       daemon=True)
+        self.thread.start()
+
+    def reply(self, content: Any, status: int = 200, mode: str = "ok") -> None:
+        self.status, self.mode = status, mode
+        self.body = json.dumps({"choices": [{"message": {"role": "assistant",
+                                                         "content": content}}]}).encode()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[FaultyServer]:
+    faulty = FaultyServer()
+    yield faulty
+    faulty.close()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    with SqliteStore(tmp_path / "history.db") as opened:
+        opened.ensure_thread("t", model="m")
+        for n in range(6):
+            opened.add_turn("t", user_text=f"question {n}", assistant_text=f"answer {n}")
+        yield opened
+
+
+def _fallback(store: SqliteStore, summarizer: Any, **kwargs: Any) -> str:
+    """Budget thread ``t`` over its threshold; the reason of the truncation fallback."""
+    budgeter = HistoryBudgeter(store, HistoryLimits.from_tokens(60, 0), summarizer=summarizer,
+                               **kwargs)
+    started = time.monotonic()
+    decision = budgeter.build("t")
+    assert time.monotonic() - started < BOUNDED
+    assert decision.mode == "truncate"
+    assert decision.messages[-1].content == "answer 5" and decision.sent_tokens <= 60
+    assert store.get_thread_summary("t") is None
+    return decision.reason.split("; ")[1]
+
+
+@pytest.mark.parametrize(("status", "content", "reason"), [
+    (500, "server error", "HTTP 500"),
+    (429, "slow down", "HTTP 429"),
+    (200, "", "summarizer returned an empty reply"),
+    (200, None, "summarizer returned an empty reply"),
+    (200, "word " * 5000, "summary of 5009 tokens does not fit the budget of 60"),
+])
+def test_an_http_summarizer_failure_falls_back(server: FaultyServer, store: SqliteStore,
+                                               status: int, content: Any, reason: str) -> None:
+    server.reply(content, status)
+    assert reason in _fallback(store, OpenAIChatSummarizer(server.base_url, timeout=2))
+
+
+def test_a_reply_that_is_not_json_falls_back(server: FaultyServer, store: SqliteStore) -> None:
+    server.reply("x")
+    server.body = b"<html>gateway</html>"
+    assert _fallback(store, OpenAIChatSummarizer(server.base_url, timeout=2)) == (
+        f"summarizer failed: {server.base_url}/chat/completions: not a chat-completions reply")
+
+
+def test_a_stalled_server_times_out(server: FaultyServer, store: SqliteStore) -> None:
+    server.reply("never sent", mode="stall")
+    assert _fallback(store, OpenAIChatSummarizer(server.base_url, timeout=0.2)) == (
+        f"summarizer failed: {server.base_url}/chat/completions: timed out after 0.2s")
+
+
+def test_a_server_dripping_bytes_times_out(server: FaultyServer) -> None:
+    # Every byte arrives well within the socket timeout; only the overall deadline ends
+    # it (the whole reply would take 200 bytes x 0.05 s = 10 s).
+    server.reply("z" * 150, mode="drip")
+    summarizer = OpenAIChatSummarizer(server.base_url, timeout=0.3)
+    started = time.monotonic()
+    with pytest.raises(SummarizerError, match=r"timed out after 0\.3s"):
+        summarizer.summarize(SummaryRequest("m", 10, None, ()))
+    assert time.monotonic() - started < 5
+
+
+def test_an_oversized_reply_body_is_refused(server: FaultyServer) -> None:
+    server.reply("big " * (MAX_REPLY_BYTES // 4))
+    with pytest.raises(SummarizerError) as info:
+        OpenAIChatSummarizer(server.base_url, timeout=5).summarize(
+            SummaryRequest("m", 10, None, ()))
+    assert str(info.value) == (
+        f"{server.base_url}/chat/completions: reply larger than {MAX_REPLY_BYTES} bytes")
+
+
+class Hanging:
+    """A summarizer that never returns (until the test ends)."""
+
+    def __init__(self, release: threading.Event) -> None:
+        self.release = release
+
+    def summarize(self, request: SummaryRequest) -> str:
+        self.release.wait()
+        return "too late"
+
+
+def test_a_summarizer_that_never_returns_misses_its_deadline(
+    store: SqliteStore, release: threading.Event
+) -> None:
+    assert _fallback(store, Hanging(release), summary_deadline=0.1) == (
+        "summarizer gave no reply within 0.1 s")
+
+
+def test_the_settings_budgeter_has_the_summary_timeout_as_deadline(
+    store: SqliteStore, release: threading.Event
+) -> None:
+    settings = PioneerSettings(summary_timeout=0.1, max_context_tokens=60,
+                               response_reserve_tokens=0)
+    budgeter = HistoryBudgeter.from_settings(store, settings, summarizer=Hanging(release))
+    assert budgeter.summary_deadline == 0.1
+    started = time.monotonic()
+    assert budgeter.build("t").mode == "truncate"
+    assert time.monotonic() - started < BOUNDED
+
+
+def test_the_turn_compiles_while_its_summarizer_and_a_hook_fail(
+    compiler: PromptCompiler, home: Path, store: SqliteStore, release: threading.Event
+) -> None:
+    registry = HookRegistry()
+    registry.hook("acme.hang", phase=PHASE, deadline_ms=40,
+                  failure="best_effort")(lambda context: release.wait())
+    started = time.monotonic()
+    decision = HistoryBudgeter(store, HistoryLimits.from_tokens(60, 0),
+                               summarizer=Hanging(release), summary_deadline=0.1).build("t")
+    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+    assert time.monotonic() - started < BOUNDED
+    assert decision.mode == "truncate" and decision.messages
+    assert payload.stable_system_text.startswith("## Identity\n")
+    assert payload.manifest.diagnostics[-1].code == "hook_best_effort_failed"
