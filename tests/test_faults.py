@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -148,9 +147,8 @@ def test_hooks_that_hang_in_every_phase_cost_only_their_deadlines(
                           failure="best_effort")(lambda context: release.wait())
     registry.hook("acme.good", phase=PHASE)(lambda context: contribution("on time",
                                                                           "acme.good"))
-    started = time.monotonic()
-    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
-    assert time.monotonic() - started < BOUNDED
+    payload = within(BOUNDED, lambda: compile_turn(
+        compiler, PromptCompileInput(workspace_root=home), registry))
     assert not release.is_set()  # they are all still hanging
     assert "on time" in payload.dynamic_system_text
     missed = [d.message for d in payload.manifest.diagnostics
@@ -163,10 +161,9 @@ def test_a_fail_closed_hook_that_hangs_stops_the_turn_in_bounded_time(
 ) -> None:
     registry = HookRegistry()
     registry.hook("acme.hang", phase=PHASE, deadline_ms=40)(lambda context: release.wait())
-    started = time.monotonic()
     with pytest.raises(HookError, match="missed its 40 ms deadline"):
-        compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
-    assert time.monotonic() - started < BOUNDED
+        within(BOUNDED, lambda: compile_turn(
+            compiler, PromptCompileInput(workspace_root=home), registry))
 
 
 def test_a_hook_flooding_the_pool_is_cut_to_the_pool(compiler: PromptCompiler,
@@ -251,13 +248,30 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
         yield opened
 
 
+def within(seconds: float, call: Callable[[], Any]) -> Any:
+    """``call()``, failing the test (instead of hanging the suite) when it takes too long."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as error:
+            box["error"] = error
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds} s"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 def _fallback(store: SqliteStore, summarizer: Any, **kwargs: Any) -> str:
     """Budget thread ``t`` over its threshold; the reason of the truncation fallback."""
     budgeter = HistoryBudgeter(store, HistoryLimits.from_tokens(60, 0), summarizer=summarizer,
                                **kwargs)
-    started = time.monotonic()
-    decision = budgeter.build("t")
-    assert time.monotonic() - started < BOUNDED
+    decision = within(BOUNDED, lambda: budgeter.build("t"))
     assert decision.mode == "truncate"
     assert decision.messages[-1].content == "answer 5" and decision.sent_tokens <= 60
     assert store.get_thread_summary("t") is None
@@ -295,10 +309,8 @@ def test_a_server_dripping_bytes_times_out(server: FaultyServer) -> None:
     # it (the whole reply would take 200 bytes x 0.05 s = 10 s).
     server.reply("z" * 150, mode="drip")
     summarizer = OpenAIChatSummarizer(server.base_url, timeout=0.3)
-    started = time.monotonic()
     with pytest.raises(SummarizerError, match=r"timed out after 0\.3s"):
-        summarizer.summarize(SummaryRequest("m", 10, None, ()))
-    assert time.monotonic() - started < 5
+        within(5, lambda: summarizer.summarize(SummaryRequest("m", 10, None, ())))
 
 
 def test_an_oversized_reply_body_is_refused(server: FaultyServer) -> None:
@@ -335,9 +347,7 @@ def test_the_settings_budgeter_has_the_summary_timeout_as_deadline(
                                response_reserve_tokens=0)
     budgeter = HistoryBudgeter.from_settings(store, settings, summarizer=Hanging(release))
     assert budgeter.summary_deadline == 0.1
-    started = time.monotonic()
-    assert budgeter.build("t").mode == "truncate"
-    assert time.monotonic() - started < BOUNDED
+    assert within(BOUNDED, lambda: budgeter.build("t")).mode == "truncate"
 
 
 def test_the_turn_compiles_while_its_summarizer_and_a_hook_fail(
@@ -346,11 +356,11 @@ def test_the_turn_compiles_while_its_summarizer_and_a_hook_fail(
     registry = HookRegistry()
     registry.hook("acme.hang", phase=PHASE, deadline_ms=40,
                   failure="best_effort")(lambda context: release.wait())
-    started = time.monotonic()
-    decision = HistoryBudgeter(store, HistoryLimits.from_tokens(60, 0),
-                               summarizer=Hanging(release), summary_deadline=0.1).build("t")
-    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
-    assert time.monotonic() - started < BOUNDED
+    budgeter = HistoryBudgeter(store, HistoryLimits.from_tokens(60, 0),
+                               summarizer=Hanging(release), summary_deadline=0.1)
+    decision, payload = within(BOUNDED, lambda: (
+        budgeter.build("t"),
+        compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)))
     assert decision.mode == "truncate" and decision.messages
     assert payload.stable_system_text.startswith("## Identity\n")
     assert payload.manifest.diagnostics[-1].code == "hook_best_effort_failed"
