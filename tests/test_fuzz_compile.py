@@ -129,7 +129,7 @@ def _check_budgets(payload: Any, compile_input: PromptCompileInput) -> None:
     assert sum(entry.chars for entry in entries) <= total
     for prefix, pool in (("runtime:", 24_000), ("hook:", 16_000)):
         group = [s for s in payload.sections if s.source.startswith(prefix)]
-        bodies = [s.text.split("\n", 1)[1] if "\n" in s.text else "" for s in group]
+        bodies = [s.text[len(f"## {s.title}\n"):] for s in group]  # titles may hold \n
         assert len(group) <= 16
         assert sum(len(body) for body in bodies) <= pool
         assert all(len(body) <= 20_000 for body in bodies)
