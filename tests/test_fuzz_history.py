@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pioneer import PioneerError
+from pioneer import PioneerError, StoreError
 from pioneer.history import HistoryBudgeter, HistoryLimits, SqliteStore, SummaryRequest
 from pioneer.history.budget import HistoryDecision
 from pioneer.history.models import summary_message_text
@@ -186,3 +186,10 @@ def test_a_surrogate_in_a_summary_is_stored_as_the_replacement_character(
     assert decision.mode == "summarise"
     assert decision.messages[0].content == summary_message_text("kept \ufffd text")
     assert store.get_thread_conversation_history("surrogate")[0].user_text == "q0 \ufffd"
+
+
+def test_a_surrogate_in_an_id_is_a_store_error(store: SqliteStore) -> None:
+    with pytest.raises(StoreError) as info:
+        store.ensure_thread("thread-\ud800")
+    assert str(info.value).endswith(
+        ": text that is not valid Unicode (a lone surrogate) cannot be stored")

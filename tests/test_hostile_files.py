@@ -14,6 +14,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import tracemalloc
@@ -23,7 +24,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from pioneer import PromptCompileInput, PromptCompiler
+from pioneer import PioneerError, PromptCompileInput, PromptCompiler, ensure_runtime_home
 from pioneer.agents_md import HOOK_MAX_CHARS, find_agents_md
 from pioneer.bootstrap import COUNT_LIMIT, load_bootstrap
 
@@ -148,6 +149,22 @@ def test_compile_goes_on_whatever_the_files_are(home: Path,
         PromptCompileInput(workspace_root=home)))
     assert [entry.status for entry in payload.manifest.source_manifest] == ["read_error"] * 3
     assert "## Soul Core" not in payload.full_system_text
+
+
+@pytest.mark.parametrize("failing", ["mkstemp", "link"])
+def test_seeding_a_home_that_cannot_be_written_is_a_clear_error(
+    home: Path, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    # A read-only or full file system; as root a chmod would not stop the write.
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(tempfile if failing == "mkstemp" else os, failing, refuse)
+    with pytest.raises(PioneerError) as info:
+        ensure_runtime_home(home)
+    assert str(info.value) == (
+        f"{home}/SOUL.md: cannot create seed file: Read-only file system (os error 30)")
+    assert list(home.iterdir()) == []  # no temporary file left behind
 
 
 # -- huge and sparse files ---------------------------------------------------------
@@ -304,7 +321,7 @@ opened = []
 def audit(event, args):
     if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
         opened.append(os.path.realpath(os.fsdecode(args[0])))
-from pioneer import PromptCompileInput, PromptCompiler
+from pioneer import PioneerError, PromptCompileInput, PromptCompiler, ensure_runtime_home
 from pioneer.agents_md import agents_md_subscription
 from pioneer.hooks import HookRegistry, TurnContext
 from pioneer.turn import compile_turn

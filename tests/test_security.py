@@ -250,6 +250,26 @@ def test_templates_too_deep_to_parse_are_template_errors(tmp_path: Path, source:
     assert "evil.md.j2" in str(info.value)
 
 
+def test_a_condition_too_deep_to_parse_is_a_located_error(tmp_path: Path) -> None:
+    deep = "(" * 3000 + "true" + ")" * 3000
+    compiler = _compiler(tmp_path, "text\n", extra=f'when = "{deep}"\n')
+    with pytest.raises(PioneerError) as info:
+        compiler.load_profile("acme")
+    assert str(info.value).startswith(
+        f"{tmp_path}/profiles/acme.toml:8: sections[0] (id \"identity_base\") → when: "
+        "invalid condition: RecursionError")
+
+
+def test_a_renderer_template_that_is_not_utf8_is_a_template_error(tmp_path: Path) -> None:
+    (tmp_path / "renderers").mkdir()
+    (tmp_path / "renderers" / "memory_recall.md.j2").write_bytes(b"caf\xe9\n")
+    compiler = PromptCompiler(template_path=[tmp_path], count_tokens=False)
+    with pytest.raises(TemplateError) as info:
+        render_memory_recall(MemoryRecall(tools=["memory_search"]), compiler.templates.env)
+    assert str(info.value).startswith(
+        'template "renderers/memory_recall.md.j2" cannot be loaded: UnicodeDecodeError: ')
+
+
 def test_a_template_that_is_not_utf8_is_a_template_error(tmp_path: Path) -> None:
     compiler = _compiler(tmp_path, "")
     (tmp_path / "templates" / "evil.md.j2").write_bytes(b"caf\xe9 {{ profile }}\n")
