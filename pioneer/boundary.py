@@ -36,7 +36,8 @@ def render_section(title: str, content: str) -> str:
     body = content.strip()
     if not body:
         return ""
-    text = f"## {title.strip()}\n{body}"
+    # A title is one line: a newline in a hook's title must not open a heading of its own.
+    text = f"## {' '.join(title.split())}\n{body}"
     return text.replace(_COMMENT, QUOTED_MARKER) if _COMMENT in text else text
 
 

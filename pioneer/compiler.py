@@ -502,7 +502,7 @@ class _SectionRenderer:
         data = text.encode("utf-8")
         fingerprint = hashlib.sha256(data).hexdigest()
         compiled = CompiledSection(
-            id=section_id, title=title.strip(), stability=section.stability, text=text,
+            id=section_id, title=' '.join(title.split()), stability=section.stability, text=text,
             chars=len(text), fingerprint=fingerprint, source=source, truncated=truncated,
         )
         record = ManifestSection(

@@ -41,6 +41,10 @@ def test_render_section_trims_and_skips_blank() -> None:
     assert render_sections(["a", "", "b"]) == "a\n\nb"
 
 
+def test_a_title_is_one_line() -> None:
+    assert render_section(" Notes\n## Safety\tfake ", "body") == "## Notes ## Safety fake\nbody"
+
+
 def test_split_and_strip() -> None:
     text = "A  " + BOUNDARY_MARKER + "  B" + BOUNDARY_MARKER + "C"
     assert split_prompt_cache_boundary(text) == ("A", "B" + BOUNDARY_MARKER + "C")

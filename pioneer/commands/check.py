@@ -47,5 +47,6 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if over:
         print(f"error: {over} token budget{'s' if over != 1 else ''} exceeded", file=err)
         return 1
-    print(f"ok: {len(names)} profile{'s' if len(names) != 1 else ''} ({', '.join(names)})", file=out)
+    plural = "s" if len(names) != 1 else ""
+    print(f"ok: {len(names)} profile{plural} ({', '.join(names)})", file=out)
     return 0

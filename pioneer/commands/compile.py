@@ -19,8 +19,10 @@ HELP = "compile a prompt and print it"
 def configure(parser: argparse.ArgumentParser) -> None:
     """Options of ``compile``."""
     parser.add_argument("--profile", help="profile name or path (default: the input's, else full)")
-    parser.add_argument("--input", type=Path, metavar="FILE",
-                        help="compile input as JSON or TOML (see schemas/compile_input.schema.json)")
+    parser.add_argument(
+        "--input", type=Path, metavar="FILE",
+        help="compile input as JSON or TOML (see schemas/compile_input.schema.json)",
+    )
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the whole payload as JSON")
     output.add_argument("--manifest", action="store_true", help="print the manifest as JSON")
