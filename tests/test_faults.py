@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import within
 
 from pioneer import (
     HookContext,
@@ -248,23 +249,6 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
         yield opened
 
 
-def within(seconds: float, call: Callable[[], Any]) -> Any:
-    """``call()``, failing the test (instead of hanging the suite) when it takes too long."""
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = call()
-        except BaseException as error:
-            box["error"] = error
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"still running after {seconds} s"
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def _fallback(store: SqliteStore, summarizer: Any, **kwargs: Any) -> str:

@@ -20,9 +20,10 @@ import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
+from support import within
 
 from pioneer import PioneerError, PromptCompileInput, PromptCompiler, ensure_runtime_home
 from pioneer.agents_md import HOOK_MAX_CHARS, find_agents_md
@@ -31,26 +32,8 @@ from pioneer.bootstrap import COUNT_LIMIT, load_bootstrap
 FILES = (("SOUL.md", True), ("IDENTITY.md", True), ("USER.md", False))
 #: Generous: each case takes milliseconds; only a hang or a full read comes near it.
 NEVER_HANGS = 20.0
-T = TypeVar("T")
 
 
-def within(seconds: float, call: Callable[[], T]) -> T:
-    """``call()``, failing the test (instead of hanging the suite) when it takes too long."""
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = call()
-        except BaseException as error:
-            box["error"] = error
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"still running after {seconds} s"
-    if "error" in box:
-        raise box["error"]
-    return box["value"]  # type: ignore[no-any-return]
 
 
 @pytest.fixture

@@ -1,0 +1,28 @@
+"""Helpers shared by test modules (importable because pytest puts tests/ on sys.path)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def within(seconds: float, call: Callable[[], T]) -> T:
+    """``call()``, failing the test (instead of hanging the suite) when it takes too long."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as error:
+            box["error"] = error
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds} s"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
