@@ -84,7 +84,14 @@ class LoadedProfile:
 
 
 class PromptCompiler:
-    """Loads profiles and templates once; compiles a prompt per turn."""
+    """Loads profiles and templates once; compiles a prompt per turn.
+
+    ``count_tokens=True`` fills each manifest record's cl100k ``tokens`` during the
+    compile (with ``token_counter``, default the process-wide counter). By default they
+    are left out and counted on demand with
+    :meth:`~pioneer.manifest.CompiledPromptPayload.with_token_counts`, which gives the
+    same numbers.
+    """
 
     def __init__(
         self,
@@ -93,12 +100,12 @@ class PromptCompiler:
         profile_path: Sequence[Path] | None = None,
         template_path: Sequence[Path] | None = None,
         token_counter: TokenCounter | None = None,
-        count_tokens: bool = True,
+        count_tokens: bool = False,
     ):
         self.settings = settings or PioneerSettings()
         self.profile_path = list(profile_path or self.settings.profile_path)
-        template_search = list(template_path or self.settings.template_path)
-        self.templates = TemplateSet(build_environment(template_search))
+        self.template_path = list(template_path or self.settings.template_path)
+        self.templates = TemplateSet(build_environment(self.template_path))
         self._counter = token_counter
         self._count_tokens = count_tokens
         self._profiles: dict[str, LoadedProfile] = {}

@@ -9,9 +9,13 @@ sorted keys, unset optionals left out, byte-identical for identical compiles.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from .tokens import TokenCounter
 
 __all__ = [
     "COMPILER_VERSION",
@@ -137,6 +141,32 @@ class PromptManifest(BaseModel):
         default_factory=list, description="Hook contributions that fed this compile."
     )
 
+    def with_token_counts(
+        self, sections: Iterable[CompiledSection], counter: TokenCounter | None = None
+    ) -> PromptManifest:
+        """This manifest with ``tokens`` counted for each record whose text is in ``sections``.
+
+        A record is matched to its text by sha256. Counts come from ``counter`` (default:
+        the process-wide cl100k_base counter, which caches them by content); records that
+        already have a count, or whose text is not given, are kept as they are, and
+        ``self`` comes back unchanged when nothing is left to count.
+        """
+        if all(record.tokens is not None for record in self.sections):
+            return self
+        texts = {section.fingerprint: section.text for section in sections}
+        if not any(r.tokens is None and r.sha256 in texts for r in self.sections):
+            return self
+        if counter is None:
+            from .tokens import default_counter
+
+            counter = default_counter()
+        counted = [
+            record if record.tokens is not None or record.sha256 not in texts
+            else record.model_copy(update={"tokens": counter.count(texts[record.sha256])})
+            for record in self.sections
+        ]
+        return self.model_copy(update={"sections": counted})
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data, optional fields left out when unset."""
         return self.model_dump(mode="json", exclude_none=True)
@@ -170,6 +200,17 @@ class CompiledPromptPayload(BaseModel):
     boundary_marker: str = Field(description="The cache boundary marker.")
     sections: list[CompiledSection] = Field(description="Kept sections in order.")
     manifest: PromptManifest = Field(description="Audit record of this compile.")
+
+    def with_token_counts(self, counter: TokenCounter | None = None) -> CompiledPromptPayload:
+        """This payload with every manifest record's cl100k_base ``tokens`` filled in.
+
+        A compile leaves the counts out unless its compiler was made with
+        ``count_tokens=True``: encoding the changed text is the largest cost of a warm
+        turn, and most turns are sent, not audited. Call this where the manifest is kept
+        or shown; ``self`` comes back unchanged when every record has its count.
+        """
+        manifest = self.manifest.with_token_counts(self.sections, counter)
+        return self if manifest is self.manifest else self.model_copy(update={"manifest": manifest})
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """Canonical JSON of the whole payload."""

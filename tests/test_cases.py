@@ -33,6 +33,14 @@ def _run_case(case: Path, case_setup: CaseSetup) -> dict[str, str]:
         payload = compiler.compile(compile_input)
     except PioneerError as error:
         return {"error.txt": error.render().replace(str(case), "$CASE") + "\n"}
+    # The goldens carry token counts: counted on demand here, and an eager-counting
+    # compiler must produce the very same manifest.
+    assert all(record.tokens is None for record in payload.manifest.sections)
+    counted = payload.with_token_counts()
+    eager = PromptCompiler(compiler.settings, profile_path=compiler.profile_path,
+                           template_path=compiler.template_path, count_tokens=True)
+    assert eager.compile(compile_input).to_json() == counted.to_json()
+    payload = counted
     return {
         "stable.txt": payload.stable_system_text,
         "dynamic.txt": payload.dynamic_system_text,

@@ -142,11 +142,16 @@ def test_a_file_appearing_and_disappearing(full_home: Path, trusted: None) -> No
     assert again.to_json() == _cold(_input(full_home))
 
 
-def test_without_token_counts_the_memo_matches_a_fresh_compiler(full_home: Path) -> None:
-    warm = PromptCompiler(count_tokens=False)
+def test_eager_token_counts_match_a_fresh_compiler_and_counting_on_demand(
+    full_home: Path,
+) -> None:
+    eager, lazy = PromptCompiler(count_tokens=True), PromptCompiler()
     for fields in TURNS:
         compile_input = _input(full_home, **fields)
-        assert warm.compile(compile_input).to_json() == _cold(compile_input, count_tokens=False)
+        payload = eager.compile(compile_input)
+        assert all(record.tokens is not None for record in payload.manifest.sections)
+        assert payload.to_json() == _cold(compile_input, count_tokens=True)
+        assert lazy.compile(compile_input).with_token_counts().to_json() == payload.to_json()
 
 
 @pytest.fixture

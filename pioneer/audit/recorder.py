@@ -64,8 +64,15 @@ class TurnAudit:
         body: Mapping[str, Any],
         tools: ToolRound | None = None,
     ) -> RoundRecord:
-        """Record the next round; ``tools`` is None for a round without tool calling."""
+        """Record the next round; ``tools`` is None for a round without tool calling.
+
+        Records of ``manifest`` without a token count are counted from the section texts
+        the request carries (``request.compiled_prompt``), so a stored round has its
+        per-section tokens even though the compile left them out.
+        """
         number = len(self._rounds) + 1
+        if request.compiled_prompt is not None:
+            manifest = manifest.with_token_counts(request.compiled_prompt.sections)
         sent = [tool.name for tool in request.tools]
         if tools is not None and (tools.number != number or tuple(sent) != tools.names):
             raise InputError(Problem(

@@ -1,0 +1,99 @@
+"""Manifest token counts on demand: what ``with_token_counts`` counts, keeps and returns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pioneer import (
+    ChatMessage,
+    ChatRequest,
+    CompiledPromptPayload,
+    PromptCompileInput,
+    PromptCompiler,
+    TiktokenCounter,
+)
+from pioneer.audit import TurnAudit
+from pioneer.providers import build_request_body
+
+
+class Tally:
+    """A counter that counts characters and remembers every text it was asked about."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.asked.append(text)
+        return len(text)
+
+
+@pytest.fixture
+def payload(home: Path) -> CompiledPromptPayload:
+    (home / "SOUL.md").write_text("Calm.", encoding="utf-8")
+    return PromptCompiler().compile(PromptCompileInput(
+        workspace_root=home, dynamic_context="Monday.", extra_system="Be brief."))
+
+
+def test_a_compile_leaves_the_counts_out(payload: CompiledPromptPayload) -> None:
+    assert payload.manifest.sections
+    assert all(record.tokens is None for record in payload.manifest.sections)
+    assert "tokens" not in payload.manifest.to_json()
+
+
+def test_every_record_is_counted_from_its_own_text(payload: CompiledPromptPayload) -> None:
+    tally = Tally()
+    counted = payload.with_token_counts(tally)
+    texts = [section.text for section in payload.sections]
+    assert tally.asked == texts
+    assert [r.tokens for r in counted.manifest.sections] == [len(t) for t in texts]
+    # Nothing else moves: texts, fingerprints and every other record field.
+    assert counted.full_system_text == payload.full_system_text
+    assert counted.manifest.model_copy(update={"sections": payload.manifest.sections}) == (
+        payload.manifest
+    )
+
+
+def test_the_default_counter_gives_cl100k_counts(payload: CompiledPromptPayload) -> None:
+    counter = TiktokenCounter()
+    counted = payload.with_token_counts()
+    assert [r.tokens for r in counted.manifest.sections] == [
+        counter.count(section.text) for section in payload.sections
+    ]
+
+
+def test_counted_records_are_kept_and_a_full_count_is_returned_as_is(
+    payload: CompiledPromptPayload,
+) -> None:
+    first = payload.manifest.sections[0].model_copy(update={"tokens": 999})
+    partly = payload.model_copy(update={"manifest": payload.manifest.model_copy(
+        update={"sections": [first, *payload.manifest.sections[1:]]})})
+    tally = Tally()
+    counted = partly.with_token_counts(tally)
+    assert counted.manifest.sections[0].tokens == 999
+    assert tally.asked == [section.text for section in payload.sections[1:]]
+    assert counted.with_token_counts(tally) is counted
+    assert len(tally.asked) == len(payload.sections) - 1
+
+
+def test_a_record_without_its_text_stays_uncounted(payload: CompiledPromptPayload) -> None:
+    tally = Tally()
+    manifest = payload.manifest.with_token_counts(payload.sections[1:], tally)
+    assert manifest.sections[0].tokens is None
+    assert all(r.tokens is not None for r in manifest.sections[1:])
+    assert payload.manifest.with_token_counts([], tally) is payload.manifest
+
+
+def test_an_audited_round_keeps_the_counts_of_the_text_it_sent(
+    payload: CompiledPromptPayload,
+) -> None:
+    request = ChatRequest(model="m", compiled_prompt=payload, messages=[ChatMessage.user("Hi")])
+    body = build_request_body("openai-chat", request)
+    audit = TurnAudit("u1", "t", "chat")
+    kept = audit.add_round(payload.manifest, request, "openai-chat", body).manifest
+    assert kept == payload.with_token_counts().manifest
+    bare = ChatRequest(model="m", messages=[ChatMessage.user("Hi")])
+    other = TurnAudit("u2", "t", "chat").add_round(
+        payload.manifest, bare, "openai-chat", build_request_body("openai-chat", bare))
+    assert other.manifest == payload.manifest  # no texts sent, nothing to count from
