@@ -10,7 +10,7 @@ and the manifest.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -353,6 +353,14 @@ class _SectionRenderer:
         self.plan = plan
         self.boot = boot
         self.contributions = contributions
+        # Where each contribution goes: its own declared section, else the slot.
+        self.placed: dict[str, list[Contribution]] = {}
+        self.unclaimed: list[Contribution] = []
+        for item in contributions:
+            if item.id in profile.claimed:
+                self.placed.setdefault(item.id, []).append(item)
+            else:
+                self.unclaimed.append(item)
         self.memo = memo
         self.conditions = conditions
         self.counter = counter
@@ -373,36 +381,37 @@ class _SectionRenderer:
 
     def render(self, sections: Sequence[SectionSpec]) -> list[Rendered]:
         """Every section's emissions, in declared order."""
-        return [emitted for section in sections for emitted in self.visit(section)]
+        out: list[Rendered] = []
+        for section in sections:
+            self.visit(section, out)
+        return out
 
-    def visit(self, section: SectionSpec) -> Iterator[Rendered]:
+    def visit(self, section: SectionSpec, out: list[Rendered]) -> None:
         """Condition → source → render (or reuse) for one declared section."""
         if section.when is not None and not self._condition(section):
             return
         match section.source:
             case "text":
-                yield self._emit(section, section.id, section.title, {}, "builtin", False)
+                out.append(self._emit(section, section.id, section.title, {}, "builtin", False))
             case "bootstrap":
                 found = self.boot.files.get(section.file or "")
                 if found is not None:
                     extra = {"file": found, "reminder": section.reminder}
-                    yield self._emit(section, section.id, section.title, extra,
-                                     f"file:{found.name}", found.truncated)
+                    out.append(self._emit(section, section.id, section.title, extra,
+                                          f"file:{found.name}", found.truncated))
             case "input":
                 value = getattr(self.input, section.field or "")
                 if value is None or (isinstance(value, str) and not value.strip()):
                     return
                 content = value.strip() if isinstance(value, str) else value
-                yield self._emit(section, section.id, section.title, {"content": content},
-                                 f"input:{section.field}", False)
+                out.append(self._emit(section, section.id, section.title, {"content": content},
+                                      f"input:{section.field}", False))
             case "contribution" | "slot":
-                for item in self.contributions:
-                    wanted = item.id == section.id if section.source == "contribution" else (
-                        item.id not in self.claimed
-                    )
-                    if wanted:
-                        yield self._emit(section, item.id, item.title, {"content": item.content},
-                                         f"{item.pool}:{item.id}", item.truncated)
+                items = (self.placed.get(section.id, ()) if section.source == "contribution"
+                         else self.unclaimed)
+                for item in items:
+                    out.append(self._emit(section, item.id, item.title, {"content": item.content},
+                                          f"{item.pool}:{item.id}", item.truncated))
 
     def _condition(self, section: SectionSpec) -> bool:
         when = section.when or ""
@@ -456,17 +465,23 @@ class _SectionRenderer:
         names = self.plan.reads[section.id]
         if names is None:
             names = tuple(sorted({*self.base, *extra}))
+        # ``section`` is (section_id, title), already in the key; any other name is an
+        # environment global, the same on every turn.
+        base = self.base
+        values: list[Hashable] = []
         try:
-            # ``section`` is (section_id, title), already in the key; any other name
-            # is an environment global, the same on every turn.
-            values = tuple(
-                freeze(extra[name] if name in extra else self.base[name])
-                for name in names
-                if name in extra or name in self.base
-            )
+            for name in names:
+                if name in extra:
+                    value = extra[name]
+                elif name in base:
+                    value = base[name]
+                else:
+                    continue
+                values.append(value if type(value) is str else freeze(value))
         except TypeError:
             return None
-        return (self.fingerprint, section.id, section_id, title, source, truncated, values)
+        return (self.fingerprint, section.id, section_id, title, source, truncated,
+                tuple(values))
 
     def _render(
         self,

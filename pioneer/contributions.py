@@ -10,8 +10,7 @@ is placed in the prompt is the profile's business, not this module's.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from .manifest import Diagnostic
 
@@ -67,9 +66,12 @@ def check_runtime_id(value: str) -> str:
     return check_dynamic_id(value)
 
 
-@dataclass(frozen=True, slots=True)
-class Contribution:
-    """A contribution that survived its pool's budget, ready to be placed by the profile."""
+class Contribution(NamedTuple):
+    """A contribution that survived its pool's budget, ready to be placed by the profile.
+
+    A named tuple: a turn makes one per kept input, so it is built cheaply, and it is
+    hashable and compares by value (the stable-part memo keys on it).
+    """
 
     id: str
     title: str

@@ -21,6 +21,7 @@ which the compiler reports as a ``TemplateError`` with the template and line.
 from __future__ import annotations
 
 import re
+from collections import ChainMap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from string import Formatter
 from typing import Any
@@ -269,17 +270,43 @@ def render_bounded(
     limit: int | None = None
     parts: list[str] = []
     size = 0
-    for part in template.generate(context):
-        size += len(part)
-        if size > MAX_OUTPUT:
-            if limit is None:
-                if given is None:
-                    given = text_size(context.values())
-                limit = MAX_OUTPUT + (given() if callable(given) else given)
-            if size > limit:
-                raise TemplateLimitError(
-                    f"the rendered text went over its limit of {limit} characters (a template "
-                    f"may emit at most {MAX_OUTPUT} beyond the text it is given)"
-                )
-        parts.append(part)
+    environment = template.environment
+    try:
+        for part in template.root_render_func(_new_context(template, context)):
+            size += len(part)
+            if size > MAX_OUTPUT:
+                if limit is None:
+                    if given is None:
+                        given = text_size(context.values())
+                    limit = MAX_OUTPUT + (given() if callable(given) else given)
+                if size > limit:
+                    raise TemplateLimitError(
+                        f"the rendered text went over its limit of {limit} characters (a "
+                        f"template may emit at most {MAX_OUTPUT} beyond the text it is given)"
+                    )
+            parts.append(part)
+    except Exception:
+        environment.handle_exception()  # re-raises, its traceback pointing at template lines
     return "".join(parts)
+
+
+def _new_context(template: jinja2.Template, context: Mapping[str, Any]) -> jinja2.runtime.Context:
+    """What ``Template.generate`` builds, without reading the globals' ChainMap twice.
+
+    A template's globals are a ``ChainMap`` of its own over the environment's; jinja2
+    copies it into the context and collects its keys through ChainMap's Python-level
+    iteration on every render. Flattening the maps into a dict first (read fresh each
+    time, so later changes to the globals still show) gives the same context for a
+    fraction of the cost.
+    """
+    scopes = template.globals
+    flat: dict[str, Any] = {}
+    if isinstance(scopes, ChainMap):
+        for scope in reversed(scopes.maps):
+            flat.update(scope)
+    else:
+        flat.update(scopes)
+    environment = template.environment
+    return environment.context_class(
+        environment, {**flat, **context}, template.name, template.blocks, globals=flat
+    )
