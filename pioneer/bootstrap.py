@@ -129,7 +129,7 @@ def _stream(fd: int, keep: int) -> _Read:
     return _Read(text, total, complete)
 
 
-def _read(path: Path, keep: int) -> _Read:
+def _read(path: str | Path, keep: int) -> _Read:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
@@ -158,10 +158,17 @@ def _inside(real_root: str, path: str) -> None:
                            "symlink); not read")
 
 
+def _plain_name(name: str) -> bool:
+    """``name`` is one ordinary path component (no separator, not ``.`` or ``..``)."""
+    return not (
+        name in (".", "..") or os.sep in name or (os.altsep is not None and os.altsep in name)
+    )
+
+
 def _plain_child(path: str, name: str) -> bool:
     """``name`` is one ordinary path component and not a symlink, so ``path`` cannot leave
     its folder (and resolving it, a stat per component of the root, is not needed)."""
-    if name in (".", "..") or os.sep in name or (os.altsep is not None and os.altsep in name):
+    if not _plain_name(name):
         return False
     try:
         return not stat.S_ISLNK(os.lstat(path).st_mode)
@@ -195,10 +202,17 @@ class FileReader:
 
     _cache: dict[tuple[str, int], tuple[tuple[int, ...], _Read]] = field(default_factory=dict)
 
-    def read(self, path: Path, keep: int) -> _Read:
-        """Read (or reuse) the sanitised head of ``path``; raises ``_ReadFailure``."""
+    def read(
+        self, path: str | Path, keep: int, signature: tuple[int, ...] | None = None
+    ) -> _Read:
+        """Read (or reuse) the sanitised head of ``path``; raises ``_ReadFailure``.
+
+        ``signature`` is the file's :func:`file_signature` when the caller has just
+        taken it (``None``: take it here).
+        """
         key = (str(path), keep)
-        signature = file_signature(path)
+        if signature is None:
+            signature = file_signature(path)
         cached = self._cache.get(key)
         if signature and cached is not None and cached[0] == signature:
             return cached[1]
@@ -210,13 +224,22 @@ class FileReader:
 
 @dataclass(frozen=True, slots=True)
 class BootstrapFile:
-    """A bootstrap file that survived budgeting."""
+    """A bootstrap file that survived budgeting.
+
+    It compares by every field, but hashes without its content: the memos key on it,
+    and hashing tens of thousands of new characters after each edit would cost more
+    than the one comparison a same-sized neighbour in a bucket costs.
+    """
 
     name: str
     path: str
     content: str
     original_chars: int
     truncated: bool
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.path, len(self.content), self.original_chars,
+                     self.truncated))
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,21 +264,31 @@ def load_bootstrap(
     max_chars_per_file: int,
     max_chars_total: int,
     reader: FileReader | None = None,
+    signatures: Sequence[tuple[int, ...] | None] | None = None,
 ) -> BootstrapResult:
-    """Read and budget ``files`` (name, keep_empty) from ``root`` in the order given."""
+    """Read and budget ``files`` (name, keep_empty) from ``root`` in the order given.
+
+    ``signatures`` holds each file's :func:`file_signature` when the caller has just
+    taken them, which spares a stat per file.
+    """
     reader = reader or FileReader()
     load_diags: list[Diagnostic] = []
     budget_diags: list[Diagnostic] = []
     read: list[tuple[str, str, _Read]] = []
     status: dict[str, tuple[str, int]] = {}
     real_root: str | None = None
-    for name, _keep_empty in files:
-        path = str(root / name)
+    paths = {name: str(root / name) for name, _ in files}
+    for index, (name, _keep_empty) in enumerate(files):
+        path = paths[name]
+        signature = signatures[index] if signatures is not None else None
         try:
-            if not _plain_child(path, name):
+            # A trusted signature comes from an lstat that saw a regular file, not a
+            # symlink, so only the name itself could lead out of the folder.
+            plain = _plain_name(name) if signature else _plain_child(path, name)
+            if not plain:
                 real_root = real_root or os.path.realpath(root)
                 _inside(real_root, path)
-            read.append((name, path, reader.read(root / name, max_chars_per_file)))
+            read.append((name, path, reader.read(path, max_chars_per_file, signature or None)))
         except _ReadFailure as failure:
             if failure.missing:
                 load_diags.append(_diag("missing_file", name, path, "is missing"))
@@ -308,7 +341,7 @@ def load_bootstrap(
     manifest = tuple(
         SourceManifestEntry(
             file=name,
-            path=str(root / name),
+            path=paths[name],
             status=status[name][0],
             chars=status[name][1],
         )
@@ -327,6 +360,8 @@ class BootstrapLoader:
     def __init__(self, size: int = 32):
         self.reader = FileReader()
         self._memo: Memo[tuple[object, ...], BootstrapResult] = Memo(size)
+        self._size = size
+        self._paths: dict[tuple[str, tuple[tuple[str, bool], ...]], tuple[str, ...]] = {}
 
     def load(
         self,
@@ -338,15 +373,21 @@ class BootstrapLoader:
     ) -> BootstrapResult:
         """Like :func:`load_bootstrap`, reusing the result while nothing changed."""
         folder = os.fspath(root)
-        signatures = tuple(file_signature(os.path.join(folder, name)) for name, _ in files)
-        key = (folder, tuple(files), max_chars_per_file, max_chars_total, signatures)
+        files = tuple(files)
+        paths = self._paths.get((folder, files))
+        if paths is None:
+            paths = tuple(os.path.join(folder, name) for name, _ in files)
+            if len(self._paths) < self._size:
+                self._paths[(folder, files)] = paths
+        signatures = tuple(map(file_signature, paths))
+        key = (folder, files, max_chars_per_file, max_chars_total, signatures)
         trusted = None not in signatures
         found = self._memo.get(key) if trusted else None
         if found is not None:
             return found
         result = load_bootstrap(
             root, files, max_chars_per_file=max_chars_per_file,
-            max_chars_total=max_chars_total, reader=self.reader,
+            max_chars_total=max_chars_total, reader=self.reader, signatures=signatures,
         )
         if trusted:
             self._memo.put(key, result)

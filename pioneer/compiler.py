@@ -34,6 +34,7 @@ from .manifest import (
     PromptManifest,
 )
 from .profile import (
+    ContributionSpec,
     Locator,
     ProfileSpec,
     SectionSpec,
@@ -81,6 +82,8 @@ class LoadedProfile:
     source: ProfileSource | None = None
     #: sha256 by name of every template the profile uses (includes and imports too).
     templates: Mapping[str, str] = field(default_factory=dict)
+    #: The profile's contribution specs by id (what ``[[contributions]]`` declares).
+    contributions: Mapping[str, ContributionSpec] = field(default_factory=dict)
 
 
 class PromptCompiler:
@@ -147,6 +150,7 @@ class PromptCompiler:
             claimed=frozenset(s.id for s in spec.sections if s.source == "contribution"),
             source=source,
             templates=templates,
+            contributions=spec.contribution_specs(),
         )
         self._profiles[name] = loaded
         return loaded
@@ -189,7 +193,7 @@ class PromptCompiler:
         profile = self.load_profile(compile_input.profile)
         plan = self._plan(profile)
         boot = self._bootstrap(profile, compile_input)
-        contributions, pool_diagnostics = _pools(profile.spec, compile_input)
+        contributions, pool_diagnostics = _pools(profile, compile_input)
         renderer = _SectionRenderer(
             self.templates, compile_input, profile, plan, boot, contributions,
             memo=self._section_memo,
@@ -198,8 +202,8 @@ class PromptCompiler:
         )
         stable = self._stable_part(profile, plan, renderer)
         dynamic = renderer.render(plan.dynamic)
-        diagnostics = [*boot.diagnostics, *pool_diagnostics]
-        diagnostics += [r.diagnostic for r in (*stable.rendered, *dynamic) if r.diagnostic]
+        diagnostics = [*boot.diagnostics, *pool_diagnostics, *stable.diagnostics]
+        diagnostics += [r.diagnostic for r in dynamic if r.diagnostic]
         return self._assemble(profile, stable, dynamic, boot, diagnostics)
 
     def _plan(self, profile: LoadedProfile) -> ProfilePlan:
@@ -235,7 +239,10 @@ class PromptCompiler:
         kept = [r for r in rendered if r.section is not None]
         text = render_sections(r.section.text for r in kept if r.section is not None)
         digest = self._stable_digest(kept)
-        part = StablePart(rendered, text, digest, digest.hexdigest())
+        part = StablePart(
+            tuple(kept), text, digest, digest.hexdigest(),
+            tuple(r.diagnostic for r in rendered if r.diagnostic),
+        )
         if key is not None:
             self._stable_memo.put(key, part)
         return part
@@ -265,14 +272,23 @@ class PromptCompiler:
         boot: BootstrapResult,
         diagnostics: list[Diagnostic],
     ) -> CompiledPromptPayload:
-        kept = [
-            (r.section, r.record)
-            for r in (*stable.rendered, *dynamic)
-            if r.section is not None and r.record is not None
-        ]
-        dynamic_text = render_sections(r.section.text for r in dynamic if r.section is not None)
+        sections: list[CompiledSection] = []
+        records: list[ManifestSection] = []
+        for r in stable.rendered:
+            if r.section is not None and r.record is not None:
+                sections.append(r.section)
+                records.append(r.record)
+        texts: list[str] = []
+        chunks: list[bytes] = []
+        for r in dynamic:
+            if r.section is not None and r.record is not None:
+                sections.append(r.section)
+                records.append(r.record)
+                texts.append(r.section.text)
+                chunks.append(r.data)
+        dynamic_text = render_sections(texts)
         full = join_full_text(stable.text, dynamic_text)
-        dynamic_bytes = _SEPARATOR_BYTES.join(r.data for r in dynamic if r.section is not None)
+        dynamic_bytes = _SEPARATOR_BYTES.join(chunks)
         # The full text is the stable text, then the marker and the dynamic text when
         # there is any (join_full_text), so its hash continues the stable one.
         full_hash = stable.digest.copy()
@@ -283,8 +299,8 @@ class PromptCompiler:
             compiler_version=COMPILER_VERSION,
             profile=profile.spec.name,
             profile_fingerprint=profile.fingerprint,
-            section_ids=[section.id for section, _ in kept],
-            sections=[record for _, record in kept],
+            section_ids=[record.id for record in records],
+            sections=records,
             fingerprint_stable=stable.fingerprint,
             fingerprint_dynamic=hashlib.sha256(dynamic_bytes).hexdigest(),
             fingerprint_full=full_hash.hexdigest(),
@@ -296,7 +312,7 @@ class PromptCompiler:
             dynamic_system_text=dynamic_text,
             full_system_text=full,
             boundary_marker=BOUNDARY_MARKER,
-            sections=[section for section, _ in kept],
+            sections=sections,
             manifest=manifest,
         )
 
@@ -306,22 +322,25 @@ def _lower(profile_value: int, override: int | None) -> int:
 
 
 def _pools(
-    spec: ProfileSpec, compile_input: PromptCompileInput
+    profile: LoadedProfile, compile_input: PromptCompileInput
 ) -> tuple[list[Contribution], list[Diagnostic]]:
     """Budget the runtime pool then the hook pool; kept contributions in that order."""
+    budgets = profile.spec.budgets
     pool_args: dict[str, Any] = {
-        "known": spec.contribution_specs(),
-        "default_max_chars": spec.budgets.contribution_max_chars,
-        "default_sort_key": spec.budgets.contribution_sort_key,
+        "known": profile.contributions,
+        "default_max_chars": budgets.contribution_max_chars,
+        "default_sort_key": budgets.contribution_sort_key,
     }
     runtime, runtime_diags = budget_pool(
-        compile_input.runtime_sections, pool="runtime", spec=spec.budgets.runtime_pool,
-        **pool_args,
+        compile_input.runtime_sections, pool="runtime", spec=budgets.runtime_pool, **pool_args
     )
     hooks, hook_diags = budget_pool(
-        compile_input.dynamic_sections, pool="hook", spec=spec.budgets.hook_pool, **pool_args
+        compile_input.dynamic_sections, pool="hook", spec=budgets.hook_pool, **pool_args
     )
-    return [*runtime, *hooks], [*runtime_diags, *hook_diags]
+    if runtime_diags or hook_diags:
+        return [*runtime, *hooks], [*runtime_diags, *hook_diags]
+    runtime += hooks
+    return runtime, []
 
 
 class _SectionRenderer:
@@ -345,7 +364,8 @@ class _SectionRenderer:
         counter: TokenCounter | None,
     ):
         self.templates = templates
-        self.base: dict[str, Any] = {name: getattr(compile_input, name) for name in INPUT_FIELDS}
+        # A pydantic model keeps its field values in ``__dict__``: one C-level copy.
+        self.base: dict[str, Any] = dict(compile_input.__dict__)
         self.base["profile"] = profile.spec.name
         self.input = compile_input
         self.fingerprint = profile.fingerprint

@@ -9,7 +9,7 @@ is placed in the prompt is the profile's business, not this module's.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from .manifest import Diagnostic
@@ -100,17 +100,18 @@ def budget_pool(
     *,
     pool: Literal["runtime", "hook"],
     spec: PoolSpec,
-    known: dict[str, ContributionSpec],
+    known: Mapping[str, ContributionSpec],
     default_max_chars: int,
     default_sort_key: int,
 ) -> tuple[list[Contribution], list[Diagnostic]]:
     """Budget one pool; runtime inputs are stable-sorted by sort key, hook inputs keep order."""
     ordered: Sequence[SectionInput] = inputs
-    if pool == "runtime":
-        ordered = sorted(
-            inputs,
-            key=lambda item: known[item.id].sort_key if item.id in known else default_sort_key,
-        )
+    if pool == "runtime" and len(inputs) > 1:
+        def sort_key(item: SectionInput) -> int:
+            found = known.get(item.id)
+            return default_sort_key if found is None else found.sort_key
+
+        ordered = sorted(inputs, key=sort_key)
     kept: list[Contribution] = []
     diagnostics: list[Diagnostic] = []
     remaining = spec.max_chars

@@ -101,10 +101,13 @@ class Rendered:
 class StablePart:
     """The stable half of a compile, reusable while nothing it reads changes."""
 
+    #: The kept sections (each with its section and record), in order.
     rendered: tuple[Rendered, ...]
     text: str
     digest: hashlib._Hash  # sha256 of ``text``; copied, never updated in place
     fingerprint: str
+    #: Diagnostics of the stable sections (kept or not), in order.
+    diagnostics: tuple[Diagnostic, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -367,3 +367,10 @@ def test_only_files_inside_the_root_are_read(
     assert (name in result.files) is readable
     if not readable:
         assert [d.code for d in result.diagnostics] == ["file_read_error"]
+
+
+def test_the_render_context_holds_exactly_the_input_fields(full_home: Path) -> None:
+    # The renderer copies the input's ``__dict__`` as the base context; pydantic must keep
+    # every field there and nothing else, or a template would see a different context.
+    compile_input = _input(full_home, dynamic_context="x")
+    assert set(vars(compile_input)) == set(PromptCompileInput.model_fields)
