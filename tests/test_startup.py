@@ -4,6 +4,7 @@ exports of the package stay in step with ``__all__`` and the type-checking impor
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,14 +13,19 @@ import pytest
 
 import pioneer
 from pioneer import commands
+from pioneer.commands._provider import PROVIDER_NAMES
 
 INIT = Path(pioneer.__file__)
 
 
-def _loaded_after(code: str) -> set[str]:
+def _loaded_after(code: str, cwd: Path | None = None) -> set[str]:
     script = f"{code}\nimport sys\nprint('\\n'.join(sorted(sys.modules)))"
+    # Without PIONEER_* variables (a deployment file would be looked for in ``cwd``).
+    env = {name: value for name, value in os.environ.items()
+           if not name.upper().startswith("PIONEER_")}
     result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env,
+        cwd=cwd,
     )
     return set(result.stdout.split())
 
@@ -79,10 +85,22 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         pioneer.nope  # noqa: B018
 
 
-def test_compile_text_loads_neither_jsonschema_nor_the_encoding(tmp_path: Path) -> None:
+def test_compile_text_loads_only_what_it_uses(tmp_path: Path) -> None:
+    home = str(tmp_path / "home")
     loaded = _loaded_after(
         "import io\nfrom pioneer.cli import main\n"
-        f"assert main(['compile', '--home', {str(tmp_path / 'home')!r}], stdout=io.StringIO()) == 0"
+        f"assert main(['compile', '--home', {home!r}], stdout=io.StringIO()) == 0",
+        cwd=tmp_path,
     )
-    assert "jsonschema" not in loaded
-    assert "tiktoken" not in loaded
+    unused = {
+        "jsonschema",  # only to word an invalid profile's problems
+        "tiktoken",  # token counts are left out of a text compile
+        "pioneer.providers",  # --provider only
+    }
+    assert not loaded & unused
+
+
+def test_provider_names_are_the_providers_in_order() -> None:
+    from pioneer.providers import PROVIDERS
+
+    assert tuple(PROVIDERS) == PROVIDER_NAMES

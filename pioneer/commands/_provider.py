@@ -5,18 +5,23 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
-from ..manifest import CompiledPromptPayload
-from ..providers import PROVIDERS, ChatRequest, build_request_body, load_chat_request
 
-__all__ = ["add_provider_options", "provider_output"]
+if TYPE_CHECKING:
+    from ..manifest import CompiledPromptPayload
+
+__all__ = ["PROVIDER_NAMES", "add_provider_options", "provider_output"]
+
+#: The keys of :data:`pioneer.providers.PROVIDERS`, in its order, written out so that
+#: ``compile`` can offer them without importing every adapter (a test keeps them in step).
+PROVIDER_NAMES = ("anthropic", "openai-chat", "openai-responses", "gemini")
 
 
 def add_provider_options(parser: argparse.ArgumentParser, output: Any) -> None:
     """--provider (one of the output choices in ``output``), --model and --messages."""
-    output.add_argument("--provider", choices=list(PROVIDERS),
+    output.add_argument("--provider", choices=list(PROVIDER_NAMES),
                         help="print the request body for this provider API as JSON")
     parser.add_argument("--model", help="model name for --provider (overrides the messages file)")
     parser.add_argument("--messages", type=Path, metavar="FILE",
@@ -33,6 +38,8 @@ def provider_output(args: argparse.Namespace, payload: CompiledPromptPayload) ->
         if len(fields) > 1 or args.messages is not None:
             raise InputError(Problem("--model and --messages need --provider"))
         return None
+    from ..providers import ChatRequest, build_request_body, load_chat_request
+
     if args.messages is not None:
         request = load_chat_request(args.messages, **fields)
     elif args.model:
