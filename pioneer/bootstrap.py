@@ -222,13 +222,17 @@ class FileReader:
         return result
 
 
+#: Characters from each end of a bootstrap file's content that its hash covers.
+_HASHED_END = 256
+
+
 @dataclass(frozen=True, slots=True)
 class BootstrapFile:
     """A bootstrap file that survived budgeting.
 
-    It compares by every field, but hashes without its content: the memos key on it,
-    and hashing tens of thousands of new characters after each edit would cost more
-    than the one comparison a same-sized neighbour in a bucket costs.
+    It compares by every field, but hashes only the ends of its content: the memos key
+    on it, and hashing tens of thousands of new characters after each edit costs more
+    than comparing the rare neighbour whose ends and size are the same.
     """
 
     name: str
@@ -238,8 +242,9 @@ class BootstrapFile:
     truncated: bool
 
     def __hash__(self) -> int:
-        return hash((self.name, self.path, len(self.content), self.original_chars,
-                     self.truncated))
+        content = self.content
+        return hash((self.name, self.path, len(content), content[:_HASHED_END],
+                     content[-_HASHED_END:], self.original_chars, self.truncated))
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,11 +270,13 @@ def load_bootstrap(
     max_chars_total: int,
     reader: FileReader | None = None,
     signatures: Sequence[tuple[int, ...] | None] | None = None,
+    paths: Sequence[str] | None = None,
 ) -> BootstrapResult:
     """Read and budget ``files`` (name, keep_empty) from ``root`` in the order given.
 
     ``signatures`` holds each file's :func:`file_signature` when the caller has just
-    taken them, which spares a stat per file.
+    taken them, which spares a stat per file, and ``paths`` each file's
+    ``str(root / name)`` when the caller already has them.
     """
     reader = reader or FileReader()
     load_diags: list[Diagnostic] = []
@@ -277,7 +284,8 @@ def load_bootstrap(
     read: list[tuple[str, str, _Read]] = []
     status: dict[str, tuple[str, int]] = {}
     real_root: str | None = None
-    paths = {name: str(root / name) for name, _ in files}
+    paths = {name: path for (name, _), path in zip(
+        files, paths or [str(root / name) for name, _ in files], strict=True)}
     for index, (name, _keep_empty) in enumerate(files):
         path = paths[name]
         signature = signatures[index] if signatures is not None else None
@@ -376,7 +384,7 @@ class BootstrapLoader:
         files = tuple(files)
         paths = self._paths.get((folder, files))
         if paths is None:
-            paths = tuple(os.path.join(folder, name) for name, _ in files)
+            paths = tuple(str(Path(root) / name) for name, _ in files)
             if len(self._paths) < self._size:
                 self._paths[(folder, files)] = paths
         signatures = tuple(map(file_signature, paths))
@@ -388,6 +396,7 @@ class BootstrapLoader:
         result = load_bootstrap(
             root, files, max_chars_per_file=max_chars_per_file,
             max_chars_total=max_chars_total, reader=self.reader, signatures=signatures,
+            paths=paths,
         )
         if trusted:
             self._memo.put(key, result)

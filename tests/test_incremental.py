@@ -374,3 +374,19 @@ def test_the_render_context_holds_exactly_the_input_fields(full_home: Path) -> N
     # every field there and nothing else, or a template would see a different context.
     compile_input = _input(full_home, dynamic_context="x")
     assert set(vars(compile_input)) == set(PromptCompileInput.model_fields)
+
+
+def test_a_bootstrap_file_hashes_its_ends_and_compares_its_whole_content() -> None:
+    from pioneer.bootstrap import BootstrapFile
+
+    def file(content: str) -> BootstrapFile:
+        return BootstrapFile("USER.md", "home/USER.md", content, len(content), False)
+
+    middle = "x" * 600
+    first, second = file("rev 1\n" + middle), file("rev 2\n" + middle)
+    # Same size, different head: different buckets, so revisions do not pile up in one.
+    assert hash(first) != hash(second)
+    # Different only in the middle: same hash, and still unequal.
+    left, right = file("a" * 300 + "1" + "a" * 300), file("a" * 300 + "2" + "a" * 300)
+    assert hash(left) == hash(right) and left != right
+    assert file("same") == file("same") and hash(file("same")) == hash(file("same"))
