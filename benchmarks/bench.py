@@ -372,18 +372,37 @@ def history_rows(work: Workload) -> tuple[Row, Row]:
 # -- running ------------------------------------------------------------------------
 
 
-def run_interleaved(rows: list[Row], rounds: int) -> None:
-    """Each round runs every row once, in an order shuffled from a fixed seed, so no row
-    always follows the same neighbour (whose leftovers in the CPU caches would help or
-    hurt it every time)."""
+def run_interleaved(
+    rows: list[Row], rounds: int, *, keep_gc: bool = False, cold: bool = False
+) -> None:
+    """Each round runs every row once, in an order shuffled from a fixed seed, so drift
+    in the machine hits all rows alike and no row always follows the same neighbour.
+
+    Before its timed call, a row runs its previous turn untimed, as a loop that compiles
+    every turn would have just done: the timing then measures the turn's own work, not
+    what the neighbour before it (a 30 ms tiktoken pass, say) left in the CPU caches.
+    ``cold`` skips that warm-up. Round 0 only warms up and is not counted. As ``timeit``
+    does, the garbage collector is off while rows run (a collection is charged to
+    whichever row allocates past the threshold, whoever made the garbage) and collects
+    between rounds, untimed; ``keep_gc`` leaves it on.
+    """
     clock = time.perf_counter_ns
     order = random.Random(0)
     for turn in range(rounds):
+        if not keep_gc:
+            gc.disable()
         for row in order.sample(rows, len(rows)):
+            if turn and not cold:
+                row.run(turn - 1)
             row.prepare(turn)
             start = clock()
             row.run(turn)
-            row.samples.append(clock() - start)
+            elapsed = clock() - start
+            if turn:
+                row.samples.append(elapsed)
+        gc.enable()
+        if not keep_gc:
+            gc.collect()
 
 
 STARTUP = {
@@ -479,6 +498,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=200, help="interleaved rounds (200)")
     parser.add_argument("--startup-runs", type=int, default=20,
                         help="process start-ups per command (20; 0 skips the rows)")
+    parser.add_argument("--keep-gc", action="store_true",
+                        help="leave the garbage collector on while rows run")
+    parser.add_argument("--cold", action="store_true",
+                        help="no untimed warm-up call before each timed one")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="pioneer-bench-") as folder:
         work = Workload(Path(folder), args.rounds)
@@ -500,12 +523,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The setup's objects (every turn's reference payload) are not the rows' garbage.
         gc.collect()
         gc.freeze()
-        run_interleaved(rows, args.rounds)
+        run_interleaved(rows, args.rounds, keep_gc=args.keep_gc, cold=args.cold)
         start = startup(work.home, args.startup_runs) if args.startup_runs else None
         p = work.payloads[0]
         print(f"workload: full profile, {len(p.stable_system_text):,} stable + "
               f"{len(p.dynamic_system_text):,} dynamic chars, {len(p.sections)} sections; "
-              f"{args.rounds} interleaved rounds; Python {sys.version.split()[0]}")
+              f"{args.rounds} interleaved rounds"
+              f"{', cold (no warm-up call)' if args.cold else ''}, garbage collector "
+              f"{'on' if args.keep_gc else 'off while timing'}; "
+              f"Python {sys.version.split()[0]}")
         print()
         report(rows, start, sys.stdout)
     return 0
