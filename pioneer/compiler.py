@@ -44,7 +44,7 @@ from .profile import (
     structural_problems,
 )
 from .sandbox import render_bounded, text_size
-from .settings import PioneerSettings
+from .settings_values import SettingsValues
 from .templates import TemplateSet, build_environment
 from .tokens import TokenCounter, default_counter
 
@@ -98,14 +98,18 @@ class PromptCompiler:
 
     def __init__(
         self,
-        settings: PioneerSettings | None = None,
+        settings: SettingsValues | None = None,
         *,
         profile_path: Sequence[Path] | None = None,
         template_path: Sequence[Path] | None = None,
         token_counter: TokenCounter | None = None,
         count_tokens: bool = False,
     ):
-        self.settings = settings or PioneerSettings()
+        if settings is None:
+            from .settings import PioneerSettings  # pydantic-settings: only when it has to read
+
+            settings = PioneerSettings()
+        self.settings = settings
         self.profile_path = list(profile_path or self.settings.profile_path)
         self.template_path = list(template_path or self.settings.template_path)
         self.templates = TemplateSet(build_environment(self.template_path))

@@ -11,13 +11,12 @@ folders or a JSON list.
 
 from __future__ import annotations
 
-import json
 import os
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import Field
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -27,6 +26,7 @@ from pydantic_settings import (
 )
 
 from .errors import InputError, Problem, toml_problem
+from .settings_values import CONFIG_FILE, CONFIG_VARIABLE, ENV_PREFIX, SettingsValues, default_home
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -34,19 +34,17 @@ if TYPE_CHECKING:
 __all__ = ["PioneerSettings", "default_home"]
 
 
-def default_home() -> Path:
-    """``~/.pioneer``: the runtime home when nothing else is configured."""
-    return Path.home() / ".pioneer"
-
-
-class PioneerSettings(BaseSettings):
+class PioneerSettings(BaseSettings, SettingsValues):
     """Deployment settings for the compiler, the runtime home and the history budget."""
 
+    # The fields, their defaults and checks are SettingsValues'; this class adds the
+    # sources they are read from.
+
     model_config = SettingsConfigDict(
-        env_prefix="PIONEER_", extra="forbid", frozen=True, env_nested_delimiter="__"
+        env_prefix=ENV_PREFIX, extra="forbid", frozen=True, env_nested_delimiter="__"
     )
 
-    home: Path = Field(default_factory=default_home, description="Runtime home folder.")
+    # Taken from the environment as written and split by ``_split_search_path``, not as JSON.
     profile_path: Annotated[list[Path], NoDecode] = Field(
         default_factory=list,
         description="Deployment profile folders, searched before the built-in profiles.",
@@ -54,23 +52,6 @@ class PioneerSettings(BaseSettings):
     template_path: Annotated[list[Path], NoDecode] = Field(
         default_factory=list,
         description="Deployment template folders, searched before the built-in templates.",
-    )
-    max_context_tokens: int = Field(128_000, ge=1, description="Model context window.")
-    response_reserve_tokens: int = Field(
-        16_000, ge=0, description="Tokens kept free for the model's reply."
-    )
-    summary_model: str | None = Field(None, description="Model that writes history summaries.")
-    summary_base_url: str | None = Field(
-        None, description="OpenAI-compatible base URL for history summaries (…/v1); none: off."
-    )
-    summary_api_key_env: str = Field(
-        "OPENAI_API_KEY", description="Environment variable holding the summary endpoint's key."
-    )
-    summary_timeout: float = Field(
-        30.0, gt=0, description="Seconds before a summary request is abandoned."
-    )
-    store_path: Path | None = Field(
-        None, description="SQLite conversation store; defaults to <home>/pioneer.db."
     )
 
     @classmethod
@@ -82,30 +63,15 @@ class PioneerSettings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        named = os.environ.get("PIONEER_CONFIG")
-        config_file = Path(named or "pioneer.toml").expanduser()
+        named = os.environ.get(CONFIG_VARIABLE)
+        config_file = Path(named or CONFIG_FILE).expanduser()
         if named and not config_file.is_file():
-            raise InputError(Problem(f"PIONEER_CONFIG names {config_file}, which is not a file"))
+            raise InputError(Problem(f"{CONFIG_VARIABLE} names {config_file}, which is not a file"))
         return (
             init_settings,
             env_settings,
             _DeploymentFile(settings_cls, toml_file=config_file),
         )
-
-    @field_validator("profile_path", "template_path", mode="before")
-    @classmethod
-    def _split_search_path(cls, value: object) -> object:
-        if isinstance(value, str):  # from the environment
-            text = value.strip()
-            if text.startswith("["):
-                return json.loads(text)
-            return [part for part in text.split(os.pathsep) if part]
-        return value
-
-    @property
-    def database(self) -> Path:
-        """The conversation store path."""
-        return self.store_path or self.home / "pioneer.db"
 
 
 _PATH_KEYS = ("home", "store_path", "profile_path", "template_path")

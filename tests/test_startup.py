@@ -96,8 +96,21 @@ def test_compile_text_loads_only_what_it_uses(tmp_path: Path) -> None:
         "jsonschema",  # only to word an invalid profile's problems
         "tiktoken",  # token counts are left out of a text compile
         "pioneer.providers",  # --provider only
+        "pydantic_settings",  # nothing to read: no PIONEER_* variable, no pioneer.toml
+        "asyncio",  # (pydantic-settings imports it)
     }
     assert not loaded & unused
+
+
+def test_with_a_settings_source_compile_reads_it_with_pydantic_settings(tmp_path: Path) -> None:
+    (tmp_path / "pioneer.toml").write_text(f"home = {str(tmp_path / 'home')!r}\n")
+    loaded = _loaded_after(
+        "import io\nfrom pioneer.cli import main\n"
+        "assert main(['compile'], stdout=io.StringIO()) == 0",
+        cwd=tmp_path,
+    )
+    assert "pydantic_settings" in loaded
+    assert (tmp_path / "home" / "SOUL.md").is_file()
 
 
 def test_provider_names_are_the_providers_in_order() -> None:

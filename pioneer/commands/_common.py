@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from ..compiler import PromptCompiler
 from ..errors import InputError, Problem, format_path
-from ..settings import PioneerSettings
+from ..settings_values import SettingsValues, load_settings
 
 __all__ = ["add_compiler_options", "make_compiler", "make_settings"]
 
@@ -37,7 +37,7 @@ def add_compiler_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def make_settings(args: argparse.Namespace) -> PioneerSettings:
+def make_settings(args: argparse.Namespace) -> SettingsValues:
     """Settings from the environment and pioneer.toml, overridden by the command line."""
     overrides: dict[str, object] = {}
     if getattr(args, "home", None) is not None:
@@ -47,7 +47,7 @@ def make_settings(args: argparse.Namespace) -> PioneerSettings:
     if getattr(args, "template_path", None):
         overrides["template_path"] = args.template_path
     try:
-        return PioneerSettings(**overrides)  # type: ignore[arg-type]
+        return load_settings(**overrides)
     except ValidationError as error:
         raise InputError(
             [

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..settings import PioneerSettings
+from ..settings_values import SettingsValues
 from ..tokens import MESSAGE_OVERHEAD, TokenCounter, default_counter
 from .models import HistoryEntry, HistoryMessage, HistoryWindow, ThreadSummary, summary_message_text
 from .store import MAX_TURNS, CrudStore
@@ -60,7 +60,7 @@ class HistoryLimits:
         return cls(budget, budget * THRESHOLD_BP // _BP, budget * SUMMARY_TARGET_BP // _BP)
 
     @classmethod
-    def from_settings(cls, settings: PioneerSettings) -> HistoryLimits:
+    def from_settings(cls, settings: SettingsValues) -> HistoryLimits:
         """Limits from ``max_context_tokens`` and ``response_reserve_tokens``."""
         return cls.from_tokens(settings.max_context_tokens, settings.response_reserve_tokens)
 
@@ -213,7 +213,7 @@ class HistoryBudgeter:
 
     @classmethod
     def from_settings(
-        cls, store: CrudStore, settings: PioneerSettings, *, summarizer: Summarizer | None = None
+        cls, store: CrudStore, settings: SettingsValues, *, summarizer: Summarizer | None = None
     ) -> HistoryBudgeter:
         """A budgeter with the settings' limits, summary model and summary timeout."""
         return cls(

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import PioneerError
-from ..settings import PioneerSettings
+from ..settings_values import SettingsValues
 from .models import HistoryMessage
 
 __all__ = [
@@ -186,7 +186,7 @@ def _reply_text(raw: bytes, url: str) -> str:
 
 
 def summarizer_from_settings(
-    settings: PioneerSettings, *, base_url: str | None = None
+    settings: SettingsValues, *, base_url: str | None = None
 ) -> OpenAIChatSummarizer | None:
     """The HTTP summarizer the settings configure (``base_url`` overrides), or ``None``."""
     url = base_url or settings.summary_base_url
