@@ -240,11 +240,17 @@ class BootstrapFile:
     content: str
     original_chars: int
     truncated: bool
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        content = self.content
+        object.__setattr__(self, "_hash", hash((
+            self.name, self.path, len(content), content[:_HASHED_END],
+            content[-_HASHED_END:], self.original_chars, self.truncated,
+        )))
 
     def __hash__(self) -> int:
-        content = self.content
-        return hash((self.name, self.path, len(content), content[:_HASHED_END],
-                     content[-_HASHED_END:], self.original_chars, self.truncated))
+        return self._hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,10 +290,10 @@ def load_bootstrap(
     read: list[tuple[str, str, _Read]] = []
     status: dict[str, tuple[str, int]] = {}
     real_root: str | None = None
-    paths = {name: path for (name, _), path in zip(
+    path_of = {name: path for (name, _), path in zip(
         files, paths or [str(root / name) for name, _ in files], strict=True)}
     for index, (name, _keep_empty) in enumerate(files):
-        path = paths[name]
+        path = path_of[name]
         signature = signatures[index] if signatures is not None else None
         try:
             # A trusted signature comes from an lstat that saw a regular file, not a
@@ -349,7 +355,7 @@ def load_bootstrap(
     manifest = tuple(
         SourceManifestEntry(
             file=name,
-            path=paths[name],
+            path=path_of[name],
             status=status[name][0],
             chars=status[name][1],
         )

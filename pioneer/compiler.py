@@ -246,6 +246,8 @@ class PromptCompiler:
         part = StablePart(
             tuple(kept), text, digest, digest.hexdigest(),
             tuple(r.diagnostic for r in rendered if r.diagnostic),
+            tuple(r.section for r in kept if r.section is not None),
+            tuple(r.record for r in kept if r.record is not None),
         )
         if key is not None:
             self._stable_memo.put(key, part)
@@ -276,12 +278,8 @@ class PromptCompiler:
         boot: BootstrapResult,
         diagnostics: list[Diagnostic],
     ) -> CompiledPromptPayload:
-        sections: list[CompiledSection] = []
-        records: list[ManifestSection] = []
-        for r in stable.rendered:
-            if r.section is not None and r.record is not None:
-                sections.append(r.section)
-                records.append(r.record)
+        sections = list(stable.sections)
+        records = list(stable.records)
         texts: list[str] = []
         chunks: list[bytes] = []
         for r in dynamic:

@@ -115,50 +115,46 @@ def budget_pool(
     kept: list[Contribution] = []
     diagnostics: list[Diagnostic] = []
     remaining = spec.max_chars
+    max_sections = spec.max_sections
     for item in ordered:
-        if len(kept) >= spec.max_sections:
-            diagnostics.append(_omitted(item.id, OMIT_COUNT))
+        item_id = item.id
+        if len(kept) >= max_sections:
+            diagnostics.append(_omitted(item_id, OMIT_COUNT))
             continue
         content = item.content.strip()
         if not content:
-            diagnostics.append(_omitted(item.id, OMIT_EMPTY))
+            diagnostics.append(_omitted(item_id, OMIT_EMPTY))
             continue
         if remaining <= 0:
-            diagnostics.append(_omitted(item.id, OMIT_EXHAUSTED))
+            diagnostics.append(_omitted(item_id, OMIT_EXHAUSTED))
             continue
-        spec_for_id = known.get(item.id)
-        cap = spec_for_id.max_chars if spec_for_id else default_max_chars
-        requested = cap if item.max_chars is None else item.max_chars
-        limit = min(requested, cap, remaining)
+        spec_for_id = known.get(item_id)
+        cap = default_max_chars if spec_for_id is None else spec_for_id.max_chars
+        requested = item.max_chars
+        limit = cap if requested is None or requested > cap else requested
+        if remaining < limit:
+            limit = remaining
         if limit <= 0:
-            diagnostics.append(_omitted(item.id, OMIT_ZERO))
+            diagnostics.append(_omitted(item_id, OMIT_ZERO))
             continue
         original = len(content)
-        text = content[:limit]
-        cut = len(text) < original
-        if cut or item.truncated:
+        cut = original > limit
+        text = content[:limit] if cut else content
+        truncated = cut or item.truncated
+        if truncated:
             diagnostics.append(
                 Diagnostic(
                     code="dynamic_section_truncated",
                     message=(
-                        f"dynamic prompt section `{item.id}` truncated: "
+                        f"dynamic prompt section `{item_id}` truncated: "
                         f"{original} -> {len(text)} chars"
                     ),
-                    section_id=item.id,
+                    section_id=item_id,
                 )
             )
         remaining -= len(text)
-        title = (item.title or "").strip()
+        title = item.title.strip() if item.title else ""
         if not title:
-            title = (spec_for_id.title if spec_for_id else None) or f"Dynamic: {item.id}"
-        kept.append(
-            Contribution(
-                id=item.id,
-                title=title,
-                content=text,
-                pool=pool,
-                truncated=cut or item.truncated,
-                original_chars=original,
-            )
-        )
+            title = (spec_for_id.title if spec_for_id else None) or f"Dynamic: {item_id}"
+        kept.append(Contribution(item_id, title, text, pool, truncated, original))
     return kept, diagnostics

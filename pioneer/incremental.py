@@ -108,6 +108,9 @@ class StablePart:
     fingerprint: str
     #: Diagnostics of the stable sections (kept or not), in order.
     diagnostics: tuple[Diagnostic, ...] = ()
+    #: The kept sections' payload entries and manifest records, ready to copy.
+    sections: tuple[CompiledSection, ...] = ()
+    records: tuple[ManifestSection, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
