@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib
 import pkgutil
 import sys
@@ -89,5 +90,16 @@ def main(
 
 
 def entry() -> NoReturn:  # pragma: no cover - the console script
-    """Console-script entry point."""
-    sys.exit(main())
+    """Console-script entry point.
+
+    The process ends after the command, so every object still alive moves to the
+    collector's permanent generation first: the collections the interpreter runs while
+    shutting down then skip the whole heap the imports built (pydantic schemas, compiled
+    templates), about a tenth of a short command's wall time. Atexit handlers, weakref
+    finalizers and the flush of stdout and stderr still run; what is skipped is collecting
+    the reference cycles still alive at exit (whose finalizers Python does not promise to
+    run then anyway); the operating system reclaims their memory.
+    """
+    code = main()
+    gc.freeze()
+    sys.exit(code)

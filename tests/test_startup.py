@@ -4,6 +4,7 @@ exports of the package stay in step with ``__all__`` and the type-checking impor
 from __future__ import annotations
 
 import ast
+import io
 import os
 import subprocess
 import sys
@@ -12,20 +13,23 @@ from pathlib import Path
 import pytest
 
 import pioneer
-from pioneer import commands
+from pioneer import cli, commands
 from pioneer.commands._provider import PROVIDER_NAMES
 
 INIT = Path(pioneer.__file__)
 
 
+def _environment() -> dict[str, str]:
+    """This environment without PIONEER_* variables (settings come from defaults only)."""
+    return {name: value for name, value in os.environ.items()
+            if not name.upper().startswith("PIONEER_")}
+
+
 def _loaded_after(code: str, cwd: Path | None = None) -> set[str]:
     script = f"{code}\nimport sys\nprint('\\n'.join(sorted(sys.modules)))"
-    # Without PIONEER_* variables (a deployment file would be looked for in ``cwd``).
-    env = {name: value for name, value in os.environ.items()
-           if not name.upper().startswith("PIONEER_")}
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env,
-        cwd=cwd,
+    result = subprocess.run(  # a deployment file would be looked for in ``cwd``
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True,
+        env=_environment(), cwd=cwd,
     )
     return set(result.stdout.split())
 
@@ -117,3 +121,33 @@ def test_provider_names_are_the_providers_in_order() -> None:
     from pioneer.providers import PROVIDERS
 
     assert tuple(PROVIDERS) == PROVIDER_NAMES
+
+
+@pytest.mark.parametrize(
+    ("args", "code"), [(["compile"], 0), (["compile", "--profile", "nope"], 1)],
+    ids=["ok", "user-error"],
+)
+def test_the_console_command_prints_and_exits_as_main_returns(
+    tmp_path: Path, args: list[str], code: int
+) -> None:
+    argv = [*args, "--home", str(tmp_path / "home")]
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main(argv, stdout=out, stderr=err) == code
+    result = subprocess.run(
+        [sys.executable, "-m", "pioneer", *argv], capture_output=True, text=True,
+        env=_environment(), cwd=tmp_path,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (
+        code, out.getvalue(), err.getvalue()
+    )
+
+
+def test_the_console_entry_freezes_the_heap_after_the_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(cli, "main", lambda: calls.append("main") or 3)
+    monkeypatch.setattr(cli.gc, "freeze", lambda: calls.append("freeze"))
+    with pytest.raises(SystemExit) as info:
+        cli.entry()
+    assert (info.value.code, calls) == (3, ["main", "freeze"])
