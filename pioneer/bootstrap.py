@@ -201,6 +201,8 @@ class FileReader:
     """Reads bootstrap files, reusing a read while the file's signature is unchanged."""
 
     _cache: dict[tuple[str, int], tuple[tuple[int, ...], _Read]] = field(default_factory=dict)
+    _files: dict[tuple[str, str, int, bool], BootstrapFile] = field(default_factory=dict)
+    _entries: dict[tuple[str, str, str, int], SourceManifestEntry] = field(default_factory=dict)
 
     def read(
         self, path: str | Path, keep: int, signature: tuple[int, ...] | None = None
@@ -221,6 +223,40 @@ class FileReader:
             self._cache[key] = (signature, result)
         return result
 
+    def file(
+        self, name: str, path: str, content: str, original: int, truncated: bool
+    ) -> BootstrapFile:
+        """The :class:`BootstrapFile` made last time for this very content, or a new one.
+
+        An unchanged file's read gives back the same content string, so the same object
+        comes back too, and the memos keyed on it compare it by identity.
+        """
+        key = (name, path, original, truncated)
+        found = self._files.get(key)
+        if found is not None and found.content is content:
+            return found
+        made = BootstrapFile(name, path, content, original, truncated)
+        if len(self._files) >= _ENTRY_CACHE:
+            self._files.clear()
+        self._files[key] = made
+        return made
+
+    def entry(self, name: str, path: str, status: str, chars: int) -> SourceManifestEntry:
+        """A source manifest entry, shared between loads that record the same one."""
+        key = (name, path, status, chars)
+        found = self._entries.get(key)
+        if found is None:
+            if len(self._entries) >= _ENTRY_CACHE:
+                self._entries.clear()
+            found = SourceManifestEntry.model_validate(
+                {"file": name, "path": path, "status": status, "chars": chars}
+            )
+            self._entries[key] = found
+        return found
+
+
+#: Files and source manifest entries a reader keeps before it starts again.
+_ENTRY_CACHE = 256
 
 #: Characters from each end of a bootstrap file's content that its hash covers.
 _HASHED_END = 256
@@ -349,18 +385,10 @@ def load_bootstrap(
         if dropped:
             status[name] = ("truncated", 0) if truncated else ("missing", 0)
             continue
-        kept[name] = BootstrapFile(name, path, content, original, truncated)
+        kept[name] = reader.file(name, path, content, original, truncated)
         status[name] = ("truncated" if truncated else "loaded", len(content))
 
-    manifest = tuple(
-        SourceManifestEntry(
-            file=name,
-            path=path_of[name],
-            status=status[name][0],
-            chars=status[name][1],
-        )
-        for name, _ in files
-    )
+    manifest = tuple(reader.entry(name, path_of[name], *status[name]) for name, _ in files)
     return BootstrapResult(kept, manifest, tuple(load_diags + budget_diags))
 
 
