@@ -15,7 +15,6 @@ import gc
 import importlib
 import pkgutil
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import NoReturn, TextIO
 
@@ -83,6 +82,8 @@ def main(
     except Exception as error:
         print(f"internal error: {type(error).__name__}: {error}", file=err)
         if debug:
+            import traceback  # only for --debug
+
             traceback.print_exc(file=err)
         else:
             print("(run with --debug for the traceback)", file=err)

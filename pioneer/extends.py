@@ -17,7 +17,6 @@ edits of unknown section ids are errors located at the offending key.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import os
 import tomllib
@@ -323,6 +322,8 @@ class _Merge:
         return None
 
     def _unknown(self, item_id: str, ids: list[str], noun: str, hint: str = "") -> str:
+        import difflib  # only to suggest a name for a wrong one
+
         message = f'unknown {noun} id "{item_id}" in base profile "{self.base_name}"'
         close = difflib.get_close_matches(item_id, ids, n=1, cutoff=0.75)
         return message + (f' (did you mean "{close[0]}"?)' if close else hint)

@@ -100,6 +100,7 @@ def test_compile_text_loads_only_what_it_uses(tmp_path: Path) -> None:
         "jsonschema",  # only to word an invalid profile's problems
         "tiktoken",  # token counts are left out of a text compile
         "pioneer.providers",  # --provider only
+        "pioneer.lock",  # --locked only
         "pydantic_settings",  # nothing to read: no PIONEER_* variable, no pioneer.toml
         "asyncio",  # (pydantic-settings imports it)
     }
@@ -121,6 +122,13 @@ def test_provider_names_are_the_providers_in_order() -> None:
     from pioneer.providers import PROVIDERS
 
     assert tuple(PROVIDERS) == PROVIDER_NAMES
+
+
+def test_compile_names_the_default_lock_file_as_the_lock_module_does() -> None:
+    from pioneer import lock
+    from pioneer.commands import compile as compile_command
+
+    assert compile_command.DEFAULT_LOCK_FILE == lock.DEFAULT_LOCK_FILE
 
 
 @pytest.mark.parametrize(

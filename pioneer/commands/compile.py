@@ -8,12 +8,14 @@ from typing import TextIO
 
 from ..bootstrap import ensure_runtime_home
 from ..inputs import PromptCompileInput, load_compile_input
-from ..lock import DEFAULT_LOCK_FILE, check_lock
 from ._common import add_compiler_options, make_compiler
 from ._provider import add_provider_options, provider_output
 
 NAME = "compile"
 HELP = "compile a prompt and print it"
+#: :data:`pioneer.lock.DEFAULT_LOCK_FILE`, written out so that only ``--locked`` imports the
+#: lock module (a test keeps the two equal).
+DEFAULT_LOCK_FILE = "pioneer.lock"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +52,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             {**compile_input.model_dump(exclude_unset=True), **updates}
         )
     if args.locked:
+        from ..lock import check_lock
+
         check_lock(compile_input.profile, compiler.load_profile(compile_input.profile), args.lock)
     payload = compiler.compile(compile_input)
     body = provider_output(args, payload)
