@@ -226,14 +226,15 @@ class FileReader:
     def file(
         self, name: str, path: str, content: str, original: int, truncated: bool
     ) -> BootstrapFile:
-        """The :class:`BootstrapFile` made last time for this very content, or a new one.
+        """The :class:`BootstrapFile` made last time for this content, or a new one.
 
-        An unchanged file's read gives back the same content string, so the same object
-        comes back too, and the memos keyed on it compare it by identity.
+        A file read again with the same content (after a touch, or while it is too new
+        for its signature to be trusted) gives back the object made before, so the memos
+        keyed on it compare it by identity instead of comparing its whole text each turn.
         """
         key = (name, path, original, truncated)
         found = self._files.get(key)
-        if found is not None and found.content is content:
+        if found is not None and found.content == content:
             return found
         made = BootstrapFile(name, path, content, original, truncated)
         if len(self._files) >= _ENTRY_CACHE:

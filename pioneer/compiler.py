@@ -23,7 +23,7 @@ from .contributions import Contribution, budget_pool
 from .errors import PioneerError, Problem, ProfileError, TemplateError
 from .extends import ProfileSource, resolve_profile
 from .fingerprint import profile_fingerprint, template_digests
-from .incremental import Memo, ProfilePlan, Rendered, StablePart, freeze, plan_profile
+from .incremental import Memo, ProfilePlan, Recent, Rendered, StablePart, freeze, plan_profile
 from .inputs import PromptCompileInput
 from .manifest import (
     COMPILER_VERSION,
@@ -67,6 +67,8 @@ _SEPARATOR_BYTES = b"\n\n"  # between rendered sections (boundary.render_section
 #: sections (a few turns' worth, so interleaved threads still find theirs).
 STABLE_MEMO_SIZE = 32
 SECTION_MEMO_SIZE = 256
+#: Slots (section, contribution id) whose latest render is kept for a quick check.
+RECENT_SIZE = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +123,8 @@ class PromptCompiler:
         self._stable_memo: Memo[tuple[object, ...], StablePart] = Memo(STABLE_MEMO_SIZE)
         self._section_memo: Memo[tuple[object, ...], Rendered] = Memo(SECTION_MEMO_SIZE)
         self._condition_memo: Memo[tuple[object, ...], bool] = Memo(SECTION_MEMO_SIZE)
+        self._recent_sections: Recent[tuple[object, ...], Rendered] = Recent(RECENT_SIZE)
+        self._recent_conditions: Recent[tuple[object, ...], bool] = Recent(RECENT_SIZE)
         self._prefix_memo: Memo[tuple[str, ...], hashlib._Hash] = Memo(SECTION_MEMO_SIZE)
 
     # -- loading ---------------------------------------------------------------
@@ -202,6 +206,8 @@ class PromptCompiler:
             self.templates, compile_input, profile, plan, boot, contributions,
             memo=self._section_memo,
             conditions=self._condition_memo,
+            recent=self._recent_sections,
+            recent_conditions=self._recent_conditions,
             counter=(self._counter or default_counter()) if self._count_tokens else None,
         )
         stable = self._stable_part(profile, plan, renderer)
@@ -364,6 +370,8 @@ class _SectionRenderer:
         memo: Memo[tuple[object, ...], Rendered],
         conditions: Memo[tuple[object, ...], bool],
         counter: TokenCounter | None,
+        recent: Recent[tuple[object, ...], Rendered] | None = None,
+        recent_conditions: Recent[tuple[object, ...], bool] | None = None,
     ):
         self.templates = templates
         # A pydantic model keeps its field values in ``__dict__``: one C-level copy.
@@ -385,6 +393,10 @@ class _SectionRenderer:
                 self.unclaimed.append(item)
         self.memo = memo
         self.conditions = conditions
+        self.recent = recent if recent is not None else Recent(RECENT_SIZE)
+        self.recent_conditions = (
+            recent_conditions if recent_conditions is not None else Recent(RECENT_SIZE)
+        )
         self.counter = counter
         self._base_size: int | None = None  # text_size of ``base``, once a render needs it
 
@@ -444,7 +456,14 @@ class _SectionRenderer:
             )
         except TypeError:
             key = None
-        found = self.conditions.get(key) if key is not None else None
+        if key is None:
+            found = None
+        else:
+            found = self.recent_conditions.get(section.id, key)
+            if found is None:
+                found = self.conditions.get(key)
+                if found is not None:
+                    self.recent_conditions.put(section.id, key, found)
         if found is not None:
             return found
         expression = self.templates.condition(when)
@@ -456,6 +475,7 @@ class _SectionRenderer:
             )) from None
         if key is not None:
             self.conditions.put(key, result)
+            self.recent_conditions.put(section.id, key, result)
         return result
 
     def _emit(
@@ -468,11 +488,17 @@ class _SectionRenderer:
         truncated: bool,
     ) -> Rendered:
         key = self._key(section, section_id, title, extra, source, truncated)
-        found = self.memo.get(key) if key is not None else None
+        if key is None:
+            return self._render(section, section_id, title, extra, source, truncated)
+        slot = (section.id, section_id)
+        found = self.recent.get(slot, key)
+        if found is not None:
+            return found
+        found = self.memo.get(key)
         if found is None:
             found = self._render(section, section_id, title, extra, source, truncated)
-            if key is not None:
-                self.memo.put(key, found)
+            self.memo.put(key, found)
+        self.recent.put(slot, key, found)
         return found
 
     def _key(

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .profile import SectionSpec
     from .templates import TemplateSet
 
-__all__ = ["Memo", "ProfilePlan", "Rendered", "StablePart", "freeze", "plan_profile"]
+__all__ = ["Memo", "ProfilePlan", "Recent", "Rendered", "StablePart", "freeze", "plan_profile"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -84,6 +84,33 @@ class Memo(Generic[K, V]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+class Recent(Generic[K, V]):
+    """What each slot (a section, say) held last time, checked against its full key.
+
+    A turn mostly finds its sections as the turn before left them, so a lookup by slot
+    and one comparison of keys is all it needs; the :class:`Memo` behind it is asked
+    only when the key moved. A slot's entry is replaced whole (a plain dict, safe to
+    share between threads), and the map starts again once it holds ``size`` slots.
+    """
+
+    def __init__(self, size: int):
+        self._size = size
+        self._items: dict[Hashable, tuple[K, V]] = {}
+
+    def get(self, slot: Hashable, key: K) -> V | None:
+        """The value last stored for ``slot``, when it was stored under ``key``."""
+        found = self._items.get(slot)
+        if found is not None and found[0] == key:
+            return found[1]
+        return None
+
+    def put(self, slot: Hashable, key: K, value: V) -> None:
+        """Remember ``value`` (stored under ``key``) as ``slot``'s latest."""
+        if len(self._items) >= self._size and slot not in self._items:
+            self._items = {}
+        self._items[slot] = (key, value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -390,3 +390,37 @@ def test_a_bootstrap_file_hashes_its_ends_and_compares_its_whole_content() -> No
     left, right = file("a" * 300 + "1" + "a" * 300), file("a" * 300 + "2" + "a" * 300)
     assert hash(left) == hash(right) and left != right
     assert file("same") == file("same") and hash(file("same")) == hash(file("same"))
+
+
+def test_recent_gives_a_slot_back_only_under_the_same_key() -> None:
+    from pioneer.incremental import Recent
+
+    recent: Recent[tuple[str, ...], str] = Recent(2)
+    recent.put("a", ("k1",), "one")
+    assert recent.get("a", ("k1",)) == "one"
+    assert recent.get("a", ("k2",)) is None and recent.get("b", ("k1",)) is None
+    recent.put("a", ("k2",), "two")  # a slot holds only its latest
+    assert recent.get("a", ("k1",)) is None and recent.get("a", ("k2",)) == "two"
+    recent.put("b", ("k1",), "three")
+    recent.put("c", ("k1",), "four")  # a third slot: the map starts again
+    assert recent.get("a", ("k2",)) is None and recent.get("c", ("k1",)) == "four"
+
+
+def test_a_file_read_again_unchanged_keeps_its_object(full_home: Path) -> None:
+    # Inside the 2 s window the file is re-read on every compile; the same content must
+    # come back as the same object, so the memos keep comparing it by identity.
+    loader = BootstrapLoader()
+    files = (("SOUL.md", False), ("USER.md", False))
+
+    def load() -> dict[str, Any]:
+        return loader.load(full_home, files, max_chars_per_file=1000,
+                           max_chars_total=2000).files
+
+    first = load()
+    _write(full_home / "USER.md", "Ada, a backend engineer.", time.time_ns())
+    again = load()
+    assert again["USER.md"] is first["USER.md"] and again["SOUL.md"] is first["SOUL.md"]
+    _write(full_home / "USER.md", "Bob, a backend engineer.", time.time_ns())
+    edited = load()
+    assert edited["USER.md"] is not first["USER.md"]
+    assert edited["USER.md"].content == "Bob, a backend engineer."
