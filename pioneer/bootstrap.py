@@ -220,6 +220,8 @@ class FileReader:
             return cached[1]
         result = _read(path, keep)
         if signature:
+            if len(self._cache) >= _ENTRY_CACHE and key not in self._cache:
+                self._cache.clear()
             self._cache[key] = (signature, result)
         return result
 
@@ -256,7 +258,7 @@ class FileReader:
         return found
 
 
-#: Files and source manifest entries a reader keeps before it starts again.
+#: Reads, files and source manifest entries a reader keeps before it starts again.
 _ENTRY_CACHE = 256
 
 #: Characters from each end of a bootstrap file's content that its hash covers.
