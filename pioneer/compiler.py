@@ -45,7 +45,7 @@ from .profile import (
 )
 from .sandbox import render_bounded, text_size
 from .settings_values import SettingsValues
-from .templates import TemplateSet, build_environment
+from .templates import TemplateSet, build_environment, render_print_only
 from .tokens import TokenCounter, default_counter
 
 __all__ = ["LoadedProfile", "PromptCompiler", "compile_prompt"]
@@ -549,10 +549,13 @@ class _SectionRenderer:
                 self._base_size = text_size(self.base.values())
             return self._base_size + text_size([names, *extra.values()])
 
-        try:
-            body = render_bounded(template, context, given=given)
-        except Exception as error:  # template code is untrusted: any failure is its error
-            raise _render_error(error, template, section_id) from None
+        pieces = self.templates.print_only(section.template)
+        body = render_print_only(pieces, context) if pieces is not None else None
+        if body is None:
+            try:
+                body = render_bounded(template, context, given=given)
+            except Exception as error:  # template code is untrusted: any failure is its error
+                raise _render_error(error, template, section_id) from None
         if "\r" in body:
             body = body.replace("\r\n", "\n").replace("\r", "\n")
         body = body.strip()

@@ -13,21 +13,22 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import jinja2
-from jinja2 import meta
+from jinja2 import meta, nodes
 from jinja2.sandbox import SandboxedEnvironment
 
 from .errors import Problem
 from .resources import builtin_dir
-from .sandbox import Sandbox
+from .sandbox import MAX_OUTPUT, Sandbox
 
 __all__ = [
     "TemplateSet",
     "build_environment",
+    "render_print_only",
 ]
 
 
@@ -55,6 +56,7 @@ class TemplateSet:
         self._conditions: dict[str, Callable[..., Any]] = {}
         self._asts: dict[str, Any] = {}
         self._reads: dict[str, frozenset[str] | None] = {}
+        self._print_only: dict[str, tuple[tuple[bool, str], ...] | None] = {}
 
     def template(self, name: str) -> jinja2.Template:
         """A compiled template (loaded by :meth:`check_template` first)."""
@@ -161,6 +163,18 @@ class TemplateSet:
                 pending.append(referenced)
         return frozenset(names)
 
+    def print_only(self, name: str) -> tuple[tuple[bool, str], ...] | None:
+        """A template made only of literal text and bare ``{{ variable }}`` prints, as
+        ``(is_variable, text_or_name)`` pieces; ``None`` for any other template.
+
+        Such a template (``content.md.j2`` is one) renders every variable with ``str``
+        and the text as written, so :func:`render_print_only` can produce its output
+        without starting the template engine.
+        """
+        if name not in self._print_only:
+            self._print_only[name] = _print_pieces(self._asts.get(name))
+        return self._print_only[name]
+
     def condition_names(self, expression: str) -> frozenset[str]:
         """Context names a ``when`` expression reads."""
         ast = self.env.parse("{% if " + expression + " %}{% endif %}")
@@ -197,6 +211,46 @@ class TemplateSet:
             )
         if not unknown:
             self._conditions[expression] = compiled
+
+
+def _print_pieces(ast: Any) -> tuple[tuple[bool, str], ...] | None:
+    if not isinstance(ast, nodes.Template):
+        return None
+    pieces: list[tuple[bool, str]] = []
+    for node in ast.body:
+        if not isinstance(node, nodes.Output):
+            return None
+        for child in node.nodes:
+            if isinstance(child, nodes.TemplateData):
+                pieces.append((False, child.data))
+            elif isinstance(child, nodes.Name) and child.ctx == "load":
+                pieces.append((True, child.name))
+            else:
+                return None
+    if sum(len(text) for is_name, text in pieces if not is_name) > MAX_OUTPUT:
+        return None  # the engine's output limit would refuse it: let the engine say so
+    return tuple(pieces)
+
+
+def render_print_only(
+    pieces: tuple[tuple[bool, str], ...], context: Mapping[str, Any]
+) -> str | None:
+    """What a print-only template (:meth:`TemplateSet.print_only`) renders for
+    ``context``, or ``None`` when a variable is missing or not a plain ``str`` (the
+    template engine then renders it, and reports a missing variable as it should)."""
+    out: list[str] = []
+    for is_name, text in pieces:
+        if is_name:
+            value = context.get(text, _ABSENT)
+            if type(value) is not str:
+                return None
+            out.append(value)
+        else:
+            out.append(text)
+    return "".join(out)
+
+
+_ABSENT = object()
 
 
 def _reason(error: BaseException) -> str:

@@ -334,7 +334,9 @@ def test_the_render_limit_counts_the_same_input_text(
         full_home, **TURNS[3], extra_system="x", skills_prompt="y", continue_generation_hint=True,
         dynamic_sections=[{"id": "hook.a", "content": "from a hook"}],
     ))
-    assert len(seen) >= 10
+    # Print-only templates (content.md.j2) are rendered without the engine, so only the
+    # sections with real template code come through here.
+    assert len(seen) >= 3
 
 
 @pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
