@@ -115,8 +115,8 @@ def _stream(fd: int, keep: int) -> _Read:
             text = text.lstrip()
             started = bool(text)
         if text:
-            stripped = text.rstrip()
-            trailing_ws = trailing_ws + len(text) if not stripped else len(text) - len(stripped)
+            trailing = _trailing_space(text)
+            trailing_ws = trailing_ws + trailing if trailing == len(text) else trailing
             chars += len(text)
             if head_len < keep + 1:
                 piece = text[: keep + 1 - head_len]
@@ -127,6 +127,20 @@ def _stream(fd: int, keep: int) -> _Read:
     total = chars - trailing_ws
     text = "".join(head)[:total].rstrip() if total <= keep else "".join(head)
     return _Read(text, total, complete)
+
+
+def _trailing_space(text: str) -> int:
+    """How many characters of whitespace ``text`` ends with, without copying all of it."""
+    if not text[-1].isspace():
+        return 0
+    tail = text[-_TAIL:]
+    kept = len(tail.rstrip())
+    if kept or len(tail) == len(text):
+        return len(tail) - kept
+    return len(text) - len(text.rstrip())  # a long run of whitespace: measure it whole
+
+
+_TAIL = 256
 
 
 def _read(path: str | Path, keep: int) -> _Read:

@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pioneer import PioneerError, PromptCompileInput, PromptCompiler, ensure_runtime_home
 from pioneer.bootstrap import FileReader, load_bootstrap, sanitize
@@ -127,3 +129,10 @@ def test_other_identity_files_are_never_read(home: Path) -> None:
     full = PromptCompiler().compile(PromptCompileInput(workspace_root=home)).full_system_text
     for name in ("AGENTS.md", "TOOLS.md", "HEARTBEAT.md", "BOOTSTRAP.md", "MEMORY.md"):
         assert name not in full
+
+
+@given(st.text(alphabet=st.sampled_from("ab \n\t\r\u3000\u00a0x"), min_size=1, max_size=700))
+def test_trailing_space_is_what_rstrip_removes(text: str) -> None:
+    from pioneer.bootstrap import _trailing_space
+
+    assert _trailing_space(text) == len(text) - len(text.rstrip())
