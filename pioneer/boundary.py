@@ -6,13 +6,14 @@ text is ``stable + BOUNDARY + dynamic`` with the reference's rules when a side i
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 __all__ = [
     "BOUNDARY_MARKER",
     "QUOTED_MARKER",
     "join_full_text",
     "render_section",
+    "render_section_parts",
     "render_sections",
     "split_prompt_cache_boundary",
     "strip_prompt_cache_boundary",
@@ -33,11 +34,26 @@ def render_section(title: str, content: str) -> str:
     :data:`QUOTED_MARKER`, so the only boundary in a full text is the one
     :func:`join_full_text` puts there and splitting it gives back stable and dynamic.
     """
-    body = content.strip()
-    if not body:
+    return render_section_parts(title, (content,))
+
+
+def render_section_parts(title: str, parts: Sequence[str]) -> str:
+    """:func:`render_section` of ``"".join(parts)``, trimmed across the parts and joined
+    once, so a long body is copied once rather than joined, trimmed and prefixed."""
+    start, end = 0, len(parts)
+    while start < end and (not parts[start] or parts[start].isspace()):
+        start += 1
+    while end > start and (not parts[end - 1] or parts[end - 1].isspace()):
+        end -= 1
+    if start == end:
         return ""
     # A title is one line: a newline in a hook's title must not open a heading of its own.
-    text = f"## {' '.join(title.split())}\n{body}"
+    head = f"## {' '.join(title.split())}\n"
+    if end - start == 1:
+        text = head + parts[start].strip()
+    else:
+        text = "".join([head, parts[start].lstrip(), *parts[start + 1 : end - 1],
+                        parts[end - 1].rstrip()])
     return text.replace(_COMMENT, QUOTED_MARKER) if _COMMENT in text else text
 
 

@@ -18,7 +18,13 @@ from typing import Any
 import jinja2
 
 from .bootstrap import BootstrapLoader, BootstrapResult
-from .boundary import BOUNDARY_MARKER, join_full_text, render_section, render_sections
+from .boundary import (
+    BOUNDARY_MARKER,
+    join_full_text,
+    render_section,
+    render_section_parts,
+    render_sections,
+)
 from .contributions import Contribution, budget_pool
 from .errors import PioneerError, Problem, ProfileError, TemplateError
 from .extends import ProfileSource, resolve_profile
@@ -43,7 +49,7 @@ from .profile import (
     problem_summary,
     structural_problems,
 )
-from .sandbox import render_bounded, text_size
+from .sandbox import render_parts, text_size
 from .settings_values import SettingsValues
 from .templates import TemplateSet, build_environment, render_print_only
 from .tokens import TokenCounter, default_counter
@@ -550,26 +556,30 @@ class _SectionRenderer:
             return self._base_size + text_size([names, *extra.values()])
 
         pieces = self.templates.print_only(section.template)
-        body = render_print_only(pieces, context) if pieces is not None else None
-        if body is None:
+        parts = render_print_only(pieces, context) if pieces is not None else None
+        if parts is None:
             try:
-                body = render_bounded(template, context, given=given)
+                parts = render_parts(template, context, given=given)
             except Exception as error:  # template code is untrusted: any failure is its error
                 raise _render_error(error, template, section_id) from None
-        if "\r" in body:
-            body = body.replace("\r\n", "\n").replace("\r", "\n")
-        body = body.strip()
         diagnostic = None
-        if section.max_chars is not None and len(body) > section.max_chars:
-            diagnostic = Diagnostic(
-                code="section_truncated",
-                message=f"section `{section_id}` truncated by profile limit: "
-                f"{len(body)} -> {section.max_chars} chars",
-                section_id=section_id,
-            )
-            body = body[: section.max_chars].rstrip()
-            truncated = True
-        text = render_section(title, body)
+        if section.max_chars is None and not any("\r" in part for part in parts):
+            text = render_section_parts(title, parts)  # the common case: one copy
+        else:
+            body = "".join(parts)
+            if "\r" in body:
+                body = body.replace("\r\n", "\n").replace("\r", "\n")
+            body = body.strip()
+            if section.max_chars is not None and len(body) > section.max_chars:
+                diagnostic = Diagnostic(
+                    code="section_truncated",
+                    message=f"section `{section_id}` truncated by profile limit: "
+                    f"{len(body)} -> {section.max_chars} chars",
+                    section_id=section_id,
+                )
+                body = body[: section.max_chars].rstrip()
+                truncated = True
+            text = render_section(title, body)
         if not text:
             return Rendered(None, None, diagnostic)
         data = text.encode("utf-8")

@@ -259,6 +259,17 @@ def render_bounded(
     *,
     given: int | Callable[[], int] | None = None,
 ) -> str:
+    """Render ``template``; refuse once it emits MAX_OUTPUT characters beyond its input
+    (see :func:`render_parts`)."""
+    return "".join(render_parts(template, context, given=given))
+
+
+def render_parts(
+    template: jinja2.Template,
+    context: Mapping[str, Any],
+    *,
+    given: int | Callable[[], int] | None = None,
+) -> list[str]:
     """Render ``template``; refuse once it emits MAX_OUTPUT characters beyond its input.
 
     The limit grows with the text handed in, so passing a long input through is never
@@ -287,7 +298,7 @@ def render_bounded(
             parts.append(part)
     except Exception:
         environment.handle_exception()  # re-raises, its traceback pointing at template lines
-    return "".join(parts)
+    return parts
 
 
 def _new_context(template: jinja2.Template, context: Mapping[str, Any]) -> jinja2.runtime.Context:

@@ -234,10 +234,10 @@ def _print_pieces(ast: Any) -> tuple[tuple[bool, str], ...] | None:
 
 def render_print_only(
     pieces: tuple[tuple[bool, str], ...], context: Mapping[str, Any]
-) -> str | None:
-    """What a print-only template (:meth:`TemplateSet.print_only`) renders for
-    ``context``, or ``None`` when a variable is missing or not a plain ``str`` (the
-    template engine then renders it, and reports a missing variable as it should)."""
+) -> list[str] | None:
+    """The output of a print-only template (:meth:`TemplateSet.print_only`) for
+    ``context``, in pieces, or ``None`` when a variable is missing or not a plain ``str``
+    (the template engine then renders it, and reports a missing variable as it should)."""
     out: list[str] = []
     for is_name, text in pieces:
         if is_name:
@@ -247,7 +247,7 @@ def render_print_only(
             out.append(value)
         else:
             out.append(text)
-    return "".join(out)
+    return out
 
 
 _ABSENT = object()

@@ -6,6 +6,8 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pioneer import (
     BOUNDARY_MARKER,
@@ -94,3 +96,16 @@ def test_stable_fingerprint_ignores_dynamic_inputs_but_not_files(home: Path) -> 
     (home / "USER.md").write_text("user")
     _, _, _, third = _compile(home, extra_system="two")
     assert third.fingerprint_stable != first.fingerprint_stable  # type: ignore[attr-defined]
+
+
+_PART_CHARS = st.sampled_from("ab \n\t\u3000x<!-PIONEER_PROMT_CACHE_BOUNDARY>")
+
+
+@given(title=st.text(max_size=30),
+       parts=st.lists(st.text(alphabet=_PART_CHARS, max_size=40), max_size=6))
+def test_a_section_from_parts_is_the_section_of_their_join(title: str, parts: list[str]) -> None:
+    from pioneer.boundary import render_section_parts
+
+    assert render_section_parts(title, parts) == render_section(title, "".join(parts))
+    assert render_section_parts(title, [BOUNDARY_MARKER, *parts]) == render_section(
+        title, BOUNDARY_MARKER + "".join(parts))

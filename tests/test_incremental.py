@@ -316,20 +316,20 @@ def test_the_render_limit_counts_the_same_input_text(
     full_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pioneer import compiler as compiler_module
-    from pioneer.sandbox import render_bounded, text_size
+    from pioneer.sandbox import render_parts, text_size
 
     seen: list[int] = []
 
     def checked(
         template: jinja2.Template, context: dict[str, Any], *, given: Callable[[], int]
-    ) -> str:
+    ) -> list[str]:
         # The compiler measures lazily (only a render past MAX_OUTPUT needs it), but what it
         # would measure must equal the size of the whole context.
         assert given() == text_size(context.values())
         seen.append(given())
-        return render_bounded(template, context, given=given)
+        return render_parts(template, context, given=given)
 
-    monkeypatch.setattr(compiler_module, "render_bounded", checked)
+    monkeypatch.setattr(compiler_module, "render_parts", checked)
     PromptCompiler().compile(_input(
         full_home, **TURNS[3], extra_system="x", skills_prompt="y", continue_generation_hint=True,
         dynamic_sections=[{"id": "hook.a", "content": "from a hook"}],
