@@ -37,6 +37,7 @@ __all__ = [
     "FileReader",
     "SeedResult",
     "ensure_runtime_home",
+    "file_probe",
     "file_signature",
     "load_bootstrap",
     "sanitize",
@@ -198,16 +199,23 @@ def file_signature(path: str | Path) -> tuple[int, ...] | None:
     :data:`RACY_NS` (a second write in the same tick could leave every field as it was),
     or a symlink (whether it may be followed is decided again on every read).
     """
+    return file_probe(path)[0]
+
+
+def file_probe(path: str | Path) -> tuple[tuple[int, ...] | None, bool]:
+    """:func:`file_signature`, and whether the same ``lstat`` saw a regular file (not a
+    symlink), which a file too new to trust still tells a reader."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
-        return MISSING
+        return MISSING, False
     except OSError:
-        return None
+        return None, False
+    regular = stat.S_ISREG(info.st_mode)
     changed = max(info.st_mtime_ns, info.st_ctime_ns)
-    if not stat.S_ISREG(info.st_mode) or time.time_ns() - changed < RACY_NS:
-        return None
-    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev)
+    if not regular or time.time_ns() - changed < RACY_NS:
+        return None, regular
+    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev), True
 
 
 @dataclass(slots=True)
@@ -219,15 +227,20 @@ class FileReader:
     _entries: dict[tuple[str, str, str, int], SourceManifestEntry] = field(default_factory=dict)
 
     def read(
-        self, path: str | Path, keep: int, signature: tuple[int, ...] | None = None
+        self,
+        path: str | Path,
+        keep: int,
+        signature: tuple[int, ...] | None = None,
+        *,
+        probed: bool = False,
     ) -> _Read:
         """Read (or reuse) the sanitised head of ``path``; raises ``_ReadFailure``.
 
-        ``signature`` is the file's :func:`file_signature` when the caller has just
-        taken it (``None``: take it here).
+        ``probed``: ``signature`` is the file's :func:`file_signature`, just taken by the
+        caller (``None`` then means "not to be trusted"); otherwise it is taken here.
         """
         key = (str(path), keep)
-        if signature is None:
+        if signature is None and not probed:
             signature = file_signature(path)
         cached = self._cache.get(key)
         if signature and cached is not None and cached[0] == signature:
@@ -328,13 +341,13 @@ def load_bootstrap(
     max_chars_per_file: int,
     max_chars_total: int,
     reader: FileReader | None = None,
-    signatures: Sequence[tuple[int, ...] | None] | None = None,
+    probes: Sequence[tuple[tuple[int, ...] | None, bool]] | None = None,
     paths: Sequence[str] | None = None,
 ) -> BootstrapResult:
     """Read and budget ``files`` (name, keep_empty) from ``root`` in the order given.
 
-    ``signatures`` holds each file's :func:`file_signature` when the caller has just
-    taken them, which spares a stat per file, and ``paths`` each file's
+    ``probes`` holds each file's :func:`file_probe` when the caller has just taken them,
+    which spares the stats a read would take, and ``paths`` each file's
     ``str(root / name)`` when the caller already has them.
     """
     reader = reader or FileReader()
@@ -347,15 +360,16 @@ def load_bootstrap(
         files, paths or [str(root / name) for name, _ in files], strict=True)}
     for index, (name, _keep_empty) in enumerate(files):
         path = path_of[name]
-        signature = signatures[index] if signatures is not None else None
+        signature, regular = probes[index] if probes is not None else (None, False)
         try:
-            # A trusted signature comes from an lstat that saw a regular file, not a
-            # symlink, so only the name itself could lead out of the folder.
-            plain = _plain_name(name) if signature else _plain_child(path, name)
+            # A probe that saw a regular file (not a symlink) leaves only the name itself
+            # as a way out of the folder.
+            plain = _plain_name(name) if regular else _plain_child(path, name)
             if not plain:
                 real_root = real_root or os.path.realpath(root)
                 _inside(real_root, path)
-            read.append((name, path, reader.read(path, max_chars_per_file, signature or None)))
+            read.append((name, path, reader.read(path, max_chars_per_file, signature or None,
+                                                 probed=probes is not None)))
         except _ReadFailure as failure:
             if failure.missing:
                 load_diags.append(_diag("missing_file", name, path, "is missing"))
@@ -438,7 +452,8 @@ class BootstrapLoader:
             paths = tuple(str(Path(root) / name) for name, _ in files)
             if len(self._paths) < self._size:
                 self._paths[(folder, files)] = paths
-        signatures = tuple(map(file_signature, paths))
+        probes = tuple(map(file_probe, paths))
+        signatures = tuple(probe[0] for probe in probes)
         key = (folder, files, max_chars_per_file, max_chars_total, signatures)
         trusted = None not in signatures
         found = self._memo.get(key) if trusted else None
@@ -446,8 +461,7 @@ class BootstrapLoader:
             return found
         result = load_bootstrap(
             root, files, max_chars_per_file=max_chars_per_file,
-            max_chars_total=max_chars_total, reader=self.reader, signatures=signatures,
-            paths=paths,
+            max_chars_total=max_chars_total, reader=self.reader, probes=probes, paths=paths,
         )
         if trusted:
             self._memo.put(key, result)
