@@ -100,9 +100,15 @@ class Recent(Generic[K, V]):
         self._items: dict[Hashable, tuple[K, V]] = {}
 
     def get(self, slot: Hashable, key: K) -> V | None:
-        """The value last stored for ``slot``, when it was stored under ``key``."""
+        """The value last stored for ``slot``, when it was stored under ``key``.
+
+        On a match the slot keeps ``key`` itself from then on: the next turn's key is then
+        compared with this turn's values, the ones most recently read.
+        """
         found = self._items.get(slot)
         if found is not None and found[0] == key:
+            if found[0] is not key:
+                self._items[slot] = (key, found[1])
             return found[1]
         return None
 
