@@ -256,7 +256,7 @@ class PromptCompiler:
         text = render_sections(r.section.text for r in kept if r.section is not None)
         digest = self._stable_digest(kept)
         part = StablePart(
-            tuple(kept), text, digest, digest.hexdigest(),
+            text, digest, digest.hexdigest(),
             tuple(r.diagnostic for r in rendered if r.diagnostic),
             tuple(r.section for r in kept if r.section is not None),
             tuple(r.record for r in kept if r.record is not None),
@@ -351,10 +351,7 @@ def _pools(
     hooks, hook_diags = budget_pool(
         compile_input.dynamic_sections, pool="hook", spec=budgets.hook_pool, **pool_args
     )
-    if runtime_diags or hook_diags:
-        return [*runtime, *hooks], [*runtime_diags, *hook_diags]
-    runtime += hooks
-    return runtime, []
+    return [*runtime, *hooks], [*runtime_diags, *hook_diags]
 
 
 class _SectionRenderer:

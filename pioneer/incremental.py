@@ -134,16 +134,14 @@ class Rendered:
 class StablePart:
     """The stable half of a compile, reusable while nothing it reads changes."""
 
-    #: The kept sections (each with its section and record), in order.
-    rendered: tuple[Rendered, ...]
     text: str
     digest: hashlib._Hash  # sha256 of ``text``; copied, never updated in place
     fingerprint: str
     #: Diagnostics of the stable sections (kept or not), in order.
-    diagnostics: tuple[Diagnostic, ...] = ()
-    #: The kept sections' payload entries and manifest records, ready to copy.
-    sections: tuple[CompiledSection, ...] = ()
-    records: tuple[ManifestSection, ...] = ()
+    diagnostics: tuple[Diagnostic, ...]
+    #: The kept sections' payload entries and manifest records, in order.
+    sections: tuple[CompiledSection, ...]
+    records: tuple[ManifestSection, ...]
 
 
 @dataclass(frozen=True, slots=True)
