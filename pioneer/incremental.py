@@ -8,7 +8,8 @@ the compile path, each keyed on everything its result depends on:
 - bootstrap results, keyed on the root, the budgets and each file's stat signature
   (:mod:`pioneer.bootstrap`);
 - single sections, keyed on the profile fingerprint, the section and the values its
-  condition and template read;
+  condition and template read; in front of that memo, :class:`Recent` keeps each
+  section slot's latest key and render, so an unchanged section costs one comparison;
 - the whole stable part (texts, records and the sha256 state of the stable text),
   keyed on the profile fingerprint and every value any stable section reads.
 
