@@ -545,7 +545,6 @@ class _SectionRenderer:
     ) -> Rendered:
         template = self.templates.template(section.template)
         names = {"id": section_id, "title": title}
-        context = {**self.base, "section": names, **extra}
 
         def given() -> int:
             if self._base_size is None:
@@ -553,8 +552,11 @@ class _SectionRenderer:
             return self._base_size + text_size([names, *extra.values()])
 
         pieces = self.templates.print_only(section.template)
-        parts = render_print_only(pieces, context) if pieces is not None else None
+        parts = None
+        if pieces is not None:  # the same lookup as the context below: extra, section, base
+            parts = render_print_only(pieces, extra, {"section": names}, self.base)
         if parts is None:
+            context = {**self.base, "section": names, **extra}
             try:
                 parts = render_parts(template, context, given=given)
             except Exception as error:  # template code is untrusted: any failure is its error

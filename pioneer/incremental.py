@@ -78,10 +78,12 @@ class Memo(Generic[K, V]):
     def put(self, key: K, value: V) -> None:
         """Store ``value``, forgetting the least recently used entry when full."""
         with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
+            items = self._items
+            if key in items:
+                items.move_to_end(key)
+            items[key] = value  # a new key goes to the end
+            if len(items) > self._size:
+                items.popitem(last=False)
 
     def __len__(self) -> int:
         return len(self._items)

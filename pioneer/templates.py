@@ -233,15 +233,21 @@ def _print_pieces(ast: Any) -> tuple[tuple[bool, str], ...] | None:
 
 
 def render_print_only(
-    pieces: tuple[tuple[bool, str], ...], context: Mapping[str, Any]
+    pieces: tuple[tuple[bool, str], ...], *scopes: Mapping[str, Any]
 ) -> list[str] | None:
-    """The output of a print-only template (:meth:`TemplateSet.print_only`) for
-    ``context``, in pieces, or ``None`` when a variable is missing or not a plain ``str``
-    (the template engine then renders it, and reports a missing variable as it should)."""
+    """The output of a print-only template (:meth:`TemplateSet.print_only`), in pieces,
+    each variable taken from the first of ``scopes`` that has it (as a context built
+    from them, later ones first, would give it); ``None`` when a variable is missing or
+    not a plain ``str`` (the template engine then renders it, and reports a missing
+    variable as it should)."""
     out: list[str] = []
     for is_name, text in pieces:
         if is_name:
-            value = context.get(text, _ABSENT)
+            value: Any = _ABSENT
+            for scope in scopes:
+                value = scope.get(text, _ABSENT)
+                if value is not _ABSENT:
+                    break
             if type(value) is not str:
                 return None
             out.append(value)

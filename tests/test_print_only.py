@@ -55,6 +55,9 @@ def test_print_only_output_is_the_engines(templates: TemplateSet, content: str,
         parts = render_print_only(pieces, context)
         assert parts is not None
         assert "".join(parts) == templates.template(name).render(context)
+        # Scopes are searched in order, as a context built from them would resolve a name.
+        assert render_print_only(pieces, {"content": content}, {"content": "x", "other": other}) \
+            == render_print_only(pieces, {**{"content": "x", "other": other}, "content": content})
 
 
 @pytest.mark.parametrize("value", [3, None, ["a"], 1.5])
