@@ -1,12 +1,14 @@
 """pioneer side by side with the floor and its peers: run on demand, prints one table.
 
-    python benchmarks/bench.py [--rounds N] [--startup-runs N]
+    python benchmarks/bench.py [--rounds N] [--startup-runs N] [--cold] [--keep-gc]
 
 Every row works on the same deterministic workload (``workload.py``). The in-process rows
 run interleaved: each round runs every row once, in a shuffled order, so drift in the
-machine (frequency scaling, other processes) hits all rows alike. Untimed preparation
-(building the turn's input, editing a bootstrap file) happens between the timings. Each
-pioneer row owns its compiler and its token counter, so no row warms another's caches.
+machine (frequency scaling, other processes) hits all rows alike. Before its timed call
+a row runs its previous turn untimed (``--cold`` skips that), and the garbage collector
+is off while rows run (``--keep-gc`` leaves it on); see :func:`run_interleaved`. Untimed
+preparation (editing a bootstrap file) happens between the timings. Each pioneer row owns
+its compiler and its token counter, so no row warms another's caches.
 Timing starts once the workload's files are older than the bootstrap cache's 2 s trust
 window, with the setup's objects frozen out of the garbage collector. The history rows
 run the real ``HistoryBudgeter`` over a SQLite store, once with the counts stored at
