@@ -128,7 +128,6 @@ class PromptCompiler:
         self._plans: dict[str, ProfilePlan] = {}
         self._stable_memo: Memo[tuple[object, ...], StablePart] = Memo(STABLE_MEMO_SIZE)
         self._section_memo: Memo[tuple[object, ...], Rendered] = Memo(SECTION_MEMO_SIZE)
-        self._condition_memo: Memo[tuple[object, ...], bool] = Memo(SECTION_MEMO_SIZE)
         self._recent_sections: Recent[tuple[object, ...], Rendered] = Recent(RECENT_SIZE)
         self._recent_conditions: Recent[tuple[object, ...], bool] = Recent(RECENT_SIZE)
         self._prefix_memo: Memo[tuple[str, ...], hashlib._Hash] = Memo(SECTION_MEMO_SIZE)
@@ -211,9 +210,8 @@ class PromptCompiler:
         renderer = _SectionRenderer(
             self.templates, compile_input, profile, plan, boot, contributions,
             memo=self._section_memo,
-            conditions=self._condition_memo,
             recent=self._recent_sections,
-            recent_conditions=self._recent_conditions,
+            conditions=self._recent_conditions,
             counter=(self._counter or default_counter()) if self._count_tokens else None,
         )
         stable = self._stable_part(profile, plan, renderer)
@@ -357,8 +355,10 @@ def _pools(
 class _SectionRenderer:
     """Renders one turn's declared sections, reusing those whose reads are unchanged.
 
-    A section is looked up in the memo under the profile fingerprint, the section and
-    the frozen values of every context name its template reads; only a miss renders.
+    A section's key is the profile fingerprint, the section and the frozen values of
+    every context name its template reads. Its slot's latest render (``recent``) is
+    checked first, then the memo shared by all turns; only a miss renders. A ``when``
+    condition is kept per section the same way (``conditions``).
     """
 
     def __init__(
@@ -371,10 +371,9 @@ class _SectionRenderer:
         contributions: list[Contribution],
         *,
         memo: Memo[tuple[object, ...], Rendered],
-        conditions: Memo[tuple[object, ...], bool],
+        recent: Recent[tuple[object, ...], Rendered],
+        conditions: Recent[tuple[object, ...], bool],
         counter: TokenCounter | None,
-        recent: Recent[tuple[object, ...], Rendered] | None = None,
-        recent_conditions: Recent[tuple[object, ...], bool] | None = None,
     ):
         self.templates = templates
         # A pydantic model keeps its field values in ``__dict__``: one C-level copy.
@@ -395,11 +394,8 @@ class _SectionRenderer:
             else:
                 self.unclaimed.append(item)
         self.memo = memo
+        self.recent = recent
         self.conditions = conditions
-        self.recent = recent if recent is not None else Recent(RECENT_SIZE)
-        self.recent_conditions = (
-            recent_conditions if recent_conditions is not None else Recent(RECENT_SIZE)
-        )
         self.counter = counter
         self._base_size: int | None = None  # text_size of ``base``, once a render needs it
 
@@ -459,14 +455,7 @@ class _SectionRenderer:
             )
         except TypeError:
             key = None
-        if key is None:
-            found = None
-        else:
-            found = self.recent_conditions.get(section.id, key)
-            if found is None:
-                found = self.conditions.get(key)
-                if found is not None:
-                    self.recent_conditions.put(section.id, key, found)
+        found = self.conditions.get(section.id, key) if key is not None else None
         if found is not None:
             return found
         expression = self.templates.condition(when)
@@ -477,8 +466,7 @@ class _SectionRenderer:
                 f"condition failed: {_describe(error)}", path=f'section "{section.id}" → when'
             )) from None
         if key is not None:
-            self.conditions.put(key, result)
-            self.recent_conditions.put(section.id, key, result)
+            self.conditions.put(section.id, key, result)
         return result
 
     def _emit(

@@ -10,7 +10,7 @@ would make a string or list longer than :data:`MAX_BUILD` or an integer longer t
 precisions, the padding methods (``center``, ``ljust``, ``rjust``, ``zfill``,
 ``expandtabs``), ``replace``, ``join``, ``int.to_bytes`` and the ``format``, ``center``,
 ``indent``, ``replace`` and ``join`` filters; ``lipsum`` is not offered.
-:func:`render_bounded` streams a render and stops once it emits more than its limit.
+:func:`render_parts` streams a render and stops once it emits more than its limit.
 
 What is left: a template can still spend time in nested loops, or double a string in a
 loop (``{% set ns.s = ns.s ~ ns.s %}``) until memory runs out; Python cannot stop a
@@ -36,7 +36,7 @@ __all__ = [
     "MAX_OUTPUT",
     "Sandbox",
     "TemplateLimitError",
-    "render_bounded",
+    "render_parts",
     "text_size",
 ]
 
@@ -44,7 +44,7 @@ __all__ = [
 MAX_BUILD = 1_000_000
 #: The largest integer (in bits) ``**`` may build.
 MAX_INT_BITS = 100_000
-#: What a section's template may emit beyond the text it was handed (see render_bounded).
+#: What a section's template may emit beyond the text it was handed (see render_parts).
 MAX_OUTPUT = 1_000_000
 
 # One printf conversion: %[(key)][flags][width][.precision][length]type
@@ -251,17 +251,6 @@ def text_size(values: Iterable[Any], depth: int = 3) -> int:
             slots = (value.__slots__,) if isinstance(value.__slots__, str) else value.__slots__
             total += text_size((getattr(value, slot, None) for slot in slots), depth - 1)
     return total
-
-
-def render_bounded(
-    template: jinja2.Template,
-    context: Mapping[str, Any],
-    *,
-    given: int | Callable[[], int] | None = None,
-) -> str:
-    """Render ``template``; refuse once it emits MAX_OUTPUT characters beyond its input
-    (see :func:`render_parts`)."""
-    return "".join(render_parts(template, context, given=given))
 
 
 def render_parts(
