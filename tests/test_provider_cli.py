@@ -129,3 +129,18 @@ def test_provider_rule_refusal_is_a_user_error(tmp_path: Path) -> None:
                        "openai-responses", "--model", "m", "--messages", str(chat))
     assert (code, err) == (1, "sampling → stop: openai-responses has no stop sequences; "
                               "leave sampling.stop empty\n")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_lone_surrogate_in_the_messages_file_becomes_a_replacement_character(
+    provider: str, tmp_path: Path, turn: Path
+) -> None:
+    # json.loads turns the escape into a lone surrogate, which UTF-8 cannot encode.
+    chat = tmp_path / "chat.json"
+    chat.write_text('{"model": "m", "messages": [{"role": "user", "content": "a\\ud800b"}],'
+                    ' "tools": [{"name": "t", "description": "x\\udfffy"}]}', "utf-8")
+    code, out, err = run("compile", "--home", str(tmp_path / "home"), "--input", str(turn),
+                         "--provider", provider, "--messages", str(chat))
+    assert (code, err) == (0, "")
+    assert "a\ufffdb" in json.dumps(json.loads(out), ensure_ascii=False)
+    assert "\ud800" not in out

@@ -19,7 +19,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     ConfigDict,
     Field,
     ValidationError,
@@ -31,6 +30,7 @@ from pydantic import (
 from ..boundary import BOUNDARY_MARKER, strip_prompt_cache_boundary
 from ..errors import InputError, Problem, format_path
 from ..manifest import CompiledPromptPayload
+from ..text import EdgeModel
 
 __all__ = [
     "TOOL_NAME_PATTERN",
@@ -87,7 +87,7 @@ def _visible(text: str) -> bool:
     return bool(clean(text).strip())
 
 
-class ToolSpec(BaseModel):
+class ToolSpec(EdgeModel):
     """A tool the model may call: a name, what it does, its arguments as JSON Schema."""
 
     model_config = _FROZEN
@@ -114,7 +114,7 @@ class ToolSpec(BaseModel):
         return value
 
 
-class ToolCall(BaseModel):
+class ToolCall(EdgeModel):
     """One call the assistant made to a tool."""
 
     model_config = _FROZEN
@@ -123,7 +123,7 @@ class ToolCall(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments object.")
 
 
-class ToolResult(BaseModel):
+class ToolResult(EdgeModel):
     """What a tool returned for one call."""
 
     model_config = _FROZEN
@@ -132,7 +132,7 @@ class ToolResult(BaseModel):
     is_error: bool = Field(False, description="The tool failed; content describes the failure.")
 
 
-class ChatMessage(BaseModel):
+class ChatMessage(EdgeModel):
     """One conversation message: system, user, assistant (maybe with tool calls) or tool."""
 
     model_config = _FROZEN
@@ -199,7 +199,7 @@ class ChatMessage(BaseModel):
                    cache_breakpoint=cache_breakpoint)
 
 
-class SamplingOptions(BaseModel):
+class SamplingOptions(EdgeModel):
     """How the model samples its reply; unset options are left to the provider."""
 
     model_config = _FROZEN
@@ -209,7 +209,7 @@ class SamplingOptions(BaseModel):
     stop: list[str] = Field(default_factory=list, description="Stop sequences.")
 
 
-class ChatRequest(BaseModel):
+class ChatRequest(EdgeModel):
     """One provider-neutral model call: prompt, conversation, tools and sampling."""
 
     model_config = _FROZEN
