@@ -384,7 +384,6 @@ class _SectionRenderer:
         self.claimed = profile.claimed
         self.plan = plan
         self.boot = boot
-        self.contributions = contributions
         # Where each contribution goes: its own declared section, else the slot.
         self.placed: dict[str, list[Contribution]] = {}
         self.unclaimed: list[Contribution] = []
@@ -407,7 +406,6 @@ class _SectionRenderer:
                 self.fingerprint,
                 tuple(freeze(self.base[name]) for name in plan.stable_names),
                 tuple(self.boot.files.get(name) for name in plan.stable_files),
-                tuple(self.contributions) if plan.stable_takes_contributions else (),
             )
         except TypeError:
             return None

@@ -21,11 +21,11 @@ from typing import Any
 from .audit.record import HistorySnapshot, RoundRecord, ToolCallRecord, TurnRecord
 from .manifest import HookSourceEntry, PromptManifest
 from .renderers.permissions import GUIDANCE_AXES, PermissionProfile
+from .renderers.tool_domains import SECTION_ID as HIDDEN_DOMAINS_ID
 
 __all__ = ["Explanation", "Step", "explain_turn", "render_json", "render_text"]
 
 _MEMORY_SECTIONS = ("memory_recall", "thread_context")
-_HIDDEN_SECTION = "request_tools.hidden_domains"
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +214,7 @@ def _tools(record: TurnRecord) -> Step:
         visible = ", ".join(r.visible_tools) or "none"
         lines.append(f"round {r.round}: {_n(len(r.visible_tools), 'visible tool')}: {visible}")
         hidden = ", ".join(f"{h.domain} ({_n(len(h.tools), 'tool')})" for h in r.hidden_domains)
-        shown = _HIDDEN_SECTION in r.manifest.section_ids
+        shown = HIDDEN_DOMAINS_ID in r.manifest.section_ids
         lines.append(f"  hidden: {hidden or 'none'}; Hidden Tool Domains section "
                      f"{'rendered' if shown else 'not rendered'}")
         for call in r.calls:

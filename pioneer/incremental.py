@@ -159,9 +159,8 @@ class ProfilePlan:
     condition_reads: Mapping[str, tuple[str, ...]]
     #: Base-context names (compile input and profile) the stable part depends on.
     stable_names: tuple[str, ...]
-    #: Bootstrap files the stable part renders, and whether it takes contributions.
+    #: Bootstrap files the stable part renders (contributions are never stable).
     stable_files: tuple[str, ...]
-    stable_takes_contributions: bool
 
 
 def plan_profile(
@@ -192,5 +191,4 @@ def plan_profile(
         condition_reads=conditions,
         stable_names=tuple(sorted(needed)),
         stable_files=tuple(s.file for s in stable if s.source == "bootstrap" and s.file),
-        stable_takes_contributions=any(s.source in ("contribution", "slot") for s in stable),
     )

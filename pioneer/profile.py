@@ -12,14 +12,13 @@ Template checks need the template environment and live in :mod:`pioneer.template
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import Problem, ProfileError, ProfileSyntaxError, format_path, toml_problem
+from .errors import Problem, ProfileError, format_path
 from .inputs import PROFILE_ALIASES
 from .resources import builtin_dir, load_schema
 from .schema_check import is_valid
@@ -38,7 +37,6 @@ __all__ = [
     "display_path",
     "find_profile",
     "list_profiles",
-    "parse_profile",
     "schema_problems",
     "structural_problems",
 ]
@@ -167,24 +165,6 @@ def find_profile(name: str, search: Sequence[Path]) -> Path:
             return candidate
     known = ", ".join(sorted(list_profiles(search))) or "none"
     raise ProfileError(Problem(f'unknown profile "{name}" (known: {known})'))
-
-
-def parse_profile(text: str, *, file: str) -> ProfileSpec:
-    """Parse and schema-check profile TOML; raise with every problem found."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ProfileSyntaxError(toml_problem(error, file)) from None
-    where = TextLocator(file, text, data)
-    if isinstance(data.get("extends"), str):
-        raise ProfileError(where.problem(
-            ["extends"], "a derived profile is resolved on a search path: load it with "
-            "PromptCompiler.load_profile or pioneer.extends.resolve_profile",
-        ))
-    problems = list(schema_problems(data, where))
-    if problems:
-        raise ProfileError(problems, summary=problem_summary(problems, file))
-    return ProfileSpec.model_validate(data)
 
 
 class Locator(Protocol):

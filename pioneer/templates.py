@@ -11,7 +11,6 @@ passed in as variables, never compiled as template source.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -65,14 +64,6 @@ class TemplateSet:
     def condition(self, expression: str) -> Callable[..., Any]:
         """A compiled ``when`` expression."""
         return self._conditions[expression]
-
-    def source_digest(self, name: str) -> str:
-        """sha256 of a template's source."""
-        return hashlib.sha256(self._sources[name][0].encode("utf-8")).hexdigest()
-
-    def filename(self, name: str) -> str:
-        """Where a template was loaded from."""
-        return self._sources[name][1]
 
     def check_template(
         self, name: str, provided: frozenset[str], *, context: str

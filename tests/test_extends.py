@@ -9,9 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pioneer import PioneerError, ProfileError, PromptCompileInput, PromptCompiler
+from pioneer import PioneerError, PromptCompileInput, PromptCompiler
 from pioneer.compiler import LoadedProfile
-from pioneer.profile import parse_profile
 
 
 def _tree(root: Path, files: dict[str, str]) -> None:
@@ -318,15 +317,6 @@ def test_a_broken_base_is_reported_in_the_base(tmp_path: Path) -> None:
         "profiles/base.toml:2: sections: expected array (got 3)",
         "error: 1 problem in profiles/base.toml",
     ])
-
-
-def test_parse_profile_refuses_a_derived_text() -> None:
-    with pytest.raises(ProfileError) as info:
-        parse_profile('name = "acme"\nextends = "full"\n', file="acme.toml")
-    assert info.value.render() == (
-        "acme.toml:2: extends: a derived profile is resolved on a search path: load it with "
-        "PromptCompiler.load_profile or pioneer.extends.resolve_profile"
-    )
 
 
 _IDS = [*FULL_IDS[:6], "new_a", "new_b"]
