@@ -12,10 +12,9 @@ Rendering them is :mod:`pioneer.renderers.skills`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -154,18 +153,39 @@ def _segments(path: str) -> tuple[str, ...]:
     return tuple(s for s in path.replace("\\", "/").split("/") if s not in ("", "."))
 
 
-@lru_cache(maxsize=512)
-def _segment_pattern(glob: str) -> re.Pattern[str]:
-    return re.compile(".*".join(map(re.escape, glob.split("*"))), re.DOTALL)
+def _segment_match(glob: str, name: str) -> bool:
+    """One path segment against a glob whose only wildcard is ``*``: the literal pieces in
+    order, the first at the start and the last at the end (leftmost placement is always
+    enough, so this is linear and never backtracks)."""
+    pieces = glob.split("*")
+    if len(pieces) == 1:
+        return glob == name
+    first, *middle, last = pieces
+    end = len(name) - len(last)
+    if end < len(first) or not name.startswith(first) or not name.endswith(last):
+        return False
+    position = len(first)
+    for piece in middle:
+        found = name.find(piece, position, end)
+        if found < 0:
+            return False
+        position = found + len(piece)
+    return True
 
 
 def _match(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
-    if not pattern:
-        return not path
-    head, rest = pattern[0], pattern[1:]
-    if head == "**":
-        return any(_match(rest, path[skip:]) for skip in range(len(path) + 1))
-    return bool(path) and bool(_segment_pattern(head).fullmatch(path[0])) and _match(rest, path[1:])
+    """Whether ``path`` matches ``pattern`` (``**`` spans any number of segments), each
+    pair of positions tried once, so repeated ``**`` cannot make it explode."""
+
+    @cache
+    def at(i: int, j: int) -> bool:
+        if i == len(pattern):
+            return j == len(path)
+        if pattern[i] == "**":
+            return any(at(i + 1, skip) for skip in range(j, len(path) + 1))
+        return j < len(path) and _segment_match(pattern[i], path[j]) and at(i + 1, j + 1)
+
+    return at(0, 0)
 
 
 def match_path(glob: str, path: str) -> bool:

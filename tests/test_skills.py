@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import jinja2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import within
 
 from pioneer import PromptCompiler
 from pioneer.renderers.skills import ActiveSkill, Skill, build_skills_prompt
@@ -215,10 +217,33 @@ def test_missing_root_has_no_skills(tmp_path: Path) -> None:
         ("a*b*c", "axxbyyc", True),
         ("data/[x].csv", "data/[x].csv", True),  # no character classes: literal brackets
         ("data/[x].csv", "data/x.csv", False),
+        ("*a*a*", "aa", True),
+        ("a*ab", "aab", True),
+        ("a*a", "a", False),
+        ("**/**/*.py", "x.py", True),
     ],
 )
 def test_glob_matching(glob: str, path: str, matches: bool) -> None:
     assert match_path(glob, path) is matches
+
+
+@given(glob=st.lists(st.sampled_from(["**", "*", "a", "a*", "*b", "a*b", "ab"]), max_size=6),
+       path=st.lists(st.sampled_from(["a", "b", "ab", "ba", "aab", "x"]), max_size=6))
+def test_glob_matching_agrees_with_a_regular_expression(glob: list[str],
+                                                         path: list[str]) -> None:
+    # The same language as a regex: ``**/`` is any number of whole segments, ``*`` any
+    # characters within one segment.
+    parts = [r"(?:[^/]*/)*" if piece == "**" else
+             ".*".join(map(re.escape, piece.split("*"))).replace(".*", "[^/]*") + "/"
+             for piece in glob]
+    expected = re.fullmatch("".join(parts), "".join(f"{seg}/" for seg in path)) is not None
+    assert match_path("/".join(glob), "/".join(path)) is expected
+
+
+def test_repeated_double_stars_do_not_explode() -> None:
+    glob = "/".join(["**", "a"] * 8 + ["nomatch"])
+    path = "/".join(["a"] * 40)
+    assert within(20.0, lambda: match_path(glob, path)) is False
 
 
 def test_resolution_order_and_rules() -> None:
