@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
+from .bootstrap import sanitize
 from .compiler import PromptCompiler
 from .hooks import TURN_PROMPT_PHASES, CollectedContribution, HookRegistry, TurnContext
 from .inputs import PromptCompileInput, RuntimeSectionInput
@@ -98,16 +99,12 @@ def _hook_sections(collected: Sequence[CollectedContribution]) -> list[RuntimeSe
     ]
 
 
-def _normalised(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\r", "\n").strip()
-
-
 def _entry(
     record: CollectedContribution | HookSourceEntry, sections: Sequence[CompiledSection]
 ) -> HookSourceEntry:
     if isinstance(record, HookSourceEntry):
         return record
-    content = _normalised(record.content)
+    content = sanitize(record.content)
     in_prompt = any(s.id == record.section_id and content in s.text for s in sections)
     output = record.output
     return HookSourceEntry(
