@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,8 +43,11 @@ NUMBERS = itertools.count()
 class Summarizer:
     """A summarizer that does what it is told."""
 
-    def __init__(self, behaviour: str) -> None:
+    def __init__(self, behaviour: str, hold: threading.Event | None = None) -> None:
         self.behaviour = behaviour
+        #: "late" waits for ``hold`` (when given) and sets ``returned`` once it gives up.
+        self.hold = hold
+        self.returned = threading.Event()
 
     def summarize(self, request: SummaryRequest) -> Any:
         request.prompt()  # building the prompt from any transcript must work too
@@ -65,7 +69,11 @@ class Summarizer:
             case "surrogate":
                 return "kept \ud800 text"
             case "late":
-                time.sleep(0.3)
+                if self.hold is None:
+                    time.sleep(0.3)
+                else:
+                    self.hold.wait(30)
+                self.returned.set()
                 return "too late"
         raise AssertionError(self.behaviour)
 
@@ -152,11 +160,13 @@ def test_each_summarizer_failure_falls_back_to_the_newest_turns(
     store.ensure_thread(thread, model="m")
     for n in range(6):
         store.add_turn(thread, user_text=f"question {n}", assistant_text=f"answer {n}")
+    hold = threading.Event()  # the late summarizer answers only after the decision
     budgeter = HistoryBudgeter(store, HistoryLimits.from_tokens(60, 0),
-                               summarizer=Summarizer(behaviour), summary_deadline=0.05)
-    started = time.monotonic()
-    decision = budgeter.build(thread)
-    assert time.monotonic() - started < 5  # a late summarizer is not waited for
+                               summarizer=Summarizer(behaviour, hold), summary_deadline=0.05)
+    try:
+        decision = budgeter.build(thread)
+    finally:
+        hold.set()
     assert decision.mode == "truncate"
     assert f"; {reason}; kept the newest " in decision.reason
     assert decision.messages[-1].content == "answer 5"
@@ -168,10 +178,16 @@ def test_a_late_summary_is_never_stored(store: SqliteStore) -> None:
     store.ensure_thread("late-store", model="m")
     for n in range(6):
         store.add_turn("late-store", user_text=f"question {n}", assistant_text=f"answer {n}")
+    hold = threading.Event()
+    late = Summarizer("late", hold)
     budgeter = HistoryBudgeter(store, HistoryLimits.from_tokens(60, 0),
-                               summarizer=Summarizer("late"), summary_deadline=0.05)
+                               summarizer=late, summary_deadline=0.05)
     assert budgeter.build("late-store").mode == "truncate"
-    time.sleep(0.5)  # the abandoned call has returned by now
+    hold.set()  # now the abandoned call returns its summary, and its thread ends
+    for worker in threading.enumerate():
+        if worker.name == "pioneer-summarizer":
+            worker.join(30)
+    assert late.returned.is_set()
     assert store.get_thread_summary("late-store") is None
 
 

@@ -16,7 +16,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -348,6 +347,4 @@ def test_within_fails_instead_of_hanging() -> None:
     with pytest.raises(AssertionError, match=r"still running after 0\.1 s"):
         within(0.1, lambda: gate.wait(5))
     gate.set()
-    started = time.monotonic()
     assert within(1, lambda: 7) == 7
-    assert time.monotonic() - started < 1

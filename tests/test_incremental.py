@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from pioneer import CompiledPromptPayload, PromptCompileInput, PromptCompiler
 from pioneer import bootstrap as bootstrap_module
-from pioneer.bootstrap import MISSING, BootstrapLoader, file_signature
+from pioneer.bootstrap import MISSING, RACY_NS, BootstrapLoader, file_signature
 from pioneer.incremental import Memo, freeze
 
 PAST_NS = 1_600_000_000 * 10**9
@@ -194,9 +194,13 @@ def test_a_computed_include_makes_every_name_part_of_the_key(
         assert f"Extra: {extra}" in payload.stable_system_text
 
 
-def test_a_recently_changed_file_is_not_trusted(home: Path) -> None:
+def test_a_recently_changed_file_is_not_trusted(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = home / "SOUL.md"
     _write(path, "fresh", PAST_NS)  # mtime in the past, but the ctime is now
+    changed = os.lstat(path).st_ctime_ns
+    monkeypatch.setattr(time, "time_ns", lambda: changed + RACY_NS - 1)  # still too new
     assert file_signature(path) is None
     assert file_signature(home / "absent.md") == MISSING
     assert file_signature(home) is None  # a folder is never trusted

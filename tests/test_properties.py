@@ -13,6 +13,14 @@ from hypothesis import strategies as st
 from pioneer import BOUNDARY_MARKER, PromptCompileInput, PromptCompiler, split_prompt_cache_boundary
 
 COMPILER = PromptCompiler()
+#: ``full`` with pools and caps small enough for the generated contributions to hit them.
+TIGHT_PROFILES = tempfile.TemporaryDirectory(prefix="pioneer-tight-")
+(Path(TIGHT_PROFILES.name) / "tight.toml").write_text(
+    'name = "tight"\nextends = "full"\n\n[budgets]\n'
+    "runtime_pool = { max_chars = 700, max_sections = 4 }\n"
+    "hook_pool = { max_chars = 500, max_sections = 3 }\n"
+    "contribution_max_chars = 250\n", encoding="utf-8")
+TIGHT = PromptCompiler(profile_path=[Path(TIGHT_PROFILES.name)])
 PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 text = st.text(st.characters(codec="utf-8"), max_size=300)
@@ -110,16 +118,18 @@ def test_budgets_are_respected(
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         _write(root, home_files)
-        payload = _compile(
-            root, "full", fields, limits={"max_chars_per_file": per_file, "max_chars_total": total}
-        )
+        payload = TIGHT.compile(PromptCompileInput.model_validate({
+            "workspace_root": root, "profile": "tight", **fields,
+            "limits": {"max_chars_per_file": per_file, "max_chars_total": total},
+        }))
     entries = payload.manifest.source_manifest
     assert all(entry.chars <= per_file for entry in entries)
     assert sum(entry.chars for entry in entries) <= total
+    budgets = TIGHT.load_profile("tight").spec.budgets
     runtime = [s for s in payload.sections if s.source.startswith("runtime:")]
     hooks = [s for s in payload.sections if s.source.startswith("hook:")]
-    assert len(runtime) <= 16 and len(hooks) <= 16
-    for group, pool in ((runtime, 24_000), (hooks, 16_000)):
+    for group, pool in ((runtime, budgets.runtime_pool), (hooks, budgets.hook_pool)):
         bodies = [s.text.split("\n", 1)[1] for s in group]
-        assert sum(len(body) for body in bodies) <= pool
-        assert all(len(body) <= 20_000 for body in bodies)
+        assert len(bodies) <= pool.max_sections
+        assert sum(len(body) for body in bodies) <= pool.max_chars
+        assert all(len(body) <= budgets.contribution_max_chars for body in bodies)

@@ -9,10 +9,10 @@ verbatim even when it looks like jinja.
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
+from support import within
 
 from pioneer import PioneerError, PromptCompileInput, PromptCompiler, TemplateError
 from pioneer.agents_md import agents_md_subscription
@@ -30,6 +30,9 @@ title = "Identity"
 stability = "stable"
 template = "evil.md.j2"
 {extra}"""
+
+#: A generous watchdog: these renders are refused at once; only a broken guard runs on.
+NEVER_HANGS = 60.0
 
 
 def _compiler(tmp_path: Path, template: str, *, extra: str = "") -> PromptCompiler:
@@ -169,9 +172,10 @@ def test_lipsum_is_not_offered(tmp_path: Path) -> None:
 def test_exhaustion_is_refused_before_it_is_built(
     tmp_path: Path, expression: str, message: str
 ) -> None:
-    started = time.monotonic()
-    assert _render_error(tmp_path, f"fine\n{{{{ {expression} }}}}\n") == _located(message)
-    assert time.monotonic() - started < 10  # refused up front, not after building it
+    # The message says "would build": the size is refused before anything is built.
+    template = f"fine\n{{{{ {expression} }}}}\n"
+    rendered = within(NEVER_HANGS, lambda: _render_error(tmp_path, template))
+    assert rendered == _located(message)
 
 
 @pytest.mark.parametrize(
@@ -190,9 +194,7 @@ def test_a_loop_that_emits_without_end_is_stopped_at_the_output_limit(tmp_path: 
     # 10**10 characters if it ran to the end; it stops a little past MAX_OUTPUT.
     template = ("{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}"
                 "{% endfor %}\n")
-    started = time.monotonic()
-    message = _render_error(tmp_path, template)
-    assert time.monotonic() - started < 30
+    message = within(NEVER_HANGS, lambda: _render_error(tmp_path, template))
     assert re.fullmatch(
         r"templates/evil\.md\.j2: the rendered text went over its limit of 10000\d\d "
         rf"characters \(a template may emit at most {MAX_OUTPUT} beyond the text it is "
