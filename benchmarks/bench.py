@@ -50,7 +50,7 @@ from pioneer.history import HistoryBudgeter, HistoryLimits, HistoryWindow, Sqlit
 from pioneer.history.artifacts import render_message
 from pioneer.inputs import parse_compile_input
 from pioneer.resources import builtin_dir
-from pioneer.tokens import MESSAGE_OVERHEAD, TiktokenCounter
+from pioneer.tokens import TiktokenCounter, message_tokens
 
 #: A fixed past mtime for the workload files (whole seconds, so no filesystem rounds it).
 BASE_MTIME_NS = 1_700_000_000 * 10**9
@@ -332,7 +332,7 @@ class _Recounting:
         self.counter = counter
 
     def _tokens(self, rendered: str | None) -> int:
-        return 0 if rendered is None else self.counter.count(rendered) + MESSAGE_OVERHEAD
+        return 0 if rendered is None else message_tokens(self.counter, rendered)
 
     def get_history_window(
         self, thread_id: str, limit: int, *, exclude_turn_id: str | None = None

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from pioneer.history import ArtifactRef, HistoryBudgeter, HistoryLimits, SqliteStore
 from pioneer.history.budget import window_tokens
-from pioneer.tokens import MESSAGE_OVERHEAD, TiktokenCounter
+from pioneer.tokens import TiktokenCounter, message_tokens
 
 _WORDS = """the store keeps every turn with its token count so that a later turn sums
 integers instead of encoding old text again while the budgeter decides whether to keep
@@ -93,12 +93,12 @@ def main(argv: list[str] | None = None) -> int:
             cold = HistoryBudgeter(uncached, limits)
             window = store.get_history_window("bench")
             stored_total = window_tokens(window)
-            recount_total = sum(raw.count(text) + MESSAGE_OVERHEAD for text in texts)
+            recount_total = sum(message_tokens(raw, text) for text in texts)
             assert stored_total == recount_total, (stored_total, recount_total)
             decision = budgeter.build("bench")
 
             rows: dict[str, Callable[[], object]] = {
-                "tiktoken recount": lambda: sum(raw.count(t) + MESSAGE_OVERHEAD for t in texts),
+                "tiktoken recount": lambda: sum(message_tokens(raw, t) for t in texts),
                 "budget pass (stored counts)": lambda: budgeter.build("bench"),
                 "budget pass, no cache": lambda: cold.build("bench"),
                 "decision only (stored counts)": lambda: window_tokens(window),

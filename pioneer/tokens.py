@@ -19,7 +19,13 @@ from .errors import PioneerError, Problem
 if TYPE_CHECKING:
     import tiktoken
 
-__all__ = ["MESSAGE_OVERHEAD", "TiktokenCounter", "TokenCounter", "default_counter"]
+__all__ = [
+    "MESSAGE_OVERHEAD",
+    "TiktokenCounter",
+    "TokenCounter",
+    "default_counter",
+    "message_tokens",
+]
 
 MESSAGE_OVERHEAD = 4
 _LOCK = threading.Lock()
@@ -75,9 +81,11 @@ class TiktokenCounter:
         """Tokens of ``text`` under cl100k_base with special tokens allowed."""
         return self._count(text)
 
-    def count_message(self, text: str) -> int:
-        """Tokens of one chat message: its text plus the per-message overhead."""
-        return self._count(text) + MESSAGE_OVERHEAD
+
+
+def message_tokens(counter: TokenCounter, text: str) -> int:
+    """Tokens of one chat message: its text plus the per-message overhead."""
+    return counter.count(text) + MESSAGE_OVERHEAD
 
 
 _DEFAULT: TiktokenCounter | None = None

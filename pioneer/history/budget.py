@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..settings_values import SettingsValues
-from ..tokens import MESSAGE_OVERHEAD, TokenCounter, default_counter
+from ..tokens import TokenCounter, default_counter, message_tokens
 from .models import HistoryEntry, HistoryMessage, HistoryWindow, ThreadSummary, summary_message_text
 from .store import MAX_TURNS, CrudStore
 from .summarizer import Summarizer, SummaryRequest
@@ -277,8 +277,7 @@ class HistoryBudgeter:
         text = reply.strip()
         if not text:
             return "summarizer returned an empty reply"
-        counter = self._counter or default_counter()
-        tokens = counter.count(summary_message_text(text)) + MESSAGE_OVERHEAD
+        tokens = message_tokens(self._counter or default_counter(), summary_message_text(text))
         if tokens >= self.limits.budget:
             return f"summary of {tokens} tokens does not fit the budget of {self.limits.budget}"
         return self.store.set_thread_summary(

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from ..errors import StoreError
 from ..manifest import PromptManifest
 from ..text import utf8_text
-from ..tokens import MESSAGE_OVERHEAD, TokenCounter, default_counter
+from ..tokens import TokenCounter, default_counter, message_tokens
 from .artifacts import ArtifactRef, Side, render_message
 from .cache import TurnCache
 from .migrations import MIGRATIONS, Migration, migrate
@@ -202,7 +202,7 @@ class SqliteStore:
 
     def _message_tokens(self, text: str | None, refs: Sequence[ArtifactRef], side: Side) -> int:
         rendered = render_message(text, refs, side)
-        return 0 if rendered is None else self._counter.count(rendered) + MESSAGE_OVERHEAD
+        return 0 if rendered is None else message_tokens(self._counter, rendered)
 
     def add_turn(
         self,
@@ -350,7 +350,7 @@ class SqliteStore:
         text = utf8_text(summary.strip())
         if not text:
             raise StoreError(f"{self.path}: a thread summary must not be empty")
-        tokens = self._counter.count(summary_message_text(text)) + MESSAGE_OVERHEAD
+        tokens = message_tokens(self._counter, summary_message_text(text))
         with self._write() as conn:
             row = conn.execute(
                 "SELECT seq FROM turns WHERE turn_id = ? AND thread_id = ?",
