@@ -465,3 +465,11 @@ def test_missing_and_closed_indexes(tmp_path: Path, index: EpisodicIndex) -> Non
     index.close()
     with pytest.raises(StoreError, match="the episodic index is closed"):
         index.search("t1", "anything")
+
+
+def test_an_index_that_creates_the_store_uses_the_wal_journal(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.db"
+    index = EpisodicIndex(path)
+    index.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

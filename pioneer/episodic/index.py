@@ -32,7 +32,7 @@ from pathlib import Path
 from ..errors import StoreError
 from ..history.artifacts import ArtifactRef
 from ..history.budget import HistoryDecision
-from ..history.migrations import migrate
+from ..history.migrations import configure_connection, migrate
 from ..history.store import MAX_TURNS
 from ..renderers.thread_context import ThreadSnippet, snippet_artifacts
 from ..text import utf8_text
@@ -109,8 +109,7 @@ class EpisodicIndex:
     def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=self._busy_timeout, isolation_level=None,
                                check_same_thread=False)
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA synchronous = NORMAL")
+        configure_connection(conn)
         return conn
 
     @contextmanager

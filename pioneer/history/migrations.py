@@ -10,12 +10,13 @@ appending a step here, never by editing an applied one.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import StoreError
 
-__all__ = ["MIGRATIONS", "Migration", "migrate", "schema_version"]
+__all__ = ["MIGRATIONS", "Migration", "configure_connection", "migrate", "schema_version"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,3 +181,22 @@ def migrate(
             conn.execute("ROLLBACK")
         raise
     return started
+
+
+def configure_connection(conn: sqlite3.Connection) -> None:
+    """Foreign keys on, ``synchronous = NORMAL`` and the WAL journal, for every connection
+    to a store file (the store's own and the episodic index's)."""
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    # Switching to WAL needs a moment of exclusive access; two processes creating
+    # the same file at once can see SQLITE_BUSY here without the busy handler.
+    for attempt in range(50):
+        try:
+            mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError:
+            if attempt == 49:
+                raise
+            time.sleep(0.02)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -33,7 +32,7 @@ from ..text import utf8_text
 from ..tokens import TokenCounter, default_counter, message_tokens
 from .artifacts import ArtifactRef, Side, render_message
 from .cache import TurnCache
-from .migrations import MIGRATIONS, Migration, migrate
+from .migrations import MIGRATIONS, Migration, configure_connection, migrate
 from .models import HistoryEntry, HistoryWindow, ThreadRecord, ThreadSummary, summary_message_text
 from .store import MAX_TURNS
 
@@ -103,27 +102,11 @@ class SqliteStore:
                 self.path, timeout=self._busy_timeout, isolation_level=None,
                 check_same_thread=False,
             )
-            self._configure(conn)
+            configure_connection(conn)
             self._local.conn = conn
             with self._lock:
                 self._connections.append(conn)
         return conn
-
-    def _configure(self, conn: sqlite3.Connection) -> None:
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        # Switching to WAL needs a moment of exclusive access; two processes creating
-        # the same file at once can see SQLITE_BUSY here without the busy handler.
-        for attempt in range(50):
-            try:
-                mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-                if str(mode).lower() != "wal":
-                    conn.execute("PRAGMA journal_mode = WAL")
-                return
-            except sqlite3.OperationalError:
-                if attempt == 49:
-                    raise
-                time.sleep(0.02)
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
