@@ -175,7 +175,7 @@ class _Explainer:
         # The names a condition sees: every compile-input field plus the profile name.
         context = {name: getattr(self.input, name) for name in PromptCompileInput.model_fields}
         context["profile"] = self.spec.name
-        return bool(self.compiler.templates.env.compile_expression(expression)(**context))
+        return bool(self.compiler.templates.condition(expression)(context))
 
     def _dropped(self, *, unclaimed: bool) -> list[Diagnostic]:
         return [
