@@ -74,6 +74,7 @@ def test_a_section_left_out_by_its_condition_says_which(tmp_path: Path) -> None:
     inspection = inspect_prompt(PromptCompiler(), PromptCompileInput(
         workspace_root=tmp_path, artifact_ref_count=2, include_tool_recovery_policy=False))
     rows = {row.id: row for row in inspection.rows}
-    assert rows["tool_recovery_policy"].status == "omitted"
-    assert rows["tool_recovery_policy"].reason == 'condition "include_tool_recovery_policy" is false'
+    left_out = rows["tool_recovery_policy"]
+    assert left_out.status == "omitted"
+    assert left_out.reason == 'condition "include_tool_recovery_policy" is false'
     assert rows["artifact_references"].status == "kept"
