@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -87,11 +87,11 @@ class LoadedProfile:
     bootstrap_files: tuple[tuple[str, bool], ...]
     claimed: frozenset[str]
     #: The resolved profile's files (the extends chain) and where each value was written.
-    source: ProfileSource | None = None
+    source: ProfileSource
     #: sha256 by name of every template the profile uses (includes and imports too).
-    templates: Mapping[str, str] = field(default_factory=dict)
+    templates: Mapping[str, str]
     #: The profile's contribution specs by id (what ``[[contributions]]`` declares).
-    contributions: Mapping[str, ContributionSpec] = field(default_factory=dict)
+    contributions: Mapping[str, ContributionSpec]
 
 
 class PromptCompiler:

@@ -75,8 +75,6 @@ def budget_gate(
 
 
 def _at(profile: LoadedProfile, parts: Sequence[str | int], message: str) -> Problem:
-    if profile.source is None:
-        return Problem(message, file=profile.file)
     return profile.source.locator.problem(parts, message)
 
 

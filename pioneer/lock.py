@@ -71,7 +71,7 @@ class LockFile(BaseModel):
 
 def locked_profile(profile: LoadedProfile) -> LockedProfile:
     """The lock entry for a loaded profile as it is now."""
-    files = {f.file: f.sha256 for f in profile.source.files} if profile.source else {}
+    files = {f.file: f.sha256 for f in profile.source.files}
     return LockedProfile(
         fingerprint=profile.fingerprint,
         compiler_version=COMPILER_VERSION,

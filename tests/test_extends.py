@@ -148,7 +148,6 @@ def test_chain_of_three_with_a_relative_path(tmp_path: Path) -> None:
     })
     assert profile.spec.description == "Team."
     assert [s.title for s in profile.spec.sections[:2]] == ["Acme", "Team Safety"]
-    assert profile.source is not None
     assert [f.file for f in profile.source.files] == [
         str(tmp_path / "profiles/acme.toml"), str(tmp_path / "shared/team.toml"),
         "profiles/minimal.toml",
