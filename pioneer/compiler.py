@@ -93,6 +93,10 @@ class LoadedProfile:
     #: The profile's contribution specs by id (what ``[[contributions]]`` declares).
     contributions: Mapping[str, ContributionSpec]
 
+    def placed_by_slot(self, record: ManifestSection) -> bool:
+        """Whether a kept section is a contribution the slot placed (no section of its own)."""
+        return record.source.startswith(("runtime:", "hook:")) and record.id not in self.claimed
+
 
 class PromptCompiler:
     """Loads profiles and templates once; compiles a prompt per turn.

@@ -86,7 +86,7 @@ def _section_problems(
     slot = next((i for i, s in enumerate(sections) if s.source == "slot"), None)
     problems = []
     for kept, compiled in zip(payload.manifest.sections, payload.sections, strict=True):
-        placed = kept.source.startswith(("runtime:", "hook:")) and kept.id not in profile.claimed
+        placed = profile.placed_by_slot(kept)
         index = slot if placed else declared.get(kept.id)
         limit = sections[index].max_tokens if index is not None else None
         if index is None or limit is None:

@@ -16,16 +16,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from .compiler import PromptCompiler
+from .compiler import LoadedProfile, PromptCompiler
 from .inputs import PromptCompileInput
 from .manifest import CompiledPromptPayload, Diagnostic, ManifestSection
-from .profile import ProfileSpec, SectionSpec
+from .profile import SectionSpec
 from .tokens import TokenCounter, default_counter
 
 __all__ = ["Inspection", "Row", "Totals", "inspect_prompt", "render_json", "render_table"]
 
 Status = Literal["kept", "truncated", "omitted"]
-_CONTRIBUTION_SOURCES = ("runtime:", "hook:")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +67,8 @@ def inspect_prompt(
     """Compile ``compile_input`` and explain every declared section."""
     counter = counter or default_counter()
     payload = compiler.compile(compile_input)
-    spec = compiler.load_profile(compile_input.profile).spec
-    explain = _Explainer(compiler, compile_input, spec, payload, counter)
+    profile = compiler.load_profile(compile_input.profile)
+    explain = _Explainer(compiler, compile_input, profile, payload, counter)
     manifest = payload.manifest
     return Inspection(
         profile=manifest.profile,
@@ -90,15 +89,15 @@ class _Explainer:
     """Walks declared sections beside the kept ones, in the order the interpreter emits."""
 
     def __init__(
-        self, compiler: PromptCompiler, compile_input: PromptCompileInput, spec: ProfileSpec,
-        payload: CompiledPromptPayload, counter: TokenCounter,
+        self, compiler: PromptCompiler, compile_input: PromptCompileInput,
+        profile: LoadedProfile, payload: CompiledPromptPayload, counter: TokenCounter,
     ):
-        self.compiler, self.input, self.spec, self.counter = compiler, compile_input, spec, counter
+        self.compiler, self.input, self.counter = compiler, compile_input, counter
+        self.profile, self.spec = profile, profile.spec
         manifest = payload.manifest
         self.kept = list(zip(manifest.sections, payload.sections, strict=True))
         self.diagnostics = manifest.diagnostics
         self.files = {entry.file: entry for entry in manifest.source_manifest}
-        self.claimed = {s.id for s in spec.sections if s.source == "contribution"}
 
     def rows(self) -> list[Row]:
         rows: list[Row] = []
@@ -118,7 +117,7 @@ class _Explainer:
 
     def _belongs(self, kept: ManifestSection, section: SectionSpec) -> bool:
         if section.source == "slot":
-            return kept.source.startswith(_CONTRIBUTION_SOURCES) and kept.id not in self.claimed
+            return self.profile.placed_by_slot(kept)
         return kept.id == section.id
 
     def _kept_row(self, kept: ManifestSection, text: Any) -> Row:
@@ -181,7 +180,7 @@ class _Explainer:
         return [
             d for d in self.diagnostics
             if d.code == "dynamic_section_omitted"
-            and (d.section_id not in self.claimed) == unclaimed
+            and (d.section_id not in self.profile.claimed) == unclaimed
         ]
 
     def _dropped_row(self, diagnostic: Diagnostic) -> Row:
