@@ -237,11 +237,10 @@ def _permissions(record: TurnRecord) -> Step:
     rendered = _rounds_with(record, "current_permissions")
     total = len(record.rounds)
     p = record.permissions
+    section = f"Current Permissions section: {_rendered(rendered, total)}"
     if p is None:
         return Step("permissions", {"profile": None, "rendered_in_rounds": rendered},
-                    ("profile not recorded",
-                     f"Current Permissions section: {_rendered(rendered, total)}"))
-    section = f"Current Permissions section: {_rendered(rendered, total)}"
+                    ("profile not recorded", section))
     if not rendered:
         section += (" (full access with nothing narrowed)"
                     if p.mode == "full_access" and not p.narrowed()

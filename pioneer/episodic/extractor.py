@@ -26,6 +26,7 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from ..errors import format_path
 from ..history.models import HistoryEntry
+from ..history.summarizer import TRUNCATION_MARK
 from ..renderers._macros import call_macro
 from ..resources import load_schema
 from ..text import EdgeModel
@@ -53,7 +54,6 @@ MAX_FACTS = 20
 MAX_FACT_CHARS = 280
 #: Longest message text put into the prompt, per side.
 MAX_TURN_CHARS = 6000
-_CUT_MARKER = "...[truncated]"
 _KEY_CAP = 40
 
 FactScope = Literal["user", "workspace", "thread"]
@@ -112,7 +112,7 @@ def _bounded(text: str | None) -> str:
     body = (text or "").strip()
     if len(body) <= MAX_TURN_CHARS:
         return body
-    return body[: MAX_TURN_CHARS - len(_CUT_MARKER)] + _CUT_MARKER
+    return body[: MAX_TURN_CHARS - len(TRUNCATION_MARK)] + TRUNCATION_MARK
 
 
 def memory_extraction_prompt(entry: HistoryEntry, env: jinja2.Environment) -> str:
