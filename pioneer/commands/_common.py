@@ -11,7 +11,13 @@ from ..compiler import PromptCompiler
 from ..errors import InputError, Problem, format_path
 from ..settings_values import SettingsValues, load_settings
 
-__all__ = ["add_compiler_options", "make_compiler", "make_settings"]
+__all__ = [
+    "add_compiler_options",
+    "add_store_options",
+    "make_compiler",
+    "make_settings",
+    "store_path",
+]
 
 
 def add_compiler_options(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +41,19 @@ def add_compiler_options(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="deployment template folder (repeatable, searched first)",
     )
+
+
+def add_store_options(parser: argparse.ArgumentParser) -> None:
+    """--db and --home, for the commands that read a conversation store."""
+    parser.add_argument("--db", type=Path, metavar="PATH",
+                        help="conversation store (default: store_path or <home>/pioneer.db)")
+    parser.add_argument("--home", type=Path,
+                        help="runtime home (default: $PIONEER_HOME or ~/.pioneer)")
+
+
+def store_path(args: argparse.Namespace, settings: SettingsValues | None = None) -> Path:
+    """The store a command reads: ``--db``, else the settings' database."""
+    return args.db or (settings or make_settings(args)).database
 
 
 def make_settings(args: argparse.Namespace) -> SettingsValues:

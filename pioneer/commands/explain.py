@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TextIO
 
 from ..errors import InputError, Problem
 from ..explain import explain_turn, render_json, render_text
 from ..history.sqlite_store import SqliteStore
-from ._common import make_settings
+from ._common import add_store_options, store_path
 
 NAME = "explain"
 HELP = ("explain a stored turn: mode, history, manifest, skills, memory, tools per round, "
@@ -19,16 +18,13 @@ HELP = ("explain a stored turn: mode, history, manifest, skills, memory, tools p
 def configure(parser: argparse.ArgumentParser) -> None:
     """Options of ``explain``."""
     parser.add_argument("turn", metavar="TURN", help="turn id")
-    parser.add_argument("--db", type=Path, metavar="PATH",
-                        help="conversation store (default: store_path or <home>/pioneer.db)")
-    parser.add_argument("--home", type=Path,
-                        help="runtime home (default: $PIONEER_HOME or ~/.pioneer)")
+    add_store_options(parser)
     parser.add_argument("--json", action="store_true", help="print the steps as JSON")
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Open the store (never creating it), read the turn's record, print each step."""
-    path = args.db or make_settings(args).database
+    path = store_path(args)
     with SqliteStore(path, create=False) as store:
         record = store.get_turn_record(args.turn)
     if record is None:

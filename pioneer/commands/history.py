@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import TextIO
 
 from ..history.budget import HistoryBudgeter, HistoryDecision, HistoryLimits
 from ..history.sqlite_store import SqliteStore
 from ..history.store import MAX_TURNS
 from ..history.summarizer import summarizer_from_settings
-from ._common import make_settings
+from ._common import add_store_options, make_settings, store_path
 
 NAME = "history"
 HELP = "budget a stored thread's history: keep, summarise or truncate, and what is sent"
@@ -20,10 +19,7 @@ HELP = "budget a stored thread's history: keep, summarise or truncate, and what 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Options of ``history``."""
     parser.add_argument("thread", metavar="THREAD", help="thread id")
-    parser.add_argument("--db", type=Path, metavar="PATH",
-                        help="conversation store (default: store_path or <home>/pioneer.db)")
-    parser.add_argument("--home", type=Path,
-                        help="runtime home (default: $PIONEER_HOME or ~/.pioneer)")
+    add_store_options(parser)
     parser.add_argument("--limit", type=int, default=MAX_TURNS, metavar="N",
                         help=f"turns to load (default {MAX_TURNS})")
     parser.add_argument("--max-context-tokens", type=int, metavar="N",
@@ -47,7 +43,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     summarizer = (
         summarizer_from_settings(settings, base_url=args.summary_url) if args.summarize else None
     )
-    with SqliteStore(args.db or settings.database, create=False) as store:
+    with SqliteStore(store_path(args, settings), create=False) as store:
         budgeter = HistoryBudgeter(
             store, limits, summarizer=summarizer, summary_model=settings.summary_model,
             max_turns=args.limit,

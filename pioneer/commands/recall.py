@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any, TextIO
 
 from ..episodic.index import MAX_CANDIDATES, EpisodicIndex, Retained
@@ -12,7 +11,7 @@ from ..episodic.recall import MIN_SCORE, MIN_SHARE_OF_BEST, Recall, recall
 from ..errors import InputError, StoreError
 from ..history.artifacts import ref_line
 from ..renderers.thread_context import ThreadSnippet
-from ._common import make_settings
+from ._common import add_store_options, make_settings, store_path
 
 NAME = "recall"
 HELP = "search a thread's earlier turns the way the recall hook does; show provenance and scores"
@@ -22,10 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Options of ``recall``."""
     parser.add_argument("thread", metavar="THREAD", help="thread id")
     parser.add_argument("query", metavar="QUERY", help="text to recall against (a user message)")
-    parser.add_argument("--db", type=Path, metavar="PATH",
-                        help="conversation store (default: store_path or <home>/pioneer.db)")
-    parser.add_argument("--home", type=Path,
-                        help="runtime home (default: $PIONEER_HOME or ~/.pioneer)")
+    add_store_options(parser)
     parser.add_argument("--limit", type=int, default=MAX_CANDIDATES, metavar="N",
                         help=f"candidates to fetch (default {MAX_CANDIDATES})")
     parser.add_argument("--min-score", type=float, default=MIN_SCORE, metavar="X",
@@ -47,7 +43,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.limit < 1:
         raise InputError(f"--limit must be at least 1 (got {args.limit})")
     settings = make_settings(args)
-    with EpisodicIndex(args.db or settings.database, create=False) as index:
+    with EpisodicIndex(store_path(args, settings), create=False) as index:
         if args.reindex:
             count = index.reindex_thread(args.thread)
             print(f"reindexed thread {args.thread}: {count} snippets", file=err)
