@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -26,3 +27,12 @@ def within(seconds: float, call: Callable[[], T]) -> T:
     if "error" in box:
         raise box["error"]
     return box["value"]  # type: ignore[no-any-return]
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    """``pioneer ARGV...`` through ``main()``: the exit code, stdout and stderr."""
+    from pioneer.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()

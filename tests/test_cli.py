@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
+from support import run_cli as run
 
 from pioneer import BOUNDARY_MARKER
-from pioneer.cli import main
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_compile_seeds_the_home_and_prints_the_prompt(tmp_path: Path) -> None:

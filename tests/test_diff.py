@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support import run_cli as run
 
 from pioneer import PromptCompileInput, PromptCompiler, PromptManifest
-from pioneer.cli import main
 from pioneer.diff import diff_manifests, read_manifest, render_json, render_text
 
 CASES = Path(__file__).parent / "cases"
@@ -26,11 +25,6 @@ PAIRS = [
 def _manifest(case: str) -> Path:
     return CASES / case / "expected" / "manifest.json"
 
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.mark.parametrize(("a", "b"), PAIRS, ids=[f"{a}..{b}" for a, b in PAIRS])

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
+from support import run_cli as run
 
 from pioneer import PromptCompileInput, PromptCompiler
-from pioneer.cli import main
 from pioneer.gate import budget_gate
 
 CASE = Path(__file__).parent / "cases" / "derived-deployment"
@@ -28,11 +27,6 @@ id = "contributions"
 max_tokens = {slot}
 """
 
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support import run_cli
 
-from pioneer.cli import main
 from pioneer.history import ArtifactRef, SqliteStore
 
 GOLDENS = Path(__file__).parent / "goldens" / "history"
@@ -37,9 +36,7 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(["history", *args], stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+    return run_cli("history", *args)
 
 
 def test_keep(db: Path, golden: Callable[[Path, str], None]) -> None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import tomllib
 from pathlib import Path
 
 import pytest
+from support import run_cli as run
 
 from pioneer import PromptCompiler
-from pioneer.cli import main
 
 PROFILE = """name = "acme"
 extends = "none"
@@ -26,11 +25,6 @@ template = "rules.md.j2"
 
 KIND, KINDER = "Be kind.\n", "Be kinder.\n"
 
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def sha(text: str) -> str:

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
+from support import run_cli as run
 
 from pioneer import PromptCompileInput, PromptCompiler, ensure_runtime_home
-from pioneer.cli import main
 
 PROVIDERS = ["anthropic", "openai-chat", "openai-responses", "gemini"]
 
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture

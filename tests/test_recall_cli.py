@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support import run_cli
 
-from pioneer.cli import main
 from pioneer.history import ArtifactRef, SqliteStore
 
 GOLDENS = Path(__file__).parent / "goldens" / "episodic"
@@ -40,9 +39,7 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(["recall", *args], stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+    return run_cli("recall", *args)
 
 
 def test_hits_with_provenance_and_scores(db: Path, golden: Callable[[Path, str], None]) -> None:
