@@ -26,7 +26,6 @@ def _manifest(case: str) -> Path:
     return CASES / case / "expected" / "manifest.json"
 
 
-
 @pytest.mark.parametrize(("a", "b"), PAIRS, ids=[f"{a}..{b}" for a, b in PAIRS])
 def test_diff_golden(a: str, b: str, golden: Callable[[Path, str], None]) -> None:
     diff = diff_manifests(read_manifest(_manifest(a)), read_manifest(_manifest(b)))

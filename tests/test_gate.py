@@ -28,7 +28,6 @@ max_tokens = {slot}
 """
 
 
-
 @pytest.fixture
 def deployment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)

@@ -26,7 +26,6 @@ template = "rules.md.j2"
 KIND, KINDER = "Be kind.\n", "Be kinder.\n"
 
 
-
 def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -13,7 +13,6 @@ from pioneer import PromptCompileInput, PromptCompiler, ensure_runtime_home
 PROVIDERS = ["anthropic", "openai-chat", "openai-responses", "gemini"]
 
 
-
 @pytest.fixture
 def turn(tmp_path: Path) -> Path:
     spec = tmp_path / "turn.toml"
