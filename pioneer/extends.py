@@ -32,11 +32,12 @@ from .profile import (
     ProfileSpec,
     TextLocator,
     display_path,
-    list_profiles,
+    is_profile_path,
     problem_summary,
+    profile_candidates,
     schema_problems,
+    unknown_profile,
 )
-from .resources import builtin_dir
 
 __all__ = ["Origin", "ProfileSource", "SourceFile", "SourceMap", "resolve_profile"]
 
@@ -169,16 +170,12 @@ def _find_base(source: SourceFile, search: Sequence[Path], chain: tuple[SourceFi
     def fail(message: str) -> ProfileError:
         return ProfileError(source.locator.problem(["extends"], message))
 
-    if target.endswith(".toml") or "/" in target or "\\" in target:
+    if is_profile_path(target):
         base = Path(os.path.normpath(source.path.parent / target))
         if not base.is_file():
             raise fail(f'profile file "{target}" not found (looked for {base})')
     else:
-        found = [
-            folder / f"{target}.toml"
-            for folder in [*search, builtin_dir("profiles")]
-            if (folder / f"{target}.toml").is_file()
-        ]
+        found = profile_candidates(target, search)
         resolved = [candidate.resolve() for candidate in found]
         if own in resolved:  # a file extending its own name means the next one down
             found = found[resolved.index(own) + 1:]
@@ -186,8 +183,7 @@ def _find_base(source: SourceFile, search: Sequence[Path], chain: tuple[SourceFi
                 raise fail(f'profile "{target}" extends itself and no other "{target}" '
                            "is further down the search path")
         if not found:
-            known = ", ".join(sorted(list_profiles(search))) or "none"
-            raise fail(f'unknown profile "{target}" (known: {known})')
+            raise fail(unknown_profile(target, search))
         base = found[0]
     walked = [*chain, source]
     repeats = [index for index, item in enumerate(walked) if item.path.resolve() == base.resolve()]

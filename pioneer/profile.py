@@ -151,20 +151,35 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
+def is_profile_path(name: str) -> bool:
+    """Whether a profile reference names a file (``x.toml``, ``dir/x``) rather than a name."""
+    return name.endswith(".toml") or "/" in name or "\\" in name
+
+
+def profile_candidates(name: str, search: Sequence[Path]) -> list[Path]:
+    """Every ``NAME.toml`` on the search path, deployment folders first, built-ins last."""
+    return [folder / f"{name}.toml" for folder in [*search, builtin_dir("profiles")]
+            if (folder / f"{name}.toml").is_file()]
+
+
+def unknown_profile(name: str, search: Sequence[Path]) -> str:
+    """The message for a profile name found nowhere on the search path."""
+    known = ", ".join(sorted(list_profiles(search))) or "none"
+    return f'unknown profile "{name}" (known: {known})'
+
+
 def find_profile(name: str, search: Sequence[Path]) -> Path:
     """Resolve a profile name (or a path to a .toml file) on the search path."""
     name = PROFILE_ALIASES.get(name, name)
-    if name.endswith(".toml") or "/" in name or "\\" in name:
+    if is_profile_path(name):
         path = Path(name)
         if path.is_file():
             return path
         raise ProfileError(Problem("profile file not found", file=name))
-    for folder in [*search, builtin_dir("profiles")]:
-        candidate = folder / f"{name}.toml"
-        if candidate.is_file():
-            return candidate
-    known = ", ".join(sorted(list_profiles(search))) or "none"
-    raise ProfileError(Problem(f'unknown profile "{name}" (known: {known})'))
+    found = profile_candidates(name, search)
+    if not found:
+        raise ProfileError(Problem(unknown_profile(name, search)))
+    return found[0]
 
 
 class Locator(Protocol):
