@@ -36,9 +36,12 @@ __all__ = [
     "TextLocator",
     "display_path",
     "find_profile",
+    "is_profile_path",
     "list_profiles",
+    "profile_candidates",
     "schema_problems",
     "structural_problems",
+    "unknown_profile",
 ]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
