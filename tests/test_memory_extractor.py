@@ -20,7 +20,7 @@ from pioneer.episodic.extractor import (
     store_extraction,
 )
 from pioneer.history.models import HistoryEntry
-from pioneer.renderers.memory import MEMORY_TOOLS
+from pioneer.renderers.tool_domains import DEFAULT_TOOL_DOMAINS
 from pioneer.resources import builtin_dir
 
 
@@ -168,7 +168,7 @@ def test_prompt_holds_the_turn_as_text(env: jinja2.Environment) -> None:
 
 def test_prompt_offers_no_tools_and_lists_the_schema_values(env: jinja2.Environment) -> None:
     prompt = memory_extraction_prompt(entry("hi", "hello"), env)
-    assert not [tool for tool in MEMORY_TOOLS if tool in prompt]
+    assert not [tool for tool in DEFAULT_TOOL_DOMAINS["memory"] if tool in prompt]
     assert "tool" not in prompt.lower()
     schema = json.loads((builtin_dir("schemas") / "memory_extraction.schema.json").read_text())
     fact_schema = schema["$defs"]["MemoryFact"]["properties"]

@@ -23,7 +23,6 @@ __all__ = [
     "BLOCK_MAX_CHARS",
     "BLOCK_MAX_ITEMS",
     "ITEM_MAX_CHARS",
-    "MEMORY_TOOLS",
     "MemoryItem",
     "MemoryPolicy",
     "MemoryRecall",
@@ -34,9 +33,6 @@ TEMPLATE = "renderers/memory_recall.md.j2"
 BLOCK_MAX_ITEMS = 5
 BLOCK_MAX_CHARS = 1500
 ITEM_MAX_CHARS = 280
-#: The memory tools the guidance knows how to describe.
-MEMORY_TOOLS = ("memory_search", "memory_list", "memory_get", "memory_remember", "memory_forget")
-
 MemoryPolicy = Literal["full", "read_only", "forget_only"]
 
 
