@@ -142,6 +142,12 @@ def find_agents_md(
         path = root.joinpath(*folders, FILE_NAME)
         shown = "/".join((*folders, FILE_NAME))
         try:
+            os.lstat(path)  # most folders have none: skip them before resolving the path
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError:
+            pass  # the read below reports what is wrong
+        try:
             inside = path.resolve().is_relative_to(real_root)
         except (OSError, RuntimeError):  # a symlink loop
             notes.append(f"`{shown}` could not be resolved (symlink loop); not read")
