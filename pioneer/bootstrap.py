@@ -144,6 +144,27 @@ def _trailing_space(text: str) -> int:
 _TAIL = 256
 
 
+#: Files up to this size are read with one call and decoded at once.
+_WHOLE_LIMIT = 1 << 20
+
+
+def _read_whole(fd: int, size: int, keep: int) -> _Read | None:
+    """The file read in one call, when that call returns exactly the ``size`` its stat
+    gave; ``None`` when it returns more (the file grew) or less, and it must be streamed."""
+    data = os.read(fd, size + 1)
+    if len(data) != size:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _ReadFailure(False, "stream did not contain valid UTF-8") from None
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = text.strip()
+    total = len(text)
+    return _Read(text if total <= keep else text[: keep + 1], total)
+
+
 def _read(path: str | Path, keep: int) -> _Read:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -158,6 +179,11 @@ def _read(path: str | Path, keep: int) -> _Read:
         if not stat.S_ISREG(info.st_mode):
             raise _ReadFailure(False, "not a regular file")
         try:
+            if info.st_size <= _WHOLE_LIMIT:
+                whole = _read_whole(fd, info.st_size, keep)
+                if whole is not None:
+                    return whole
+                os.lseek(fd, 0, os.SEEK_SET)
             return _stream(fd, keep)
         except OSError as error:
             raise _ReadFailure(False, _os_reason(error)) from None
@@ -223,7 +249,10 @@ class FileReader:
     """Reads bootstrap files, reusing a read while the file's signature is unchanged."""
 
     _cache: dict[tuple[str, int], tuple[tuple[int, ...], _Read]] = field(default_factory=dict)
-    _files: dict[tuple[str, str, int, bool], BootstrapFile] = field(default_factory=dict)
+    #: Each file's latest BootstrapFile, with the content string last matched against it.
+    _files: dict[tuple[str, str, int, bool], tuple[str, BootstrapFile]] = field(
+        default_factory=dict
+    )
     _entries: dict[tuple[str, str, str, int], SourceManifestEntry] = field(default_factory=dict)
 
     def read(
@@ -260,15 +289,22 @@ class FileReader:
         A file read again with the same content (after a touch, or while it is too new
         for its signature to be trusted) gives back the object made before, so the memos
         keyed on it compare it by identity instead of comparing its whole text each turn.
+        The content string it was last matched with is kept too: a read reused from the
+        cache hands in that same string, which then costs no comparison of its text.
         """
         key = (name, path, original, truncated)
         found = self._files.get(key)
-        if found is not None and found.content == content:
-            return found
+        if found is not None:
+            seen, made = found
+            if seen is content:
+                return made
+            if made.content == content:
+                self._files[key] = (content, made)
+                return made
         made = BootstrapFile(name, path, content, original, truncated)
         if len(self._files) >= _ENTRY_CACHE:
             self._files.clear()
-        self._files[key] = made
+        self._files[key] = (content, made)
         return made
 
     def entry(self, name: str, path: str, status: str, chars: int) -> SourceManifestEntry:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pioneer import PioneerError, PromptCompileInput, PromptCompiler, ensure_runtime_home
+from pioneer import PioneerError, PromptCompileInput, PromptCompiler, bootstrap, ensure_runtime_home
 from pioneer.bootstrap import FileReader, load_bootstrap, sanitize
 
 FILES = (("SOUL.md", True), ("IDENTITY.md", True), ("USER.md", False))
@@ -81,6 +81,89 @@ def test_streamed_read_matches_whole_read(home: Path, size: int) -> None:
     expected = sanitize(text)
     assert result.files["SOUL.md"].content == expected
     assert result.files["SOUL.md"].original_chars == len(expected)
+
+
+def _read_both_ways(path: Path, keep: int) -> tuple[object, object]:
+    """The read in one call and the streamed read of the same file."""
+    size = path.stat().st_size
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        whole = bootstrap._read_whole(fd, size, keep)
+        os.lseek(fd, 0, os.SEEK_SET)
+        streamed = bootstrap._stream(fd, keep)
+    finally:
+        os.close(fd)
+    return whole, streamed
+
+
+@given(
+    text=st.text(alphabet=st.sampled_from("ab \n\t\r\u3000\u00a0é🙂"), max_size=300),
+    keep=st.integers(min_value=0, max_value=320),
+)
+def test_one_call_read_is_the_streamed_read(tmp_path_factory: pytest.TempPathFactory,
+                                            text: str, keep: int) -> None:
+    path = tmp_path_factory.mktemp("read") / "SOUL.md"
+    path.write_bytes(text.encode())
+    whole, streamed = _read_both_ways(path, keep)
+    assert whole is not None
+    assert whole == streamed
+
+
+def test_one_call_read_refuses_bad_utf8_like_the_stream(home: Path) -> None:
+    path = home / "SOUL.md"
+    path.write_bytes(b"ok \xff")
+    for reader in (bootstrap._read_whole, bootstrap._stream):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            with pytest.raises(bootstrap._ReadFailure, match="valid UTF-8"):
+                reader(fd, 4, 10) if reader is bootstrap._read_whole else reader(fd, 10)
+        finally:
+            os.close(fd)
+
+
+def test_a_file_that_grew_after_its_stat_is_streamed(home: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    path = home / "SOUL.md"
+    path.write_text("grown text\r\n")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        # The stat said fewer bytes than the file holds now: one call cannot tell where it ends.
+        assert bootstrap._read_whole(fd, 4, 100) is None
+    finally:
+        os.close(fd)
+    streamed: list[int] = []
+    real_stream = bootstrap._stream
+
+    def stream(fd: int, keep: int) -> object:
+        streamed.append(keep)
+        return real_stream(fd, keep)
+
+    def refused(fd: int, size: int, keep: int) -> None:
+        os.read(fd, size + 1)  # what a refused call has already consumed
+
+    monkeypatch.setattr(bootstrap, "_read_whole", refused)
+    monkeypatch.setattr(bootstrap, "_stream", stream)
+    result = load_bootstrap(home, FILES[:1], max_chars_per_file=100, max_chars_total=100)
+    assert result.files["SOUL.md"].content == "grown text"
+    assert streamed == [100]  # streamed from the first byte again
+
+
+def test_files_over_the_one_call_limit_are_streamed(home: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bootstrap, "_WHOLE_LIMIT", 10)
+    calls: list[str] = []
+    real_whole = bootstrap._read_whole
+
+    def whole(fd: int, size: int, keep: int) -> object:
+        calls.append("whole")
+        return real_whole(fd, size, keep)
+
+    monkeypatch.setattr(bootstrap, "_read_whole", whole)
+    (home / "SOUL.md").write_text("short")
+    (home / "IDENTITY.md").write_text("more than ten bytes")
+    result = load_bootstrap(home, FILES[:2], max_chars_per_file=100, max_chars_total=100)
+    assert [f.content for f in result.files.values()] == ["short", "more than ten bytes"]
+    assert calls == ["whole"]
 
 
 def test_huge_file_keeps_only_the_head(home: Path) -> None:

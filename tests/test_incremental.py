@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from pioneer import CompiledPromptPayload, PromptCompileInput, PromptCompiler
 from pioneer import bootstrap as bootstrap_module
-from pioneer.bootstrap import MISSING, RACY_NS, BootstrapLoader, file_signature
+from pioneer.bootstrap import MISSING, RACY_NS, BootstrapLoader, FileReader, file_signature
 from pioneer.incremental import Memo, freeze
 
 PAST_NS = 1_600_000_000 * 10**9
@@ -430,3 +430,26 @@ def test_a_file_read_again_unchanged_keeps_its_object(full_home: Path) -> None:
     edited = load()
     assert edited["USER.md"] is not first["USER.md"]
     assert edited["USER.md"].content == "Bob, a backend engineer."
+
+
+def test_a_reused_read_is_not_compared_with_its_file_again() -> None:
+    # A read made while the file was too new to trust, then one from the cache: equal
+    # texts in different strings. The cached read's string is compared once, then matched
+    # by identity on every later turn.
+    class Counting(str):
+        compared = 0
+
+        def __eq__(self, other: object) -> bool:
+            Counting.compared += 1
+            return str.__eq__(self, other)
+
+        __hash__ = str.__hash__
+
+    reader = FileReader()
+    made = reader.file("USER.md", "/home/USER.md", "Ada, a backend engineer.", 24, False)
+    cached = Counting("Ada, a backend engineer.")
+    for _ in range(3):
+        assert reader.file("USER.md", "/home/USER.md", cached, 24, False) is made
+    assert Counting.compared == 1
+    edited = reader.file("USER.md", "/home/USER.md", "Bob, a backend engineer.", 24, False)
+    assert edited is not made and edited.content == "Bob, a backend engineer."
