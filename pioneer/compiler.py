@@ -51,7 +51,7 @@ from .profile import (
 )
 from .sandbox import render_parts, text_size
 from .settings_values import SettingsValues
-from .templates import TemplateSet, build_environment, render_print_only
+from .templates import TemplateSet, build_environment, render_direct
 from .tokens import TokenCounter, default_counter
 
 __all__ = ["LoadedProfile", "PromptCompiler", "compile_prompt"]
@@ -541,10 +541,11 @@ class _SectionRenderer:
                 self._base_size = text_size(self.base.values())
             return self._base_size + text_size([names, *extra.values()])
 
-        pieces = self.templates.print_only(section.template)
+        program = self.templates.direct(section.template)
         parts = None
-        if pieces is not None:  # the same lookup as the context below: extra, section, base
-            parts = render_print_only(pieces, extra, {"section": names}, self.base)
+        if program is not None:  # the same lookup as the context below: extra, section, base
+            parts = render_direct(program, self.templates.env.getattr, extra,
+                                  {"section": names}, self.base)
         if parts is None:
             context = {**self.base, "section": names, **extra}
             try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, TypeAlias
 
 import jinja2
 from jinja2 import meta, nodes
@@ -25,9 +25,10 @@ from .resources import builtin_dir
 from .sandbox import MAX_OUTPUT, Sandbox
 
 __all__ = [
+    "DirectTemplate",
     "TemplateSet",
     "build_environment",
-    "render_print_only",
+    "render_direct",
 ]
 
 
@@ -55,7 +56,7 @@ class TemplateSet:
         self._conditions: dict[str, Callable[..., Any]] = {}
         self._asts: dict[str, Any] = {}
         self._reads: dict[str, frozenset[str] | None] = {}
-        self._print_only: dict[str, tuple[tuple[bool, str], ...] | None] = {}
+        self._direct: dict[str, DirectTemplate | None] = {}
 
     def template(self, name: str) -> jinja2.Template:
         """A compiled template (loaded by :meth:`check_template` first)."""
@@ -154,17 +155,17 @@ class TemplateSet:
                 pending.append(referenced)
         return frozenset(names)
 
-    def print_only(self, name: str) -> tuple[tuple[bool, str], ...] | None:
-        """A template made only of literal text and bare ``{{ variable }}`` prints, as
-        ``(is_variable, text_or_name)`` pieces; ``None`` for any other template.
+    def direct(self, name: str) -> DirectTemplate | None:
+        """The template as a :data:`DirectTemplate` when it is made only of text,
+        ``{{ name }}`` / ``{{ name.attr }}`` prints and ``{% if %}`` / ``{% elif %}`` /
+        ``{% else %}`` blocks testing such a name; ``None`` for any other template.
 
-        Such a template (``content.md.j2`` is one) renders every variable with ``str``
-        and the text as written, so :func:`render_print_only` can produce its output
-        without starting the template engine.
+        Such a template (``content.md.j2`` and ``bootstrap_file.md.j2`` are two) can be
+        filled in by :func:`render_direct` without starting the template engine.
         """
-        if name not in self._print_only:
-            self._print_only[name] = _print_pieces(self._asts.get(name))
-        return self._print_only[name]
+        if name not in self._direct:
+            self._direct[name] = _direct_program(self._asts.get(name))
+        return self._direct[name]
 
     def condition_names(self, expression: str) -> frozenset[str]:
         """Context names a ``when`` expression reads."""
@@ -204,50 +205,148 @@ class TemplateSet:
             self._conditions[expression] = compiled
 
 
-def _print_pieces(ast: Any) -> tuple[tuple[bool, str], ...] | None:
+class _Value(NamedTuple):
+    """A context name and the attributes read from it, in order: ``file.name``."""
+
+    name: str
+    attrs: tuple[str, ...]
+
+
+class _Print(NamedTuple):
+    value: _Value
+
+
+class _If(NamedTuple):
+    """``{% if %}``, its ``{% elif %}`` branches and its ``{% else %}`` body."""
+
+    branches: tuple[tuple[_Value, DirectTemplate], ...]
+    otherwise: DirectTemplate
+
+
+#: A template reduced to literal text (``str``), prints and if blocks.
+DirectTemplate: TypeAlias = tuple["str | _Print | _If", ...]
+
+
+def _direct_program(ast: Any) -> DirectTemplate | None:
     if not isinstance(ast, nodes.Template):
         return None
-    pieces: list[tuple[bool, str]] = []
-    for node in ast.body:
-        if not isinstance(node, nodes.Output):
-            return None
-        for child in node.nodes:
-            if isinstance(child, nodes.TemplateData):
-                pieces.append((False, child.data))
-            elif isinstance(child, nodes.Name) and child.ctx == "load":
-                pieces.append((True, child.name))
-            else:
-                return None
-    if sum(len(text) for is_name, text in pieces if not is_name) > MAX_OUTPUT:
+    try:
+        program = _direct_body(ast.body)
+    except _NotDirect:
+        return None
+    if _literal_size(program) > MAX_OUTPUT:
         return None  # the engine's output limit would refuse it: let the engine say so
-    return tuple(pieces)
+    return program
 
 
-def render_print_only(
-    pieces: tuple[tuple[bool, str], ...], *scopes: Mapping[str, Any]
+class _NotDirect(Exception):
+    """The template uses something :func:`render_direct` does not do."""
+
+
+def _direct_body(body: Sequence[nodes.Node]) -> DirectTemplate:
+    program: list[str | _Print | _If] = []
+    for node in body:
+        if isinstance(node, nodes.Output):
+            for child in node.nodes:
+                if isinstance(child, nodes.TemplateData):
+                    program.append(child.data)
+                else:
+                    program.append(_Print(_direct_value(child)))
+        elif isinstance(node, nodes.If):
+            branches = [(_direct_value(node.test), _direct_body(node.body))]
+            for branch in node.elif_:
+                branches.append((_direct_value(branch.test), _direct_body(branch.body)))
+            program.append(_If(tuple(branches), _direct_body(node.else_)))
+        else:
+            raise _NotDirect
+    return tuple(program)
+
+
+def _direct_value(node: nodes.Node) -> _Value:
+    attrs: list[str] = []
+    while isinstance(node, nodes.Getattr) and node.ctx == "load":
+        attrs.append(node.attr)
+        node = node.node
+    if not isinstance(node, nodes.Name) or node.ctx != "load":
+        raise _NotDirect
+    return _Value(node.name, tuple(reversed(attrs)))
+
+
+def _literal_size(program: DirectTemplate) -> int:
+    size = 0
+    for node in program:
+        if isinstance(node, str):
+            size += len(node)
+        elif isinstance(node, _If):
+            size += sum(_literal_size(body) for _, body in node.branches)
+            size += _literal_size(node.otherwise)
+    return size
+
+
+def render_direct(
+    program: DirectTemplate,
+    getattr: Callable[[Any, str], Any],
+    *scopes: Mapping[str, Any],
 ) -> list[str] | None:
-    """The output of a print-only template (:meth:`TemplateSet.print_only`), in pieces,
-    each variable taken from the first of ``scopes`` that has it (as a context built
-    from them, later ones first, would give it); ``None`` when a variable is missing or
-    not a plain ``str`` (the template engine then renders it, and reports a missing
-    variable as it should)."""
+    """The output of a :data:`DirectTemplate`, in pieces, as the template engine would
+    give it: each name taken from the first of ``scopes`` that has it (as a context built
+    from them, later ones first, would resolve it), each attribute read through
+    ``getattr`` (the environment's, so the sandbox decides what may be read).
+
+    ``None`` when a name is missing, an attribute read gives an undefined value or a
+    printed value is not a plain ``str``: the engine then renders the template, and
+    reports what is wrong as it should.
+    """
     out: list[str] = []
-    for is_name, text in pieces:
-        if is_name:
-            value: Any = _ABSENT
-            for scope in scopes:
-                value = scope.get(text, _ABSENT)
-                if value is not _ABSENT:
-                    break
+    try:
+        return out if _run(program, getattr, scopes, out) else None
+    except Exception:  # an attribute that raised: the engine reports it in its own words
+        return None
+
+
+def _run(program: DirectTemplate, getattr: Callable[[Any, str], Any],
+         scopes: tuple[Mapping[str, Any], ...], out: list[str]) -> bool:
+    for node in program:
+        if type(node) is str:
+            out.append(node)
+        elif type(node) is _Print:
+            value = _resolve(node.value, getattr, scopes)
             if type(value) is not str:
-                return None
+                return False
             out.append(value)
         else:
-            out.append(text)
-    return out
+            assert isinstance(node, _If)
+            chosen = node.otherwise
+            for test, body in node.branches:
+                value = _resolve(test, getattr, scopes)
+                if type(value) not in _TESTABLE:
+                    return False  # missing, or a value whose truth is its own code's
+                if value:
+                    chosen = body
+                    break
+            if not _run(chosen, getattr, scopes, out):
+                return False
+    return True
+
+
+def _resolve(value: _Value, getattr: Callable[[Any, str], Any],
+             scopes: tuple[Mapping[str, Any], ...]) -> Any:
+    found: Any = _ABSENT
+    for scope in scopes:
+        found = scope.get(value.name, _ABSENT)
+        if found is not _ABSENT:
+            break
+    else:
+        return _ABSENT
+    for attr in value.attrs:
+        found = getattr(found, attr)
+        if isinstance(found, jinja2.Undefined):
+            return _ABSENT
+    return found
 
 
 _ABSENT = object()
+_TESTABLE = frozenset({str, bool, int, float, type(None), list, tuple, dict})
 
 
 def _reason(error: BaseException) -> str:

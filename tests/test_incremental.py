@@ -317,7 +317,7 @@ def test_a_symlink_repointed_outside_the_root_is_seen(
 
 
 def test_the_render_limit_counts_the_same_input_text(
-    full_home: Path, monkeypatch: pytest.MonkeyPatch
+    full_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pioneer import compiler as compiler_module
     from pioneer.sandbox import render_parts, text_size
@@ -333,14 +333,18 @@ def test_the_render_limit_counts_the_same_input_text(
         seen.append(given())
         return render_parts(template, context, given=given)
 
+    # Filters take these templates past what is filled in without the engine.
+    folder = tmp_path / "templates"
+    folder.mkdir()
+    (folder / "content.md.j2").write_text("{{ content | string }}\n", encoding="utf-8")
+    (folder / "bootstrap_file.md.j2").write_text(
+        "### {{ file.name }}\n{{ file.content | string }}\n", encoding="utf-8")
     monkeypatch.setattr(compiler_module, "render_parts", checked)
-    PromptCompiler().compile(_input(
+    PromptCompiler(template_path=[folder]).compile(_input(
         full_home, **TURNS[3], extra_system="x", skills_prompt="y", continue_generation_hint=True,
         dynamic_sections=[{"id": "hook.a", "content": "from a hook"}],
     ))
-    # Print-only templates (content.md.j2) are rendered without the engine, so only the
-    # sections with real template code come through here.
-    assert len(seen) >= 3
+    assert len(seen) >= 6  # three identity files and at least three inputs
 
 
 @pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
