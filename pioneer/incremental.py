@@ -79,10 +79,11 @@ class Memo(Generic[K, V]):
         """Store ``value``, forgetting the least recently used entry when full."""
         with self._lock:
             items = self._items
-            if key in items:
-                items.move_to_end(key)
-            items[key] = value  # a new key goes to the end
-            if len(items) > self._size:
+            held = len(items)
+            items[key] = value  # a new key goes to the end: hashed once
+            if len(items) == held:
+                items.move_to_end(key)  # it was there: now it is the most recent
+            elif held >= self._size:
                 items.popitem(last=False)
 
     def __len__(self) -> int:

@@ -247,6 +247,36 @@ def test_memo_forgets_the_least_recently_used() -> None:
     assert (memo.get("a"), memo.get("b"), memo.get("c"), len(memo)) == (1, None, 3, 2)
 
 
+@given(
+    size=st.integers(min_value=1, max_value=4),
+    steps=st.lists(st.tuples(st.booleans(), st.sampled_from("abcdef"), st.integers()),
+                   max_size=40),
+)
+def test_memo_is_a_least_recently_used_map(size: int,
+                                           steps: list[tuple[bool, str, int]]) -> None:
+    # The reference: keys from least to most recently used; a get or a put makes a key
+    # the most recent, and a put past ``size`` forgets the least recent.
+    memo: Memo[str, int] = Memo(size)
+    order: list[str] = []
+    values: dict[str, int] = {}
+    for is_put, key, value in steps:
+        if is_put:
+            memo.put(key, value)
+            values[key] = value
+            if key in order:
+                order.remove(key)
+            order.append(key)
+            if len(order) > size:
+                del values[order.pop(0)]
+        else:
+            assert memo.get(key) == values.get(key)
+            if key in order:
+                order.remove(key)
+                order.append(key)
+        assert len(memo) == len(order)
+    assert [memo.get(key) for key in order] == [values[key] for key in order]
+
+
 @pytest.mark.parametrize(
     ("left", "right"),
     [(True, 1), (1, 1.0), (0.0, -0.0), ([1], (1,)), ("1", 1), ({"a": 1}, {"a": True})],
