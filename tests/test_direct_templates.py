@@ -29,6 +29,8 @@ DIRECT = {
         "{% endif %}\nremember {{ other }}\n{% endif %}\n"
     ),
     "deep.j2": "{{ holder.item.name }}/{{ section.title }}",
+    "trimmed.j2": "a  {%- if flag -%}  b  {%- else -%}  c {%- endif %}  d\n  {{- content -}}  \n",
+    "raw.j2": "{% raw %}{{ not a print }}{% endraw %}{{ content }}",
 }
 NOT_DIRECT = {
     "filtered.j2": "{{ content | upper }}\n",
