@@ -162,7 +162,7 @@ def _read_whole(fd: int, size: int, keep: int) -> _Read | None:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = text.strip()
     total = len(text)
-    return _Read(text if total <= keep else text[: keep + 1], total)
+    return _Read(text if total <= keep else text[: max(keep + 1, 0)], total)
 
 
 def _read(path: str | Path, keep: int) -> _Read:

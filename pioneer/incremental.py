@@ -80,7 +80,7 @@ class Memo(Generic[K, V]):
         with self._lock:
             items = self._items
             held = len(items)
-            items[key] = value  # a new key goes to the end: hashed once
+            items[key] = value  # a new key goes to the end (and is hashed only here)
             if len(items) == held:
                 items.move_to_end(key)  # it was there: now it is the most recent
             elif held >= self._size:

@@ -267,8 +267,8 @@ def _direct_value(node: nodes.Node) -> _Value:
     while isinstance(node, nodes.Getattr) and node.ctx == "load":
         attrs.append(node.attr)
         node = node.node
-    if not isinstance(node, nodes.Name) or node.ctx != "load":
-        raise _NotDirect
+    if not isinstance(node, nodes.Name) or node.ctx != "load" or node.name == "self":
+        raise _NotDirect  # ``self`` is the template itself, whatever the context holds
     return _Value(node.name, tuple(reversed(attrs)))
 
 
@@ -293,15 +293,19 @@ def render_direct(
     from them, later ones first, would resolve it), each attribute read through
     ``getattr`` (the environment's, so the sandbox decides what may be read).
 
-    ``None`` when a name is missing, an attribute read gives an undefined value or a
-    printed value is not a plain ``str``: the engine then renders the template, and
-    reports what is wrong as it should.
+    ``None`` when a name is missing, an attribute read gives an undefined value, a
+    printed value is not a plain ``str`` or the output would pass ``MAX_OUTPUT``: the
+    engine then renders the template, and reports what is wrong (or applies its output
+    limit) as it should.
     """
     out: list[str] = []
     try:
-        return out if _run(program, getattr, scopes, out) else None
+        done = _run(program, getattr, scopes, out)
     except Exception:  # an attribute that raised: the engine reports it in its own words
         return None
+    if not done or sum(map(len, out)) > MAX_OUTPUT:
+        return None
+    return out
 
 
 def _run(program: DirectTemplate, getattr: Callable[[Any, str], Any],

@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from jinja2.exceptions import SecurityError
 
 from pioneer import PromptCompiler
+from pioneer.sandbox import MAX_OUTPUT, TemplateLimitError, render_parts
 from pioneer.templates import TemplateSet, build_environment, render_direct
 
 DIRECT = {
@@ -39,6 +41,7 @@ NOT_DIRECT = {
     "negated.j2": "{% if not content %}empty{% endif %}\n",
     "set.j2": "{% set x = content %}{{ x }}\n",
     "loop.j2": "{% for c in content %}{{ c }}{% endfor %}\n",
+    "self.j2": "{{ self }}\n",
 }
 NAMES = frozenset({"content", "other", "flag", "item", "holder", "section"})
 
@@ -91,9 +94,12 @@ def test_direct_output_is_the_engines(templates: TemplateSet, content: str, othe
             assert "".join(parts) == templates.template(template).render(context)
     if type(other) is not str:
         assert _direct(templates, "framed.j2", context) is None  # printed: only a plain str
-    # Scopes are searched in order, as a context built from them would resolve a name.
-    assert _direct(templates, "framed.j2", {"content": content}, {"content": "x", "other": "o"}) \
-        == _direct(templates, "framed.j2", {**{"content": "x", "other": "o"}, "content": content})
+    # Scopes are searched in order, as a context built from them (later ones first)
+    # resolves a name.
+    parts = _direct(templates, "framed.j2", {"content": content}, {"content": "x", "other": "o"})
+    assert parts is not None
+    assert "".join(parts) == templates.template("framed.j2").render(
+        {**{"content": "x", "other": "o"}, "content": content})
 
 
 @pytest.mark.parametrize("value", [3, None, ["a"], 1.5, Item("a", "b")])
@@ -105,7 +111,7 @@ def test_what_the_engine_must_report_goes_to_the_engine(templates: TemplateSet) 
     item = Item("a", "b")
     assert _direct(templates, "plain.j2", {}) is None  # missing: a strict undefined error
     assert _direct(templates, "branches.j2", {"item": item, "other": ""}) is None  # no flag
-    # A missing attribute, and one the sandbox refuses, are the engine's to report.
+    # A missing attribute is the engine's to report.
     assert _direct(templates, "deep.j2", {"holder": {}, "section": {"title": "t"}}) is None
     assert _direct(templates, "block.j2", {"content": item}) is None  # truth of an object
 
@@ -121,10 +127,32 @@ def test_what_the_engine_must_report_goes_to_the_engine(templates: TemplateSet) 
 def test_an_attribute_the_sandbox_refuses_is_not_read(tmp_path_factory:
                                                      pytest.TempPathFactory) -> None:
     folder = tmp_path_factory.mktemp("unsafe")
-    (folder / "unsafe.j2").write_text("{{ item.__class__ }}", encoding="utf-8")
+    # ``__doc__`` is a plain string, so only the sandbox's refusal keeps it out.
+    (folder / "unsafe.j2").write_text("{{ item.__doc__ }}", encoding="utf-8")
     loaded = TemplateSet(build_environment([folder]))
     assert not list(loaded.check_template("unsafe.j2", NAMES, context="test"))
+    assert type(Item.__doc__) is str
     assert _direct(loaded, "unsafe.j2", {"item": Item("a", "b")}) is None
+    with pytest.raises(SecurityError):
+        loaded.template("unsafe.j2").render(item=Item("a", "b"))
+
+
+def test_output_past_the_limit_goes_to_the_engine(tmp_path_factory:
+                                                  pytest.TempPathFactory) -> None:
+    folder = tmp_path_factory.mktemp("repeat")
+    (folder / "repeat.j2").write_text("{{ content }}" * 3, encoding="utf-8")
+    loaded = TemplateSet(build_environment([folder]))
+    assert not list(loaded.check_template("repeat.j2", NAMES, context="test"))
+    under = "x" * (MAX_OUTPUT // 3)
+    assert _direct(loaded, "repeat.j2", {"content": under}) == [under] * 3
+    # One more character each and the engine decides (and refuses: its limit grows only
+    # with the text handed in, not with how often a template prints it).
+    over = under + "x"
+    assert _direct(loaded, "repeat.j2", {"content": over}) is None
+    large = {"content": "x" * (MAX_OUTPUT * 6 // 10)}
+    assert _direct(loaded, "repeat.j2", large) is None
+    with pytest.raises(TemplateLimitError):
+        render_parts(loaded.template("repeat.j2"), large)
 
 
 def test_the_builtin_templates_are_direct() -> None:
