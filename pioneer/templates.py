@@ -213,7 +213,8 @@ class _Value(NamedTuple):
 
 
 class _Print(NamedTuple):
-    value: _Value
+    name: str
+    attrs: tuple[str, ...]
 
 
 class _If(NamedTuple):
@@ -251,7 +252,7 @@ def _direct_body(body: Sequence[nodes.Node]) -> DirectTemplate:
                 if isinstance(child, nodes.TemplateData):
                     program.append(child.data)
                 else:
-                    program.append(_Print(_direct_value(child)))
+                    program.append(_Print(*_direct_value(child)))
         elif isinstance(node, nodes.If):
             branches = [(_direct_value(node.test), _direct_body(node.body))]
             for branch in node.elif_:
@@ -313,8 +314,16 @@ def _run(program: DirectTemplate, getattr: Callable[[Any, str], Any],
     for node in program:
         if type(node) is str:
             out.append(node)
-        elif type(node) is _Print:
-            value = _resolve(node.value, getattr, scopes)
+        elif type(node) is _Print:  # the lookup of _resolve, inlined: most nodes are prints
+            name, attrs = node
+            for scope in scopes:
+                value = scope.get(name, _ABSENT)
+                if value is not _ABSENT:
+                    break
+            else:
+                return False
+            if attrs:
+                value = _attributes(value, attrs, getattr)
             if type(value) is not str:
                 return False
             out.append(value)
@@ -342,7 +351,11 @@ def _resolve(value: _Value, getattr: Callable[[Any, str], Any],
             break
     else:
         return _ABSENT
-    for attr in value.attrs:
+    return _attributes(found, value.attrs, getattr) if value.attrs else found
+
+
+def _attributes(found: Any, attrs: tuple[str, ...], getattr: Callable[[Any, str], Any]) -> Any:
+    for attr in attrs:
         found = getattr(found, attr)
         if isinstance(found, jinja2.Undefined):
             return _ABSENT
