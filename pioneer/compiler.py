@@ -20,7 +20,6 @@ import jinja2
 from .bootstrap import BootstrapLoader, BootstrapResult
 from .boundary import (
     BOUNDARY_MARKER,
-    join_full_text,
     render_section,
     render_section_parts,
     render_sections,
@@ -303,10 +302,10 @@ class PromptCompiler:
                 texts.append(r.section.text)
                 chunks.append(r.data)
         dynamic_text = render_sections(texts)
-        full = join_full_text(stable.text, dynamic_text)
         dynamic_bytes = _SEPARATOR_BYTES.join(chunks)
         # The full text is the stable text, then the marker and the dynamic text when
-        # there is any (join_full_text), so its hash continues the stable one.
+        # there is any (join_full_text), so its hash continues the stable one; the payload
+        # joins the text itself only when it is read.
         full_hash = stable.digest.copy()
         if dynamic_text:
             full_hash.update(_MARKER_BYTES)
@@ -326,7 +325,6 @@ class PromptCompiler:
         return CompiledPromptPayload(
             stable_system_text=stable.text,
             dynamic_system_text=dynamic_text,
-            full_system_text=full,
             boundary_marker=BOUNDARY_MARKER,
             sections=sections,
             manifest=manifest,

@@ -12,7 +12,16 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    computed_field,
+    model_validator,
+)
+
+from .boundary import join_full_text
 
 if TYPE_CHECKING:
     from .tokens import TokenCounter
@@ -190,16 +199,49 @@ class CompiledSection(BaseModel):
     truncated: bool = Field(False, description="Whether a budget cut the content.")
 
 
+_FULL_TEXT = "Stable + boundary marker + dynamic."
+
+
+def _full_text_schema(schema: dict[str, Any]) -> None:
+    # Read-only in the serialisation schema (a computed field); in the validation schema
+    # an optional property, so a payload as it is written out validates as it is read in.
+    schema["properties"].setdefault(
+        "full_system_text", {"description": _FULL_TEXT, "title": "Full System Text",
+                             "type": "string"})
+
+
 class CompiledPromptPayload(BaseModel):
     """Everything one compile produces."""
 
-    model_config = _FROZEN
+    # ``full_system_text`` is derived from the stable and dynamic text and joined when it
+    # is read (no provider adapter needs it: they send the two halves); it is written out
+    # with the other fields, and a payload read back may carry it if it is that join.
+
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_full_text_schema)
     stable_system_text: str = Field(description="Stable sections joined.")
     dynamic_system_text: str = Field(description="Dynamic sections joined.")
-    full_system_text: str = Field(description="Stable + boundary marker + dynamic.")
     boundary_marker: str = Field(description="The cache boundary marker.")
     sections: list[CompiledSection] = Field(description="Kept sections in order.")
     manifest: PromptManifest = Field(description="Audit record of this compile.")
+
+    @computed_field(description=_FULL_TEXT)  # type: ignore[prop-decorator]
+    @property
+    def full_system_text(self) -> str:
+        """The stable text, the boundary marker and the dynamic text (joined on each read)."""
+        return join_full_text(self.stable_system_text, self.dynamic_system_text)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _given_full_text(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        given = None
+        if isinstance(data, dict) and "full_system_text" in data:
+            data = dict(data)
+            given = data.pop("full_system_text")
+        payload = handler(data)
+        if given is not None and given != payload.full_system_text:
+            raise ValueError("full_system_text is not the stable text, the boundary marker "
+                             "and the dynamic text joined")
+        return payload
 
     def with_token_counts(self, counter: TokenCounter | None = None) -> CompiledPromptPayload:
         """This payload with every manifest record's cl100k_base ``tokens`` filled in.

@@ -191,3 +191,45 @@ def test_load_bad_files(tmp_path: Path, text: str, expected: str) -> None:
 def test_load_missing_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="cannot read messages"):
         load_chat_request(tmp_path / "absent.json")
+
+
+def _compiled(home: Path) -> dict[str, Any]:
+    from pioneer import PromptCompileInput, PromptCompiler
+
+    payload = PromptCompiler().compile(PromptCompileInput(workspace_root=home,
+                                                          extra_system="Be brief."))
+    return json.loads(payload.to_json())
+
+
+def test_a_written_payload_reads_back_with_or_without_its_full_text(home: Path) -> None:
+    data = _compiled(home)
+    full = data["full_system_text"]  # written out, though joined only when read
+    assert full == data["stable_system_text"] + BOUNDARY_MARKER + data["dynamic_system_text"]
+    with_full = parse_chat_request({"model": "m", "compiled_prompt": data})
+    without = parse_chat_request({"model": "m", "compiled_prompt": {
+        key: value for key, value in data.items() if key != "full_system_text"}})
+    assert with_full == without
+    assert with_full.compiled_prompt is not None
+    assert with_full.compiled_prompt.full_system_text == full
+    assert json.loads(with_full.compiled_prompt.to_json()) == data
+
+
+def test_a_payload_whose_full_text_is_not_the_join_is_refused(home: Path) -> None:
+    data = _compiled(home)
+    data["full_system_text"] = data["full_system_text"].replace("Be brief.", "Be long.")
+    with pytest.raises(InputError) as caught:
+        parse_chat_request({"model": "m", "compiled_prompt": data}, file="chat.json")
+    assert caught.value.render() == (
+        "chat.json: compiled_prompt: full_system_text is not the stable text, the boundary "
+        "marker and the dynamic text joined\nerror: 1 problem in chat.json"
+    )
+
+
+def test_a_written_request_validates_against_the_committed_schema(home: Path) -> None:
+    import jsonschema
+
+    from pioneer.resources import load_schema
+
+    request = parse_chat_request({"model": "m", "compiled_prompt": _compiled(home)})
+    jsonschema.Draft202012Validator(load_schema("chat_request.schema.json")).validate(
+        request.model_dump(mode="json"))
