@@ -210,11 +210,21 @@ def pioneer_bootstrap_changed(work: Workload, *, counted: bool) -> Row:
     counter = TiktokenCounter()
     compiler.compile(inputs[-1]).with_token_counts(counter)
 
+    # Every revision is made and encoded here: generating 20,000 chars of text in Python
+    # right before the timed call would leave the CPU's caches full of the generator.
+    revisions = [workload.bootstrap_text("USER.md", turn + 1).encode("utf-8")
+                 for turn in range(len(inputs))]
+    user_md = home / "USER.md"
+
     def prepare(turn: int) -> None:
-        # A new revision of USER.md: same size, new content, a new (past) mtime.
-        content = workload.bootstrap_text("USER.md", turn + 1)
-        (home / "USER.md").write_text(content, encoding="utf-8")
-        _set_mtime(home / "USER.md", turn + 1)
+        # A new revision of USER.md, as an editor in another process would write it:
+        # same size, new content, a new (past) mtime.
+        fd = os.open(user_md, os.O_WRONLY | os.O_TRUNC)
+        try:
+            os.write(fd, revisions[turn])
+        finally:
+            os.close(fd)
+        _set_mtime(user_md, turn + 1)
 
     def run(turn: int) -> object:
         payload = compiler.compile(inputs[turn])
