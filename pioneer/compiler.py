@@ -542,7 +542,7 @@ class _SectionRenderer:
         program = self.templates.direct(section.template)
         parts = None
         if program is not None:  # the same lookup as the context below: extra, section, base
-            parts = render_direct(program, self.templates.env.getattr, extra,
+            parts = render_direct(program, self.templates.getattr, extra,
                                   {"section": names}, self.base)
         if parts is None:
             context = {**self.base, "section": names, **extra}

@@ -57,6 +57,7 @@ class TemplateSet:
         self._asts: dict[str, Any] = {}
         self._reads: dict[str, frozenset[str] | None] = {}
         self._direct: dict[str, DirectTemplate | None] = {}
+        self._fields: dict[type, frozenset[str]] = {}
 
     def template(self, name: str) -> jinja2.Template:
         """A compiled template (loaded by :meth:`check_template` first)."""
@@ -154,6 +155,25 @@ class TemplateSet:
                     return None
                 pending.append(referenced)
         return frozenset(names)
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        """``obj.attribute`` as a template reads it: the sandbox's ``getattr``, or a plain
+        read of a dataclass instance's public field holding a plain value, which the
+        sandbox always allows (a name without a leading ``_`` on an object that is no
+        function, method, type, code, frame, traceback or generator) and gives unchanged."""
+        kind = type(obj)
+        fields = self._fields.get(kind)
+        if fields is None:
+            fields = frozenset(
+                name for name in getattr(kind, "__dataclass_fields__", ())
+                if not name.startswith("_")
+            ) if not isinstance(obj, type) else frozenset()
+            self._fields[kind] = fields
+        if attribute in fields:
+            value = getattr(obj, attribute, _ABSENT)
+            if type(value) in _PLAIN:
+                return value
+        return self.env.getattr(obj, attribute)  # anything else: the sandbox decides
 
     def direct(self, name: str) -> DirectTemplate | None:
         """The template as a :data:`DirectTemplate` when it is made only of text,
@@ -364,6 +384,8 @@ def _attributes(found: Any, attrs: tuple[str, ...], getattr: Callable[[Any, str]
 
 _ABSENT = object()
 _TESTABLE = frozenset({str, bool, int, float, type(None), list, tuple, dict})
+#: Values the sandbox hands back exactly as read (it wraps only ``str.format`` methods).
+_PLAIN = frozenset({str, bool, int, float, type(None)})
 
 
 def _reason(error: BaseException) -> str:

@@ -3,12 +3,13 @@ exactly as the engine would fill them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from jinja2 import Undefined
 from jinja2.exceptions import SecurityError
 
 from pioneer import PromptCompiler
@@ -66,7 +67,7 @@ def templates(tmp_path_factory: pytest.TempPathFactory) -> TemplateSet:
 def _direct(templates: TemplateSet, name: str, *scopes: dict[str, Any]) -> list[str] | None:
     program = templates.direct(name)
     assert program is not None
-    return render_direct(program, templates.env.getattr, *scopes)
+    return render_direct(program, templates.getattr, *scopes)
 
 
 def test_which_templates_are_direct(templates: TemplateSet) -> None:
@@ -160,3 +161,36 @@ def test_the_builtin_templates_are_direct() -> None:
     compiler.load_profile("full")
     assert compiler.templates.direct("content.md.j2") is not None
     assert compiler.templates.direct("bootstrap_file.md.j2") is not None
+
+
+@dataclass
+class Record:
+    text: str = "t"
+    count: int = 2
+    nothing: None = None
+    items: list[str] = field(default_factory=lambda: ["a"])
+    _private: str = "hidden"
+    shown: Any = "{}".format
+    held: Any = Item
+
+
+@dataclass(slots=True)
+class Slotted:
+    text: str = "s"
+
+
+@pytest.mark.parametrize(
+    ("obj", "attribute"),
+    [(Record(), name) for name in ("text", "count", "nothing", "items", "_private", "shown",
+                                   "held", "missing", "__class__", "__init__")]
+    + [(Record, "text"), (Record, "mro"), (Slotted(), "text"), ({"text": "d"}, "text"),
+       (Item("n", "o"), "name"), ("str", "upper")],
+)
+def test_getattr_is_the_sandboxs(templates: TemplateSet, obj: Any, attribute: str) -> None:
+    ours, theirs = templates.getattr(obj, attribute), templates.env.getattr(obj, attribute)
+    if isinstance(theirs, Undefined):  # undefined values compare by what they stand for
+        assert type(ours) is type(theirs) and ours._undefined_name == theirs._undefined_name
+    elif callable(theirs):
+        assert type(ours) is type(theirs)  # a method is wrapped or bound anew on each read
+    else:
+        assert ours == theirs and type(ours) is type(theirs)
