@@ -9,7 +9,7 @@ sorted keys, unset optionals left out, byte-identical for identical compiles.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
@@ -200,6 +200,7 @@ class CompiledSection(BaseModel):
 
 
 _FULL_TEXT = "Stable + boundary marker + dynamic."
+_ABSENT = object()
 
 
 def _full_text_schema(schema: dict[str, Any]) -> None:
@@ -233,12 +234,13 @@ class CompiledPromptPayload(BaseModel):
     @model_validator(mode="wrap")
     @classmethod
     def _given_full_text(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
-        given = None
-        if isinstance(data, dict) and "full_system_text" in data:
+        given: Any = _ABSENT
+        if isinstance(data, Mapping) and "full_system_text" in data:
             data = dict(data)
             given = data.pop("full_system_text")
         payload = handler(data)
-        if given is not None and given != payload.full_system_text:
+        if given is not _ABSENT and (type(given) is not str
+                                     or given != payload.full_system_text):
             raise ValueError("full_system_text is not the stable text, the boundary marker "
                              "and the dynamic text joined")
         return payload

@@ -225,6 +225,22 @@ def test_a_payload_whose_full_text_is_not_the_join_is_refused(home: Path) -> Non
     )
 
 
+@pytest.mark.parametrize("value", [None, 5, ["text"]])
+def test_a_full_text_that_is_not_a_string_is_refused(home: Path, value: Any) -> None:
+    data = {**_compiled(home), "full_system_text": value}
+    with pytest.raises(InputError, match="full_system_text is not the stable text"):
+        parse_chat_request({"model": "m", "compiled_prompt": data})
+
+
+def test_a_payload_may_come_as_any_mapping(home: Path) -> None:
+    from types import MappingProxyType
+
+    data = _compiled(home)
+    request = parse_chat_request({"model": "m", "compiled_prompt": MappingProxyType(data)})
+    assert request.compiled_prompt is not None
+    assert request.compiled_prompt.full_system_text == data["full_system_text"]
+
+
 def test_a_written_request_validates_against_the_committed_schema(home: Path) -> None:
     import jsonschema
 
