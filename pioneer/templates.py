@@ -168,6 +168,8 @@ class TemplateSet:
                 name for name in getattr(kind, "__dataclass_fields__", ())
                 if not name.startswith("_")
             ) if not isinstance(obj, type) else frozenset()
+            if len(self._fields) >= _FIELD_TYPES:
+                self._fields.clear()  # made-up classes must not pile up here
             self._fields[kind] = fields
         if attribute in fields:
             value = getattr(obj, attribute, _ABSENT)
@@ -384,6 +386,8 @@ def _attributes(found: Any, attrs: tuple[str, ...], getattr: Callable[[Any, str]
 
 _ABSENT = object()
 _TESTABLE = frozenset({str, bool, int, float, type(None), list, tuple, dict})
+#: Types whose public fields TemplateSet.getattr remembers before it starts again.
+_FIELD_TYPES = 256
 #: Values the sandbox hands back exactly as read (it wraps only ``str.format`` methods).
 _PLAIN = frozenset({str, bool, int, float, type(None)})
 
