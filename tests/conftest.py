@@ -45,6 +45,18 @@ def golden(update_goldens: bool) -> Callable[[Path, str], None]:
     return check
 
 
+@pytest.fixture(scope="module")
+def compiler() -> PromptCompiler:
+    """One compiler per test module: profiles and templates load once."""
+    return PromptCompiler()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    """Where a test's SQLite store goes."""
+    return tmp_path / "pioneer.db"
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     """An empty runtime home folder."""

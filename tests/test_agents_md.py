@@ -22,10 +22,6 @@ from pioneer.agents_md import HOOK_MAX_CHARS, agents_md_contribution, find_agent
 GOLDENS = Path(__file__).parent / "goldens" / "agents_md"
 
 
-@pytest.fixture(scope="module")
-def compiler() -> PromptCompiler:
-    return PromptCompiler(count_tokens=False)
-
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:

@@ -50,10 +50,6 @@ def fill(store: SqliteStore) -> None:
         add(store, f"filler-{n}", user, reply)
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "pioneer.db"
-
 
 @pytest.fixture
 def store(db: Path) -> Iterator[SqliteStore]:

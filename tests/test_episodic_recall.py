@@ -45,14 +45,6 @@ EXPORT = ArtifactRef("art-7", "billing export.xlsx", "spreadsheet", version_id="
                      size_bytes=86_016, role="assistant", turn_item_id="turn-0-a")
 
 
-@pytest.fixture(scope="module")
-def compiler() -> PromptCompiler:
-    return PromptCompiler(count_tokens=False)
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "pioneer.db"
 
 
 @pytest.fixture

@@ -47,10 +47,6 @@ STEPS = ["mode", "history", "manifest", "skills", "memory", "tools", "permission
          "provider", "changes"]
 
 
-@pytest.fixture(scope="module")
-def compiler() -> PromptCompiler:
-    return PromptCompiler()
-
 
 @pytest.fixture
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

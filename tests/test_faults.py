@@ -45,10 +45,6 @@ PHASE = "turn.pre_prompt_compile"
 BOUNDED = 10.0
 
 
-@pytest.fixture(scope="module")
-def compiler() -> PromptCompiler:
-    return PromptCompiler(count_tokens=False)
-
 
 @pytest.fixture
 def release() -> Iterator[threading.Event]:

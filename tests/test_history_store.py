@@ -20,11 +20,6 @@ from pioneer.tokens import TiktokenCounter
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "history.db"
-
-
-@pytest.fixture
 def store(db: Path) -> SqliteStore:
     with SqliteStore(db) as opened:
         opened.ensure_thread("t1", model="model-a")

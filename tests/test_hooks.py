@@ -30,10 +30,6 @@ PRE_CONTEXT = "turn.pre_prompt_context"
 PRE_COMPILE = "turn.pre_prompt_compile"
 
 
-@pytest.fixture(scope="module")
-def compiler() -> PromptCompiler:
-    return PromptCompiler(count_tokens=False)
-
 
 @pytest.fixture
 def base(home: Path) -> PromptCompileInput:

@@ -36,10 +36,6 @@ GOLDENS = Path(__file__).parent / "goldens" / "turn"
 REPORT = ArtifactRef("art-1", "report.pdf", "document", version_id="v1", size_bytes=2_500_000)
 
 
-@pytest.fixture(scope="module")
-def compiler() -> PromptCompiler:
-    return PromptCompiler()
-
 
 @pytest.fixture
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
