@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from .errors import InputError, Problem, format_path
+from .errors import InputError, Problem, format_path, read_json
 from .manifest import ManifestSection, PromptManifest
 
 __all__ = ["Change", "ManifestDiff", "diff_manifests", "read_manifest", "render_json",
@@ -52,13 +52,7 @@ class ManifestDiff:
 def read_manifest(path: Path) -> PromptManifest:
     """Read a manifest JSON file, or the manifest of a payload JSON file."""
     name = str(path)
-    try:
-        data: Any = json.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(Problem(f"cannot read manifest: {error}", file=name)) from None
-    except json.JSONDecodeError as error:
-        raise InputError(Problem(f"{error.msg} (JSON syntax)", file=name, line=error.lineno,
-                                 column=error.colno)) from None
+    data = read_json(path, "manifest")
     prefix: list[str | int] = []
     if isinstance(data, dict) and isinstance(data.get("manifest"), dict):
         data, prefix = data["manifest"], ["manifest"]

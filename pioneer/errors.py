@@ -7,9 +7,12 @@ them, and ``str(error)`` renders them location-first, one per line, the way comp
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 __all__ = [
     "BudgetError",
@@ -23,6 +26,8 @@ __all__ = [
     "StoreError",
     "TemplateError",
     "format_path",
+    "json_problem",
+    "read_json",
     "toml_problem",
 ]
 
@@ -142,3 +147,22 @@ class StoreError(PioneerError, RuntimeError):
 
 class HookError(PioneerError, RuntimeError):
     """A fail-closed hook failed."""
+
+
+def json_problem(error: json.JSONDecodeError, file: str) -> Problem:
+    """A located problem from a ``json.JSONDecodeError``."""
+    return Problem(f"{error.msg} (JSON syntax)", file=file, line=error.lineno,
+                   column=error.colno)
+
+
+def read_json(path: Path, what: str) -> Any:
+    """The parsed JSON of ``path``; an :class:`InputError` naming the file (and the line
+    and column of a syntax error) when it cannot be read or parsed. ``what`` names the
+    file's role in the message: ``cannot read {what}: ...``."""
+    name = str(path)
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(Problem(f"cannot read {what}: {error}", file=name)) from None
+    except json.JSONDecodeError as error:
+        raise InputError(json_problem(error, name)) from None

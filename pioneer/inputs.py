@@ -19,7 +19,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from .contributions import check_dynamic_id, check_runtime_id
-from .errors import InputError, Problem, format_path, toml_problem
+from .errors import InputError, Problem, format_path, json_problem, toml_problem
 from .text import EdgeModel
 
 __all__ = [
@@ -164,9 +164,7 @@ def load_compile_input(path: Path) -> PromptCompileInput:
     except tomllib.TOMLDecodeError as error:
         raise InputError(toml_problem(error, name)) from None
     except json.JSONDecodeError as error:
-        raise InputError(
-            Problem(f"{error.msg} (JSON syntax)", file=name, line=error.lineno, column=error.colno)
-        ) from None
+        raise InputError(json_problem(error, name)) from None
     if not isinstance(data, dict):
         raise InputError(Problem("expected a JSON object at the top level", file=name))
     return parse_compile_input(data, file=name)

@@ -107,3 +107,6 @@ def test_not_a_manifest_is_a_located_error(tmp_path: Path) -> None:
     code, _, err = run("diff", str(tmp_path / "y.json"), str(tmp_path / "x.json"))
     assert err == (f"{tmp_path / 'y.json'}:2:3: Expecting property name enclosed in double "
                    "quotes (JSON syntax)\n")
+    code, _, err = run("diff", str(tmp_path / "missing.json"), str(tmp_path / "x.json"))
+    assert code == 1
+    assert err.startswith(f"{tmp_path / 'missing.json'}: cannot read manifest: [Errno 2] ")

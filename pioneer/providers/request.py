@@ -11,7 +11,6 @@ validation failures into an :class:`~pioneer.errors.InputError` naming file and 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,7 +27,7 @@ from pydantic import (
 )
 
 from ..boundary import BOUNDARY_MARKER, strip_prompt_cache_boundary
-from ..errors import InputError, Problem, format_path
+from ..errors import InputError, Problem, format_path, read_json
 from ..manifest import CompiledPromptPayload
 from ..text import EdgeModel
 
@@ -303,14 +302,7 @@ def load_chat_request(path: Path, **fields: Any) -> ChatRequest:
     ``fields`` (such as ``model`` or ``compiled_prompt``) override what the file says.
     """
     name = str(path)
-    try:
-        data: Any = json.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(Problem(f"cannot read messages: {error}", file=name)) from None
-    except json.JSONDecodeError as error:
-        raise InputError(
-            Problem(f"{error.msg} (JSON syntax)", file=name, line=error.lineno, column=error.colno)
-        ) from None
+    data = read_json(path, "messages")
     if isinstance(data, list):
         data = {"messages": data}
     if not isinstance(data, dict):
