@@ -25,6 +25,7 @@ __all__ = [
     "ProfileSyntaxError",
     "StoreError",
     "TemplateError",
+    "counted",
     "format_path",
     "json_problem",
     "read_json",
@@ -166,3 +167,8 @@ def read_json(path: Path, what: str) -> Any:
         raise InputError(Problem(f"cannot read {what}: {error}", file=name)) from None
     except json.JSONDecodeError as error:
         raise InputError(json_problem(error, name)) from None
+
+
+def counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless the count is one: ``2 problems``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .audit.record import HistorySnapshot, RoundRecord, ToolCallRecord, TurnRecord
+from .errors import counted
 from .manifest import HookSourceEntry, PromptManifest
 from .renderers.permissions import GUIDANCE_AXES, PermissionProfile
 from .renderers.tool_domains import SECTION_ID as HIDDEN_DOMAINS_ID
@@ -56,7 +57,7 @@ def explain_turn(record: TurnRecord) -> Explanation:
 def render_text(explanation: Explanation) -> str:
     """The steps as numbered blocks, for people."""
     head = (f"turn {explanation.turn_id} (thread {explanation.thread_id}): "
-            f"{_n(explanation.rounds, 'provider round')}")
+            f"{counted(explanation.rounds, 'provider round')}")
     blocks = [head]
     for number, step in enumerate(explanation.steps, start=1):
         blocks.append("\n".join([f"{number}. {step.name}", *(f"   {line}"
@@ -94,9 +95,9 @@ def _history(record: TurnRecord) -> Step:
         return Step("history", {"history": None}, ("not recorded",))
     lines = [
         f"{_HISTORY_WORDS[h.mode]}: {h.reason}",
-        f"loaded {_n(h.turns_loaded, 'turn')}, {h.total_tokens} tokens; budget {h.budget}, "
+        f"loaded {counted(h.turns_loaded, 'turn')}, {h.total_tokens} tokens; budget {h.budget}, "
         f"threshold {h.threshold}, summary target {h.summary_target}",
-        f"sent {_n(h.turns_sent, 'turn')} in {_n(len(h.messages), 'message')}, "
+        f"sent {counted(h.turns_sent, 'turn')} in {counted(len(h.messages), 'message')}, "
         f"{h.sent_tokens} tokens ({_messages(h)})",
         _summary_line(h),
     ]
@@ -118,7 +119,7 @@ def _summary_line(h: HistorySnapshot) -> str:
     if not h.summary_sent:
         return "summary: none sent"
     stored = "; stored by this turn" if h.summary_stored else ""
-    return f"summary: sent, covers {_n(h.summary_turn_count, 'turn')}{stored}"
+    return f"summary: sent, covers {counted(h.summary_turn_count, 'turn')}{stored}"
 
 
 def _manifest(record: TurnRecord) -> Step:
@@ -130,11 +131,12 @@ def _manifest(record: TurnRecord) -> Step:
     lines = [
         f"round 1: profile {m.profile} (fingerprint {m.profile_fingerprint[:12]}), "
         f"compiler {m.compiler_version}",
-        f"{_n(len(m.sections), 'section')}: {stable} stable, {len(m.sections) - stable} dynamic",
+        f"{counted(len(m.sections), 'section')}: {stable} stable, "
+        f"{len(m.sections) - stable} dynamic",
         *(f"  {line}" for line in _table(rows, numeric=(2, 3))),
     ]
     if m.diagnostics:
-        lines.append(f"{_n(len(m.diagnostics), 'diagnostic')}:")
+        lines.append(f"{counted(len(m.diagnostics), 'diagnostic')}:")
         lines += [f"  - {d.code}{_about(d.section_id, d.file, d.hook_source)}: {d.message}"
                   for d in m.diagnostics]
     else:
@@ -159,7 +161,7 @@ def _skills(record: TurnRecord) -> Step:
         return Step("skills", {"skills": None, "rendered_in_rounds": rendered},
                     ("resolution not recorded", section))
     active = ", ".join(f"{a.skill_id} ({a.reason})" for a in s.active)
-    lines = [f"{_n(len(s.active), 'skill')} resolved" + (f": {active}" if active else "")]
+    lines = [f"{counted(len(s.active), 'skill')} resolved" + (f": {active}" if active else "")]
     if s.omitted:
         lines.append(f"left out of the full text: {', '.join(s.omitted)}")
     lines.append(section + ("; the text was cut to its budget" if s.truncated else ""))
@@ -184,7 +186,7 @@ def _memory(record: TurnRecord) -> Step:
         src = entry.source
         what = src.contribution_id or entry.contribution_kind
         lines.append(f"{entry.section_id} <- {src.hook_id} ({what}) at {src.phase}, "
-                     f"priority {entry.priority}, {_n(entry.source_count or 0, 'source')}, "
+                     f"priority {entry.priority}, {counted(entry.source_count or 0, 'source')}, "
                      f"truncation {entry.truncation}, {_in_rounds(rounds, total)}")
     for hook_id, (message, rounds) in failures.items():
         lines.append(f"failed hook {hook_id} {_in_rounds(rounds, total)}: {message}")
@@ -212,8 +214,9 @@ def _tools(record: TurnRecord) -> Step:
     lines: list[str] = []
     for r in record.rounds:
         visible = ", ".join(r.visible_tools) or "none"
-        lines.append(f"round {r.round}: {_n(len(r.visible_tools), 'visible tool')}: {visible}")
-        hidden = ", ".join(f"{h.domain} ({_n(len(h.tools), 'tool')})" for h in r.hidden_domains)
+        lines.append(f"round {r.round}: {counted(len(r.visible_tools), 'visible tool')}: {visible}")
+        hidden = ", ".join(f"{h.domain} ({counted(len(h.tools), 'tool')})"
+                           for h in r.hidden_domains)
         shown = HIDDEN_DOMAINS_ID in r.manifest.section_ids
         lines.append(f"  hidden: {hidden or 'none'}; Hidden Tool Domains section "
                      f"{'rendered' if shown else 'not rendered'}")
@@ -271,7 +274,7 @@ def _provider(record: TurnRecord) -> Step:
         lines.append(f"  cache breakpoints: {marks}")
         if shape.prompt_cache_key:
             lines.append(f"  prompt_cache_key: {shape.prompt_cache_key}")
-        lines.append(f"  {_n(shape.tool_count, 'tool definition')}; "
+        lines.append(f"  {counted(shape.tool_count, 'tool definition')}; "
                      f"body sha256 {shape.body_sha256[:16]}")
     data = {"rounds": [{"round": r.round, **r.provider.model_dump(mode="json")}
                        for r in record.rounds]}
@@ -326,10 +329,6 @@ _STEPS: tuple[Callable[[TurnRecord], Step], ...] = (
 
 
 # -- small helpers -------------------------------------------------------------------
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _rounds_with(record: TurnRecord, section_id: str) -> list[int]:

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from .contributions import check_dynamic_id, check_runtime_id
-from .errors import InputError, Problem, format_path, json_problem, toml_problem
+from .errors import InputError, Problem, counted, format_path, json_problem, toml_problem
 from .text import EdgeModel
 
 __all__ = [
@@ -146,7 +146,7 @@ def parse_compile_input(data: Mapping[str, Any], *, file: str | None = None) -> 
 
 def _summary(count: int, file: str | None) -> str:
     where = f" in {file}" if file else ""
-    return f"error: {count} problem{'s' if count != 1 else ''}{where}"
+    return f"error: {counted(count, 'problem')}{where}"
 
 
 def load_compile_input(path: Path) -> PromptCompileInput:

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from .compiler import LoadedProfile, PromptCompiler
+from .errors import counted
 from .inputs import PromptCompileInput
 from .manifest import CompiledPromptPayload, Diagnostic, ManifestSection
 from .profile import SectionSpec
@@ -217,8 +218,8 @@ def render_table(inspection: Inspection) -> str:
     lines = [f"profile {inspection.profile}  fingerprint {inspection.profile_fingerprint[:12]}"]
     lines += [_line(line, widths) for line in cells]
     for side, totals in (("stable", inspection.stable), ("dynamic", inspection.dynamic)):
-        lines.append(f"{side:<8} {_count(totals.sections, 'section')}, "
-                     f"{_count(totals.chars, 'char')}, {_count(totals.tokens, 'token')}")
+        lines.append(f"{side:<8} {counted(totals.sections, 'section')}, "
+                     f"{counted(totals.chars, 'char')}, {counted(totals.tokens, 'token')}")
     return "\n".join(lines)
 
 
@@ -232,7 +233,3 @@ def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
 
 def _number(value: int | None) -> str:
     return "-" if value is None else str(value)
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'s' if number != 1 else ''}"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import Problem, ProfileError, format_path
+from .errors import Problem, ProfileError, counted, format_path
 from .inputs import PROFILE_ALIASES
 from .resources import builtin_dir, load_schema
 from .schema_check import is_valid
@@ -216,8 +216,7 @@ class TextLocator:
 
 def problem_summary(problems: Sequence[Problem], file: str) -> str:
     """The closing line of a multi-problem report."""
-    count = len(problems)
-    return f"error: {count} problem{'s' if count != 1 else ''} in {file}"
+    return f"error: {counted(len(problems), 'problem')} in {file}"
 
 
 def _section_labels(data: Any, parts: Sequence[str | int]) -> dict[int, str]:

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
+from ..errors import counted
 from ..gate import gate_profiles
 from ..inputs import PromptCompileInput, load_compile_input
 from ._common import add_compiler_options, make_compiler
@@ -45,8 +46,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(problem.render(), file=err)
     over = sum(len(result.problems) for result in gated)
     if over:
-        print(f"error: {over} token budget{'s' if over != 1 else ''} exceeded", file=err)
+        print(f"error: {counted(over, 'token budget')} exceeded", file=err)
         return 1
-    plural = "s" if len(names) != 1 else ""
-    print(f"ok: {len(names)} profile{plural} ({', '.join(names)})", file=out)
+    print(f"ok: {counted(len(names), 'profile')} ({', '.join(names)})", file=out)
     return 0

@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import TextIO
 
+from ..errors import counted
 from ..history.budget import HistoryBudgeter, HistoryDecision, HistoryLimits
 from ..history.sqlite_store import SqliteStore
 from ..history.store import MAX_TURNS
@@ -65,10 +66,6 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "s")
-
-
 def _share(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "n/a"
 
@@ -77,24 +74,24 @@ def render_decision(decision: HistoryDecision) -> str:
     """The decision as a short report followed by every message that would be sent."""
     limits = decision.limits
     summary = (
-        f"covers {_plural(decision.summary_turn_count, 'turn')}"
+        f"covers {counted(decision.summary_turn_count, 'turn')}"
         if decision.summary_sent else "none sent"
     )
     lines = [
         f"budget     {limits.budget} tokens; threshold {limits.threshold} (80%); "
         f"summary target {limits.target} (10%)",
-        f"loaded     {_plural(decision.turns_loaded, 'turn')} newer than any summary, "
+        f"loaded     {counted(decision.turns_loaded, 'turn')} newer than any summary, "
         f"{decision.total_tokens} "
         f"tokens ({_share(decision.total_tokens, limits.budget)} of budget)",
         f"decision   {decision.mode}: {decision.reason}",
-        f"sending    {_plural(len(decision.messages), 'message')}, "
-        f"{_plural(decision.turns_sent, 'turn')}, "
+        f"sending    {counted(len(decision.messages), 'message')}, "
+        f"{counted(decision.turns_sent, 'turn')}, "
         f"{decision.sent_tokens} tokens ({_share(decision.sent_tokens, limits.budget)} of budget)",
         f"summary    {summary}" + ("; stored now" if decision.summary_stored else ""),
     ]
     if decision.artifact_ref_count:
         lines.append(
-            f"artifacts  {_plural(decision.artifact_ref_count, 'ref')} in the sent messages"
+            f"artifacts  {counted(decision.artifact_ref_count, 'ref')} in the sent messages"
         )
     for number, (message, tokens) in enumerate(
         zip(decision.messages, decision.message_tokens, strict=True), start=1

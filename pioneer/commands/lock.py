@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
+from ..errors import counted
 from ..lock import DEFAULT_LOCK_FILE, LockFile, lock_key, locked_profile, read_lock, write_lock
 from ._common import add_compiler_options, make_compiler
 
@@ -37,14 +38,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     locked = {lock_key(name): locked_profile(compiler.load_profile(name)) for name in names}
     write_lock(args.lock, LockFile(version=1, profiles={**kept, **locked}))
     for key, entry in locked.items():
-        files, templates = _count(len(entry.files), "profile file"), _count(
+        files, templates = counted(len(entry.files), "profile file"), counted(
             len(entry.templates), "template"
         )
         print(f"locked {key}: fingerprint {entry.fingerprint[:12]} ({files}, {templates})",
               file=out)
     print(f"wrote {args.lock}", file=out)
     return 0
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'s' if number != 1 else ''}"

@@ -27,7 +27,7 @@ from pydantic import (
 )
 
 from ..boundary import BOUNDARY_MARKER, strip_prompt_cache_boundary
-from ..errors import InputError, Problem, format_path, read_json
+from ..errors import InputError, Problem, counted, format_path, read_json
 from ..manifest import CompiledPromptPayload
 from ..text import EdgeModel
 
@@ -292,7 +292,7 @@ def parse_chat_request(data: Mapping[str, Any], *, file: str | None = None) -> C
         count = len(problems)
         where = f" in {file}" if file else ""
         raise InputError(
-            problems, summary=f"error: {count} problem{'s' if count != 1 else ''}{where}"
+            problems, summary=f"error: {counted(count, 'problem')}{where}"
         ) from None
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import jsonschema
 
-from ..errors import PioneerError, Problem, format_path
+from ..errors import PioneerError, Problem, counted, format_path
 from ..providers.request import ToolSpec
 
 __all__ = [
@@ -98,7 +98,7 @@ class RequestTools:
         if problems:
             count = len(problems)
             raise ToolArgumentsError(problems, summary=(
-                f"{REQUEST_TOOLS}: {count} problem{'s' if count != 1 else ''} in the arguments; "
+                f"{REQUEST_TOOLS}: {counted(count, 'problem')} in the arguments; "
                 "nothing was made visible"
             ))
         assert isinstance(arguments, Mapping)
