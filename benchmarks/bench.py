@@ -48,11 +48,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import workload
 
 from pioneer import BOUNDARY_MARKER, CompiledPromptPayload, PromptCompiler
-from pioneer.bootstrap import RACY_NS
+from pioneer.compile.bootstrap import RACY_NS
+from pioneer.compile.inputs import parse_compile_input
 from pioneer.history import HistoryBudgeter, HistoryLimits, HistoryWindow, SqliteStore
-from pioneer.history.artifacts import render_message
-from pioneer.inputs import parse_compile_input
 from pioneer.resources import builtin_dir
+from pioneer.sections.artifacts import render_message
 from pioneer.tokens import TiktokenCounter, message_tokens
 
 #: A fixed past mtime for the workload files (whole seconds, so no filesystem rounds it).

@@ -33,7 +33,7 @@ from pioneer import (
     agents_md_subscription,
     compile_turn,
 )
-from pioneer.renderers import (
+from pioneer.sections import (
     ActiveSkill,
     MemoryItem,
     MemoryRecall,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pioneer import PromptCompileInput, PromptCompiler
-from pioneer.inputs import parse_compile_input
+from pioneer.compile.inputs import parse_compile_input
 
 CASES = Path(__file__).parent / "cases"
 

@@ -17,7 +17,7 @@ from pioneer import (
     agents_md_subscription,
     compile_turn,
 )
-from pioneer.agents_md import HOOK_MAX_CHARS, agents_md_contribution, find_agents_md
+from pioneer.sections.agents_md import HOOK_MAX_CHARS, agents_md_contribution, find_agents_md
 
 GOLDENS = Path(__file__).parent / "goldens" / "agents_md"
 
@@ -218,8 +218,7 @@ def test_escape_is_a_diagnostic_not_an_error(workspace: Path, compiler: PromptCo
 
 def test_hook_is_fail_closed(tmp_path: Path, compiler: PromptCompiler, home: Path,
                              monkeypatch: pytest.MonkeyPatch) -> None:
-    import pioneer.agents_md as module
-
+    import pioneer.sections.agents_md as module
     def broken(*args: object, **kwargs: object) -> None:
         raise OSError("disk on fire")
 

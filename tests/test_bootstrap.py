@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pioneer import PioneerError, PromptCompileInput, PromptCompiler, bootstrap, ensure_runtime_home
-from pioneer.bootstrap import FileReader, load_bootstrap, sanitize
+from pioneer import PioneerError, PromptCompileInput, PromptCompiler, ensure_runtime_home
+from pioneer.compile import bootstrap
+from pioneer.compile.bootstrap import FileReader, load_bootstrap, sanitize
 
 FILES = (("SOUL.md", True), ("IDENTITY.md", True), ("USER.md", False))
 
@@ -216,6 +217,6 @@ def test_other_identity_files_are_never_read(home: Path) -> None:
 
 @given(st.text(alphabet=st.sampled_from("ab \n\t\r\u3000\u00a0x"), min_size=1, max_size=700))
 def test_trailing_space_is_what_rstrip_removes(text: str) -> None:
-    from pioneer.bootstrap import _trailing_space
+    from pioneer.compile.bootstrap import _trailing_space
 
     assert _trailing_space(text) == len(text) - len(text.rstrip())

@@ -16,7 +16,7 @@ from pioneer import (
     split_prompt_cache_boundary,
     strip_prompt_cache_boundary,
 )
-from pioneer.boundary import join_full_text, render_section, render_sections
+from pioneer.compile.boundary import join_full_text, render_section, render_sections
 
 
 def test_marker_is_exact() -> None:
@@ -104,7 +104,7 @@ _PART_CHARS = st.sampled_from("ab \n\t\u3000x<!-PIONEER_PROMT_CACHE_BOUNDARY>")
 @given(title=st.text(max_size=30),
        parts=st.lists(st.text(alphabet=_PART_CHARS, max_size=40), max_size=6))
 def test_a_section_from_parts_is_the_section_of_their_join(title: str, parts: list[str]) -> None:
-    from pioneer.boundary import render_section_parts
+    from pioneer.compile.boundary import render_section_parts
 
     assert render_section_parts(title, parts) == render_section(title, "".join(parts))
     assert render_section_parts(title, [BOUNDARY_MARKER, *parts]) == render_section(

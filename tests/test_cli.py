@@ -99,7 +99,7 @@ def test_internal_error_is_exit_3(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     def explode(*_: object, **__: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("pioneer.compiler.PromptCompiler.compile", explode)
+    monkeypatch.setattr("pioneer.compile.compiler.PromptCompiler.compile", explode)
     code, _, err = run("compile", "--home", str(tmp_path))
     assert code == 3
     assert err == "internal error: RuntimeError: boom\n(run with --debug for the traceback)\n"
@@ -111,7 +111,7 @@ def test_interrupt_is_exit_130(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     def interrupt(*_: object, **__: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("pioneer.compiler.PromptCompiler.compile", interrupt)
+    monkeypatch.setattr("pioneer.compile.compiler.PromptCompiler.compile", interrupt)
     assert run("compile", "--home", str(tmp_path))[0] == 130
 
 

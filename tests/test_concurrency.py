@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pioneer import ensure_runtime_home
-from pioneer.bootstrap import SEED_FILES
+from pioneer.compile.bootstrap import SEED_FILES
 from pioneer.history import SqliteStore
 from pioneer.history.models import summary_message_text
 from pioneer.resources import builtin_dir

@@ -10,7 +10,7 @@ import pytest
 from support import run_cli as run
 
 from pioneer import PromptCompileInput, PromptCompiler, PromptManifest
-from pioneer.diff import diff_manifests, read_manifest, render_json, render_text
+from pioneer.review.diff import diff_manifests, read_manifest, render_json, render_text
 
 CASES = Path(__file__).parent / "cases"
 GOLDENS = Path(__file__).parent / "goldens" / "diff"

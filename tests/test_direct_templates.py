@@ -13,8 +13,8 @@ from jinja2 import Undefined
 from jinja2.exceptions import SecurityError
 
 from pioneer import PromptCompiler
-from pioneer.sandbox import MAX_OUTPUT, TemplateLimitError, render_parts
-from pioneer.templates import TemplateSet, build_environment, render_direct
+from pioneer.compile.sandbox import MAX_OUTPUT, TemplateLimitError, render_parts
+from pioneer.compile.templates import TemplateSet, build_environment, render_direct
 
 DIRECT = {
     "plain.j2": "{{ content }}\n",

@@ -23,7 +23,7 @@ from pioneer.episodic import (
     split_text,
 )
 from pioneer.history import ArtifactRef, HistoryBudgeter, HistoryLimits, SqliteStore
-from pioneer.renderers import ThreadSnippet
+from pioneer.sections import ThreadSnippet
 
 # Everyday turns that share common words, so the turns under test have rare ones (BM25
 # needs a background: a word found in most snippets says little).

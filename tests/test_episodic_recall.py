@@ -17,6 +17,7 @@ from pioneer import (
     TurnContext,
     compile_turn,
 )
+from pioneer.compile.manifest import CompiledPromptPayload
 from pioneer.episodic import (
     HISTORY_KEY,
     EpisodicIndex,
@@ -25,7 +26,6 @@ from pioneer.episodic import (
     episodic_recall_subscription,
 )
 from pioneer.history import ArtifactRef, HistoryBudgeter, HistoryLimits, SqliteStore
-from pioneer.manifest import CompiledPromptPayload
 
 GOLDENS = Path(__file__).parent / "goldens" / "episodic"
 HOOK = "thread_episodic.context_recall"

@@ -28,10 +28,10 @@ from pioneer import (
     compile_turn,
 )
 from pioneer.audit import HistorySnapshot, SkillsSnapshot, TurnAudit, TurnRecord
+from pioneer.audit.explain import explain_turn, render_json
 from pioneer.cli import main
-from pioneer.explain import explain_turn, render_json
 from pioneer.providers import build_request_body
-from pioneer.renderers import (
+from pioneer.sections import (
     ActiveSkill,
     MemoryItem,
     MemoryRecall,

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pioneer import PioneerError, PromptCompileInput, PromptCompiler
-from pioneer.compiler import LoadedProfile
+from pioneer.compile.compiler import LoadedProfile
 
 
 def _tree(root: Path, files: dict[str, str]) -> None:

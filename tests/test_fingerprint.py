@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pioneer import PromptCompileInput, PromptCompiler
-from pioneer.fingerprint import ABSENT, canonical_profile
+from pioneer.compile.fingerprint import ABSENT, canonical_profile
 
 PROFILE = """name = "acme"
 

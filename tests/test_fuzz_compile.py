@@ -30,12 +30,12 @@ from pioneer import (
     PromptCompiler,
     split_prompt_cache_boundary,
 )
-from pioneer.boundary import QUOTED_MARKER
-from pioneer.hook_models import PromptSectionContribution
-from pioneer.hooks import HookContext, HookRegistry
-from pioneer.inputs import parse_compile_input
+from pioneer.compile.boundary import QUOTED_MARKER
+from pioneer.compile.inputs import parse_compile_input
+from pioneer.hooks.models import PromptSectionContribution
+from pioneer.hooks.registry import HookContext, HookRegistry
 from pioneer.resources import builtin_dir
-from pioneer.turn import compile_turn
+from pioneer.turn.run import compile_turn
 
 FUZZ = settings(max_examples=int(os.environ.get("PIONEER_FUZZ_EXAMPLES", "100")), deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

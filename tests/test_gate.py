@@ -9,7 +9,7 @@ import pytest
 from support import run_cli as run
 
 from pioneer import PromptCompileInput, PromptCompiler
-from pioneer.gate import budget_gate
+from pioneer.review.gate import budget_gate
 
 CASE = Path(__file__).parent / "cases" / "derived-deployment"
 LIMITED = """name = "lim"

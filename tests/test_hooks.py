@@ -24,7 +24,7 @@ from pioneer import (
     TurnContext,
     compile_turn,
 )
-from pioneer.hooks import PHASES, canonical_phase
+from pioneer.hooks.registry import PHASES, canonical_phase
 
 PRE_CONTEXT = "turn.pre_prompt_context"
 PRE_COMPILE = "turn.pre_prompt_compile"

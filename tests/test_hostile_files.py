@@ -25,8 +25,8 @@ import pytest
 from support import within
 
 from pioneer import PioneerError, PromptCompileInput, PromptCompiler, ensure_runtime_home
-from pioneer.agents_md import HOOK_MAX_CHARS, find_agents_md
-from pioneer.bootstrap import COUNT_LIMIT, load_bootstrap
+from pioneer.compile.bootstrap import COUNT_LIMIT, load_bootstrap
+from pioneer.sections.agents_md import HOOK_MAX_CHARS, find_agents_md
 
 FILES = (("SOUL.md", True), ("IDENTITY.md", True), ("USER.md", False))
 #: Generous: each case takes milliseconds; only a hang or a full read comes near it.
@@ -304,9 +304,9 @@ def audit(event, args):
     if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
         opened.append(os.path.realpath(os.fsdecode(args[0])))
 from pioneer import PioneerError, PromptCompileInput, PromptCompiler, ensure_runtime_home
-from pioneer.agents_md import agents_md_subscription
-from pioneer.hooks import HookRegistry, TurnContext
-from pioneer.turn import compile_turn
+from pioneer.sections.agents_md import agents_md_subscription
+from pioneer.hooks.registry import HookRegistry, TurnContext
+from pioneer.turn.run import compile_turn
 compiler = PromptCompiler()
 compiler.load_profile("full")
 home, workspace = Path(sys.argv[1]), Path(sys.argv[2])

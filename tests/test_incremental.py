@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pioneer import CompiledPromptPayload, PromptCompileInput, PromptCompiler
-from pioneer import bootstrap as bootstrap_module
-from pioneer.bootstrap import MISSING, RACY_NS, BootstrapLoader, FileReader, file_signature
-from pioneer.incremental import Memo, freeze
+from pioneer.compile import bootstrap as bootstrap_module
+from pioneer.compile.bootstrap import MISSING, RACY_NS, BootstrapLoader, FileReader, file_signature
+from pioneer.compile.memo import Memo, freeze
 
 PAST_NS = 1_600_000_000 * 10**9
 
@@ -349,8 +349,8 @@ def test_a_symlink_repointed_outside_the_root_is_seen(
 def test_the_render_limit_counts_the_same_input_text(
     full_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pioneer import compiler as compiler_module
-    from pioneer.sandbox import render_parts, text_size
+    from pioneer.compile import compiler as compiler_module
+    from pioneer.compile.sandbox import render_parts, text_size
 
     seen: list[int] = []
 
@@ -417,7 +417,7 @@ def test_the_render_context_holds_exactly_the_input_fields(full_home: Path) -> N
 
 
 def test_a_bootstrap_file_hashes_its_ends_and_compares_its_whole_content() -> None:
-    from pioneer.bootstrap import BootstrapFile
+    from pioneer.compile.bootstrap import BootstrapFile
 
     def file(content: str) -> BootstrapFile:
         return BootstrapFile("USER.md", "home/USER.md", content, len(content), False)
@@ -433,7 +433,7 @@ def test_a_bootstrap_file_hashes_its_ends_and_compares_its_whole_content() -> No
 
 
 def test_recent_gives_a_slot_back_only_under_the_same_key() -> None:
-    from pioneer.incremental import Recent
+    from pioneer.compile.memo import Recent
 
     recent: Recent[tuple[str, ...], str] = Recent(2)
     recent.put("a", ("k1",), "one")

@@ -11,7 +11,7 @@ import pytest
 
 from pioneer import PromptCompileInput, PromptCompiler
 from pioneer.cli import main
-from pioneer.inspect import inspect_prompt, render_json, render_table
+from pioneer.review.inspect import inspect_prompt, render_json, render_table
 
 CASES = Path(__file__).parent / "cases"
 GOLDENS = Path(__file__).parent / "goldens" / "inspect"

@@ -20,8 +20,8 @@ from pioneer.episodic.extractor import (
     store_extraction,
 )
 from pioneer.history.models import HistoryEntry
-from pioneer.renderers.tool_domains import DEFAULT_TOOL_DOMAINS
 from pioneer.resources import builtin_dir
+from pioneer.sections.tool_domains import DEFAULT_TOOL_DOMAINS
 
 
 class RecordingSink:

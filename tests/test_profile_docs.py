@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from pioneer.derived import DerivedProfileSpec, SectionEdit
-from pioneer.profile import BudgetSpec, ContributionSpec, PoolSpec, ProfileSpec, SectionSpec
+from pioneer.compile.derived import DerivedProfileSpec, SectionEdit
+from pioneer.compile.profile import BudgetSpec, ContributionSpec, PoolSpec, ProfileSpec, SectionSpec
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
 TABLES = dict(re.findall(r"<!-- table: (\w+) -->\n((?:\|.*\n)+)", README))

@@ -11,8 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pioneer import PromptCompiler, TemplateError
-from pioneer.history.artifacts import ArtifactRef
-from pioneer.renderers import (
+from pioneer.sections import (
     DEFAULT_TOOL_DOMAINS,
     MemoryItem,
     MemoryRecall,
@@ -25,7 +24,8 @@ from pioneer.renderers import (
     snippet_artifacts,
     thread_context_contribution,
 )
-from pioneer.renderers._caps import take_lines
+from pioneer.sections._caps import take_lines
+from pioneer.sections.artifacts import ArtifactRef
 
 GOLDENS = Path(__file__).parent / "goldens" / "renderers"
 ALL_TOOLS = ["memory_search", "memory_list", "memory_get", "memory_remember", "memory_forget"]

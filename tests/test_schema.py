@@ -11,7 +11,7 @@ import pytest
 
 from pioneer import PromptCompileInput, PromptCompiler
 from pioneer.resources import builtin_dir, load_schema
-from pioneer.schemas import SCHEMA_MODELS, render
+from pioneer.review.schemas import SCHEMA_MODELS, render
 
 SCHEMAS = builtin_dir("schemas")
 PROFILES = sorted(builtin_dir("profiles").glob("*.toml"))
@@ -20,7 +20,8 @@ PROFILES = sorted(builtin_dir("profiles").glob("*.toml"))
 @pytest.mark.parametrize("name", sorted(SCHEMA_MODELS))
 def test_committed_schema_matches_models(name: str) -> None:
     committed = (SCHEMAS / name).read_text("utf-8")
-    assert committed == render(name), f"schemas/{name} is stale: run python -m pioneer.schemas"
+    stale = f"schemas/{name} is stale: run python -m pioneer.review.schemas"
+    assert committed == render(name), stale
 
 
 def test_builtin_profiles_are_found() -> None:

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pioneer.compile.schema_check import is_valid
 from pioneer.resources import load_schema
-from pioneer.schema_check import is_valid
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = load_schema("profile.schema.json")
@@ -103,7 +103,7 @@ def test_keywords(schema: dict[str, Any], instance: Any, expected: bool | None) 
 
 def test_loading_a_valid_profile_does_not_import_jsonschema() -> None:
     script = (
-        "import sys\nfrom pioneer.compiler import PromptCompiler\n"
+        "import sys\nfrom pioneer.compile.compiler import PromptCompiler\n"
         "PromptCompiler().load_profile('full')\nprint('jsonschema' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

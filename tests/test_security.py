@@ -15,12 +15,12 @@ import pytest
 from support import within
 
 from pioneer import PioneerError, PromptCompileInput, PromptCompiler, TemplateError
-from pioneer.agents_md import agents_md_subscription
-from pioneer.hook_models import PromptSectionContribution
-from pioneer.hooks import HookContext, HookRegistry
-from pioneer.renderers.memory import MemoryItem, MemoryRecall, render_memory_recall
-from pioneer.sandbox import MAX_BUILD, MAX_OUTPUT
-from pioneer.turn import compile_turn
+from pioneer.compile.sandbox import MAX_BUILD, MAX_OUTPUT
+from pioneer.hooks.models import PromptSectionContribution
+from pioneer.hooks.registry import HookContext, HookRegistry
+from pioneer.sections.agents_md import agents_md_subscription
+from pioneer.sections.memory import MemoryItem, MemoryRecall, render_memory_recall
+from pioneer.turn.run import compile_turn
 
 PROFILE = """name = "acme"
 

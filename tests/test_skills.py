@@ -13,8 +13,14 @@ from hypothesis import strategies as st
 from support import within
 
 from pioneer import PromptCompiler
-from pioneer.renderers.skills import ActiveSkill, Skill, build_skills_prompt
-from pioneer.skills import discover_skills, match_path, resolve_skills
+from pioneer.sections.skills import (
+    ActiveSkill,
+    Skill,
+    build_skills_prompt,
+    discover_skills,
+    match_path,
+    resolve_skills,
+)
 
 GOLDENS = Path(__file__).parent / "goldens" / "skills"
 

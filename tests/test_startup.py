@@ -16,7 +16,7 @@ import pioneer
 from pioneer import cli, commands
 from pioneer.commands._provider import PROVIDER_NAMES
 
-INIT = Path(pioneer.__file__)
+STUB = Path(pioneer.__file__).with_suffix(".pyi")
 
 
 def _environment() -> dict[str, str]:
@@ -60,23 +60,17 @@ def test_command_modules_are_named_after_their_command() -> None:
             assert info.name == module.NAME
 
 
-def _type_checking_names() -> set[str]:
-    tree = ast.parse(INIT.read_text("utf-8"))
-    block = next(
-        node for node in tree.body
-        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
-    )
+def _stub_names() -> set[str]:
+    tree = ast.parse(STUB.read_text("utf-8"))
     return {
         alias.asname or alias.name
-        for node in block.body if isinstance(node, ast.ImportFrom)
+        for node in tree.body if isinstance(node, ast.ImportFrom)
         for alias in node.names
     }
 
 
-def test_lazy_exports_match_all_and_the_type_checking_imports() -> None:
-    exported = {name for names in pioneer._EXPORTS.values() for name in names}
-    assert exported == _type_checking_names()
-    assert exported | {"__version__"} == set(pioneer.__all__)
+def test_all_is_the_stub_table() -> None:
+    assert _stub_names() | {"__version__"} == set(pioneer.__all__)
 
 
 @pytest.mark.parametrize("name", sorted(pioneer.__all__))
@@ -100,7 +94,7 @@ def test_compile_text_loads_only_what_it_uses(tmp_path: Path) -> None:
         "jsonschema",  # only to word an invalid profile's problems
         "tiktoken",  # token counts are left out of a text compile
         "pioneer.providers",  # --provider only
-        "pioneer.lock",  # --locked only
+        "pioneer.review.lock",  # --locked only
         "pydantic_settings",  # nothing to read: no PIONEER_* variable, no pioneer.toml
         "asyncio",  # (pydantic-settings imports it)
     }
@@ -125,8 +119,8 @@ def test_provider_names_are_the_providers_in_order() -> None:
 
 
 def test_compile_names_the_default_lock_file_as_the_lock_module_does() -> None:
-    from pioneer import lock
     from pioneer.commands import compile as compile_command
+    from pioneer.review import lock
 
     assert compile_command.DEFAULT_LOCK_FILE == lock.DEFAULT_LOCK_FILE
 

@@ -20,8 +20,7 @@ from pioneer import (
     agents_md_subscription,
     compile_turn,
 )
-from pioneer.history.artifacts import ArtifactRef
-from pioneer.renderers import (
+from pioneer.sections import (
     DEFAULT_TOOL_DOMAINS,
     MemoryItem,
     MemoryRecall,
@@ -30,6 +29,7 @@ from pioneer.renderers import (
     render_memory_recall,
     thread_context_contribution,
 )
+from pioneer.sections.artifacts import ArtifactRef
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDENS = Path(__file__).parent / "goldens" / "turn"

@@ -4,7 +4,7 @@
 :mod:`.provider_shape` reads the shape of a sent provider body, :mod:`.recorder` collects
 a turn's rounds while it runs, and :mod:`.sqlite` is the SQL behind
 ``SqliteStore.save_turn_record`` and ``get_turn_record``. ``pioneer explain`` reads the
-record back (:mod:`pioneer.explain`).
+record back (:mod:`pioneer.audit.explain`).
 """
 
 from __future__ import annotations

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..manifest import PromptManifest
-from ..renderers.permissions import PermissionProfile
-from ..renderers.skills import ActivationReason
+from ..compile.manifest import PromptManifest
+from ..sections.permissions import PermissionProfile
+from ..sections.skills import ActivationReason
 
 if TYPE_CHECKING:
     from ..history.budget import HistoryDecision
-    from ..renderers.skills import ActiveSkill, SkillsPrompt
+    from ..sections.skills import ActiveSkill, SkillsPrompt
     from ..tools.visibility import CallOutcome
 
 __all__ = [

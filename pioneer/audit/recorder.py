@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..compile.manifest import PromptManifest
 from ..errors import InputError, Problem
-from ..manifest import PromptManifest
 from ..providers.request import ChatRequest
-from ..renderers.permissions import PermissionProfile
+from ..sections.permissions import PermissionProfile
 from .provider_shape import provider_shape
 from .record import (
     HiddenDomain,

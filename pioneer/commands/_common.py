@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..compiler import PromptCompiler
+from ..compile.compiler import PromptCompiler
 from ..errors import InputError, Problem, format_path
 from ..settings_values import SettingsValues, load_settings
 

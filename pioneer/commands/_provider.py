@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError, Problem
 
 if TYPE_CHECKING:
-    from ..manifest import CompiledPromptPayload
+    from ..compile.manifest import CompiledPromptPayload
 
 __all__ = ["PROVIDER_NAMES", "add_provider_options", "provider_output"]
 

@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
+from ..compile.inputs import PromptCompileInput, load_compile_input
 from ..errors import counted
-from ..gate import gate_profiles
-from ..inputs import PromptCompileInput, load_compile_input
+from ..review.gate import gate_profiles
 from ._common import add_compiler_options, make_compiler
 
 NAME = "check"

@@ -6,14 +6,14 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from ..bootstrap import ensure_runtime_home
-from ..inputs import PromptCompileInput, load_compile_input
+from ..compile.bootstrap import ensure_runtime_home
+from ..compile.inputs import PromptCompileInput, load_compile_input
 from ._common import add_compiler_options, make_compiler
 from ._provider import add_provider_options, provider_output
 
 NAME = "compile"
 HELP = "compile a prompt and print it"
-#: :data:`pioneer.lock.DEFAULT_LOCK_FILE`, written out so that only ``--locked`` imports the
+#: :data:`pioneer.review.lock.DEFAULT_LOCK_FILE`, written out so that only ``--locked`` imports the
 #: lock module (a test keeps the two equal).
 DEFAULT_LOCK_FILE = "pioneer.lock"
 
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             {**compile_input.model_dump(exclude_unset=True), **updates}
         )
     if args.locked:
-        from ..lock import check_lock
+        from ..review.lock import check_lock
 
         check_lock(compile_input.profile, compiler.load_profile(compile_input.profile), args.lock)
     payload = compiler.compile(compile_input)

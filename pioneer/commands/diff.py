@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from ..diff import diff_manifests, read_manifest, render_json, render_text
+from ..review.diff import diff_manifests, read_manifest, render_json, render_text
 
 NAME = "diff"
 HELP = "compare two manifests or payloads: changed sections and whether the prompt cache breaks"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
+from ..audit.explain import explain_turn, render_json, render_text
 from ..errors import InputError, Problem
-from ..explain import explain_turn, render_json, render_text
 from ..history.sqlite_store import SqliteStore
 from ._common import add_store_options, store_path
 

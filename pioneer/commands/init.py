@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from ..bootstrap import ensure_runtime_home
+from ..compile.bootstrap import ensure_runtime_home
 from ._common import make_settings
 
 NAME = "init"

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from ..inputs import PromptCompileInput, load_compile_input
-from ..inspect import inspect_prompt, render_json, render_table
+from ..compile.inputs import PromptCompileInput, load_compile_input
+from ..review.inspect import inspect_prompt, render_json, render_table
 from ._common import add_compiler_options, make_compiler
 
 NAME = "inspect"

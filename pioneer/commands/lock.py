@@ -7,7 +7,14 @@ from pathlib import Path
 from typing import TextIO
 
 from ..errors import counted
-from ..lock import DEFAULT_LOCK_FILE, LockFile, lock_key, locked_profile, read_lock, write_lock
+from ..review.lock import (
+    DEFAULT_LOCK_FILE,
+    LockFile,
+    lock_key,
+    locked_profile,
+    read_lock,
+    write_lock,
+)
 from ._common import add_compiler_options, make_compiler
 
 NAME = "lock"

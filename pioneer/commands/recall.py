@@ -9,8 +9,8 @@ from typing import Any, TextIO
 from ..episodic.index import MAX_CANDIDATES, EpisodicIndex, Retained
 from ..episodic.recall import MIN_SCORE, MIN_SHARE_OF_BEST, Recall, recall
 from ..errors import InputError, StoreError
-from ..history.artifacts import ref_line
-from ..renderers.thread_context import ThreadSnippet
+from ..sections.artifacts import ref_line
+from ..sections.thread_context import ThreadSnippet
 from ._common import add_store_options, make_settings, store_path
 
 NAME = "recall"

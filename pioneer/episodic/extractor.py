@@ -27,8 +27,8 @@ from pydantic import ConfigDict, Field, ValidationError
 from ..errors import format_path
 from ..history.models import HistoryEntry
 from ..history.summarizer import TRUNCATION_MARK
-from ..renderers._macros import call_macro
 from ..resources import load_schema
+from ..sections._macros import call_macro
 from ..text import EdgeModel
 
 __all__ = [

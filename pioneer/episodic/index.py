@@ -1,7 +1,7 @@
 """The episodic index: BM25 search over a thread's past snippets, in the store's database.
 
 Takes the conversation store's SQLite file (the tables come from migration 3) and a
-thread; returns ranked :class:`~pioneer.renderers.ThreadSnippet` candidates with their
+thread; returns ranked :class:`~pioneer.sections.ThreadSnippet` candidates with their
 scoped artifact refs, ready for the Thread Context renderer. Snippets are written when a
 turn or a summary is stored (:mod:`.writer`, called by
 :class:`~pioneer.history.SqliteStore`); this module adds task summaries, re-indexing
@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import StoreError
-from ..history.artifacts import ArtifactRef
 from ..history.budget import HistoryDecision
 from ..history.migrations import configure_connection, migrate
 from ..history.store import MAX_TURNS
-from ..renderers.thread_context import ThreadSnippet, snippet_artifacts
+from ..sections.artifacts import ArtifactRef
+from ..sections.thread_context import ThreadSnippet, snippet_artifacts
 from ..text import utf8_text
 from .chunks import CONTEXTS, Snippet, task_summary_snippets
 from .terms import fts_query

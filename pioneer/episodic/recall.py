@@ -33,8 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..history.budget import HistoryDecision
-from ..hook_models import HookContext, HookResult, Subscription
-from ..renderers.thread_context import ThreadSnippet, thread_context_contribution
+from ..hooks.models import HookContext, HookResult, Subscription
+from ..sections.thread_context import ThreadSnippet, thread_context_contribution
 from .index import MAX_CANDIDATES, EpisodicIndex, Retained
 
 __all__ = [

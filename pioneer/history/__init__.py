@@ -9,7 +9,7 @@ adapter consumes is a tuple of :class:`HistoryMessage` values.
 
 from __future__ import annotations
 
-from .artifacts import ArtifactRef, render_message
+from ..sections.artifacts import ArtifactRef, render_message
 from .budget import HistoryBudgeter, HistoryDecision, HistoryLimits, keep_newest
 from .migrations import MIGRATIONS, Migration
 from .models import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .artifacts import ArtifactRef, render_message, unique_refs
+from ..sections.artifacts import ArtifactRef, render_message, unique_refs
 
 __all__ = [
     "SUMMARY_PREFIX",

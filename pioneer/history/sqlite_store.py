@@ -26,11 +26,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..compile.manifest import PromptManifest
 from ..errors import StoreError
-from ..manifest import PromptManifest
+from ..sections.artifacts import ArtifactRef, Side, render_message
 from ..text import utf8_text
 from ..tokens import TokenCounter, default_counter, message_tokens
-from .artifacts import ArtifactRef, Side, render_message
 from .cache import TurnCache
 from .migrations import MIGRATIONS, Migration, configure_connection, migrate
 from .models import HistoryEntry, HistoryWindow, ThreadRecord, ThreadSummary, summary_message_text

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from ..manifest import PromptManifest
-from .artifacts import ArtifactRef
+from ..compile.manifest import PromptManifest
+from ..sections.artifacts import ArtifactRef
 from .models import HistoryEntry, HistoryWindow, ThreadRecord, ThreadSummary
 
 __all__ = ["MAX_TURNS", "CrudStore"]

@@ -26,9 +26,9 @@ from pydantic import (
     model_validator,
 )
 
-from ..boundary import BOUNDARY_MARKER, strip_prompt_cache_boundary
+from ..compile.boundary import BOUNDARY_MARKER, strip_prompt_cache_boundary
+from ..compile.manifest import CompiledPromptPayload
 from ..errors import InputError, Problem, counted, format_path, read_json
-from ..manifest import CompiledPromptPayload
 from ..text import EdgeModel
 
 __all__ = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..boundary import render_sections
+from ..compile.boundary import render_sections
 from .request import ChatRequest, clean
 
 __all__ = [

@@ -4,10 +4,11 @@ A derived profile names its base and lists only what differs: budget overrides (
 key by key into the base's), contribution defaults (patched or added by id) and section
 edits (patched, replaced, removed, inserted or moved by id). The edit models are built
 from the base models with every field made optional, so a key added to
-:class:`~pioneer.profile.SectionSpec` is at once overridable. :class:`ProfileFile` is
+:class:`~pioneer.compile.profile.SectionSpec` is at once overridable. :class:`ProfileFile` is
 the model behind ``schemas/profile.schema.json``: a file with ``extends`` is checked as
 a :class:`DerivedProfileSpec`, any other file (and every resolved profile) as a
-:class:`~pioneer.profile.ProfileSpec`. Resolution itself lives in :mod:`pioneer.extends`.
+:class:`~pioneer.compile.profile.ProfileSpec`. Resolution itself lives in
+:mod:`pioneer.compile.extends`.
 """
 
 from __future__ import annotations

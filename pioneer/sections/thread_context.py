@@ -17,10 +17,10 @@ from typing import Literal
 
 import jinja2
 
-from ..history.artifacts import ArtifactRef, ref_line, unique_refs
-from ..hook_models import PromptContextContribution, SourceRef
+from ..hooks.models import PromptContextContribution, SourceRef
 from ._caps import take_lines
 from ._macros import call_macro
+from .artifacts import ArtifactRef, ref_line, unique_refs
 
 __all__ = [
     "CONTRIBUTION_ID",

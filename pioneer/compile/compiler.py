@@ -17,6 +17,9 @@ from typing import Any
 
 import jinja2
 
+from ..errors import PioneerError, Problem, ProfileError, TemplateError
+from ..settings_values import SettingsValues
+from ..tokens import TokenCounter, default_counter
 from .bootstrap import BootstrapLoader, BootstrapResult
 from .boundary import (
     BOUNDARY_MARKER,
@@ -24,11 +27,8 @@ from .boundary import (
     render_section_parts,
     render_sections,
 )
-from .contributions import Contribution, budget_pool
-from .errors import PioneerError, Problem, ProfileError, TemplateError
 from .extends import ProfileSource, resolve_profile
 from .fingerprint import profile_fingerprint, template_digests
-from .incremental import Memo, ProfilePlan, Recent, Rendered, StablePart, freeze, plan_profile
 from .inputs import PromptCompileInput
 from .manifest import (
     COMPILER_VERSION,
@@ -38,6 +38,8 @@ from .manifest import (
     ManifestSection,
     PromptManifest,
 )
+from .memo import Memo, ProfilePlan, Recent, Rendered, StablePart, freeze, plan_profile
+from .pools import Contribution, budget_pool
 from .profile import (
     ContributionSpec,
     Locator,
@@ -49,9 +51,7 @@ from .profile import (
     structural_problems,
 )
 from .sandbox import render_parts, text_size
-from .settings_values import SettingsValues
 from .templates import TemplateSet, build_environment, render_direct
-from .tokens import TokenCounter, default_counter
 
 __all__ = ["LoadedProfile", "PromptCompiler", "compile_prompt"]
 
@@ -103,7 +103,7 @@ class PromptCompiler:
     ``count_tokens=True`` fills each manifest record's cl100k ``tokens`` during the
     compile (with ``token_counter``, default the process-wide counter). By default they
     are left out and counted on demand with
-    :meth:`~pioneer.manifest.CompiledPromptPayload.with_token_counts`, which gives the
+    :meth:`~pioneer.compile.manifest.CompiledPromptPayload.with_token_counts`, which gives the
     same numbers.
     """
 
@@ -117,7 +117,7 @@ class PromptCompiler:
         count_tokens: bool = False,
     ):
         if settings is None:
-            from .settings import PioneerSettings  # pydantic-settings: only when it has to read
+            from ..settings import PioneerSettings  # pydantic-settings: only when it has to read
 
             settings = PioneerSettings()
         self.settings = settings

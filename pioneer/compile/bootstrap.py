@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import PioneerError, Problem
-from .incremental import Memo
+from ..errors import PioneerError, Problem
+from ..resources import builtin_dir
 from .manifest import Diagnostic, SourceManifestEntry
-from .resources import builtin_dir
+from .memo import Memo
 
 __all__ = [
     "SEED_FILES",

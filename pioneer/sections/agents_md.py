@@ -22,10 +22,10 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import jinja2
 
-from .bootstrap import sanitize
-from .hook_models import HookDiagnostic, HookOutput, PromptSectionContribution, SourceRef
-from .hooks import HookContext, Subscription
-from .renderers._macros import call_macro
+from ..compile.bootstrap import sanitize
+from ..hooks.models import HookDiagnostic, HookOutput, PromptSectionContribution, SourceRef
+from ..hooks.registry import HookContext, Subscription
+from ._macros import call_macro
 
 __all__ = [
     "DOMAIN",

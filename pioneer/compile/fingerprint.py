@@ -1,6 +1,6 @@
 """Profile fingerprint: sha256 over the resolved profile and every template it uses.
 
-Takes a resolved :class:`~pioneer.profile.ProfileSpec` and the template environment;
+Takes a resolved :class:`~pioneer.compile.profile.ProfileSpec` and the template environment;
 returns the digest of each template the profile needs (the section templates and,
 transitively, whatever they ``include``, ``import`` or ``extend``) and the profile
 fingerprint over the canonical profile JSON plus those digests. An audit that stores

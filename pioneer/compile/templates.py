@@ -1,6 +1,6 @@
 """Templates: the sandboxed jinja2 environment and the checks a profile's templates pass.
 
-One environment per compiler, built once: :class:`~pioneer.sandbox.Sandbox` (jinja2's
+One environment per compiler, built once: :class:`~pioneer.compile.sandbox.Sandbox` (jinja2's
 ``SandboxedEnvironment`` with limits on what an expression may build: templates are
 untrusted code), ``StrictUndefined`` (a missing variable is an error, not an empty
 string), ``autoescape=False`` (the output is Markdown, not HTML), ``trim_blocks`` and
@@ -20,8 +20,8 @@ import jinja2
 from jinja2 import meta, nodes
 from jinja2.sandbox import SandboxedEnvironment
 
-from .errors import Problem
-from .resources import builtin_dir
+from ..errors import Problem
+from ..resources import builtin_dir
 from .sandbox import MAX_OUTPUT, Sandbox
 
 __all__ = [

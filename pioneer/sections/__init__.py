@@ -1,8 +1,10 @@
-"""Renderers for the structured sections: data in, text out.
+"""Structured sections: skills, AGENTS.md, memory, thread context, permissions, tool
+domains and artifact references.
 
-Each module takes plain data and the compiler's sandboxed template environment
+Each module owns its section's data types, its renderer and the name of its template:
+it takes plain data and the compiler's sandboxed template environment
 (``compiler.templates.env``) and returns the section body, or ``None`` when the section
-should not appear. The caps and line formats follow the reference; the words live in
+should not appear. The words live in
 ``templates/renderers/``, so a deployment can override them like any other template.
 """
 

@@ -6,7 +6,7 @@ can be reused whenever those values are equal to a previous turn's. Three memos 
 the compile path, each keyed on everything its result depends on:
 
 - bootstrap results, keyed on the root, the budgets and each file's stat signature
-  (:mod:`pioneer.bootstrap`);
+  (:mod:`pioneer.compile.bootstrap`);
 - single sections, keyed on the profile fingerprint, the section and the values its
   condition and template read; in front of that memo, :class:`Recent` keeps each
   section slot's latest key and render, so an unchanged section costs one comparison;

@@ -18,11 +18,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .audit.record import HistorySnapshot, RoundRecord, ToolCallRecord, TurnRecord
-from .errors import counted
-from .manifest import HookSourceEntry, PromptManifest
-from .renderers.permissions import GUIDANCE_AXES, PermissionProfile
-from .renderers.tool_domains import SECTION_ID as HIDDEN_DOMAINS_ID
+from ..compile.manifest import HookSourceEntry, PromptManifest
+from ..errors import counted
+from ..sections.permissions import GUIDANCE_AXES, PermissionProfile
+from ..sections.tool_domains import SECTION_ID as HIDDEN_DOMAINS_ID
+from .record import HistorySnapshot, RoundRecord, ToolCallRecord, TurnRecord
 
 __all__ = ["Explanation", "Step", "explain_turn", "render_json", "render_text"]
 

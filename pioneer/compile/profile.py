@@ -4,9 +4,9 @@ A profile is data: its ordered sections (id, title, stability, template, conditi
 content source, budget), the bootstrap budgets and the contribution pools. Loading goes
 TOML → ``schemas/profile.schema.json`` → structural rules, and every problem found is
 reported at once with the file, the line where it can be found and the JSON path (a
-:class:`Locator` maps a path to them; :mod:`pioneer.extends` resolves derived profiles
+:class:`Locator` maps a path to them; :mod:`pioneer.compile.extends` resolves derived profiles
 first and supplies one that points into whichever file of the chain wrote a value).
-Template checks need the template environment and live in :mod:`pioneer.templates`.
+Template checks need the template environment and live in :mod:`pioneer.compile.templates`.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import Problem, ProfileError, counted, format_path
-from .inputs import PROFILE_ALIASES
-from .resources import builtin_dir, load_schema
+from ..errors import Problem, ProfileError, counted, format_path
+from ..resources import builtin_dir, load_schema
+from .ids import PROFILE_ALIASES
 from .schema_check import is_valid
 
 if TYPE_CHECKING:

@@ -18,12 +18,11 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from .contributions import check_dynamic_id, check_runtime_id
-from .errors import InputError, Problem, counted, format_path, json_problem, toml_problem
-from .text import EdgeModel
+from ..errors import InputError, Problem, counted, format_path, json_problem, toml_problem
+from ..text import EdgeModel
+from .ids import PROFILE_ALIASES, check_dynamic_id, check_runtime_id
 
 __all__ = [
-    "PROFILE_ALIASES",
     "DynamicSectionInput",
     "PromptCompileInput",
     "PromptLimits",
@@ -32,13 +31,6 @@ __all__ = [
     "load_compile_input",
     "parse_compile_input",
 ]
-
-#: Reference profile names accepted on input.
-PROFILE_ALIASES = {
-    "assistant_full": "full",
-    "assistant_minimal": "minimal",
-    "assistant_none": "none",
-}
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 

@@ -1,7 +1,7 @@
 """One turn: run the prompt hook phases, compile, and record where every section came from.
 
 :func:`compile_turn` is the high-level call. It is a straight chain: each prompt phase
-in turn order (:data:`~pioneer.hooks.TURN_PROMPT_PHASES`) → hook contributions become
+in turn order (:data:`~pioneer.hooks.registry.TURN_PROMPT_PHASES`) → hook contributions become
 runtime sections (higher priority first, so they get pool room first) → the Current
 Permissions and Hidden Tool Domains sections, when the turn has them and the profile
 places them → the compiler → the manifest gets one ``hook_sources`` entry per hook
@@ -17,14 +17,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from .bootstrap import sanitize
-from .compiler import PromptCompiler
-from .hooks import TURN_PROMPT_PHASES, CollectedContribution, HookRegistry, TurnContext
-from .inputs import PromptCompileInput, RuntimeSectionInput
-from .manifest import CompiledPromptPayload, CompiledSection, Diagnostic, HookSourceEntry
-from .renderers.permissions import PermissionProfile, render_current_permissions
-from .renderers.tool_domains import SECTION_ID as HIDDEN_DOMAINS_ID
-from .renderers.tool_domains import render_hidden_tool_domains
+from ..compile.bootstrap import sanitize
+from ..compile.compiler import PromptCompiler
+from ..compile.inputs import PromptCompileInput, RuntimeSectionInput
+from ..compile.manifest import CompiledPromptPayload, CompiledSection, Diagnostic, HookSourceEntry
+from ..hooks.registry import TURN_PROMPT_PHASES, CollectedContribution, HookRegistry, TurnContext
+from ..sections.permissions import PermissionProfile, render_current_permissions
+from ..sections.tool_domains import SECTION_ID as HIDDEN_DOMAINS_ID
+from ..sections.tool_domains import render_hidden_tool_domains
 
 __all__ = ["compile_turn"]
 

@@ -1,6 +1,6 @@
 """JSON Schemas: generated from the edge models, committed under ``schemas/``.
 
-``python -m pioneer.schemas`` rewrites the committed files; a test regenerates them and
+``python -m pioneer.review.schemas`` rewrites the committed files; a test regenerates them and
 fails when they differ, so the schemas can never drift from the models.
 """
 
@@ -13,14 +13,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .audit.record import TurnRecord
-from .derived import ProfileFile
-from .episodic.extractor import MemoryExtraction
-from .hook_models import PromptSectionContribution
-from .inputs import PromptCompileInput
-from .manifest import PromptManifest
-from .providers.request import ChatRequest
-from .renderers.permissions import PermissionProfile
+from ..audit.record import TurnRecord
+from ..compile.derived import ProfileFile
+from ..compile.inputs import PromptCompileInput
+from ..compile.manifest import PromptManifest
+from ..episodic.extractor import MemoryExtraction
+from ..hooks.models import PromptSectionContribution
+from ..providers.request import ChatRequest
+from ..sections.permissions import PermissionProfile
 
 __all__ = ["SCHEMA_MODELS", "generate", "render"]
 

@@ -12,8 +12,8 @@ longer than its own deadline counted from its start; a hook that overruns is aba
 (Python cannot stop a thread) and its late result is discarded. A hook that raises or
 overruns is handled by its failure policy: ``fail_closed`` raises :class:`HookError`,
 ``best_effort`` becomes a ``hook_best_effort_failed`` diagnostic and the turn goes on.
-Hooks register in code or through the ``pioneer.hooks`` entry-point group. The values
-(phases, subscriptions, contexts, contributions) live in :mod:`pioneer.hook_models` and
+Hooks register in code or through the ``pioneer.hooks.registry`` entry-point group. The values
+(phases, subscriptions, contexts, contributions) live in :mod:`pioneer.hooks.models` and
 are re-exported here.
 """
 
@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from .errors import HookError, PioneerError, Problem
-from .hook_models import (
+from ..compile.manifest import Diagnostic, HookSourceEntry
+from ..errors import HookError, PioneerError, Problem
+from .models import (
     PHASES,
     PROMPT_PHASES,
     TURN_PROMPT_PHASES,
@@ -50,12 +51,11 @@ from .hook_models import (
     TurnContext,
     canonical_phase,
 )
-from .manifest import Diagnostic, HookSourceEntry
 
 if TYPE_CHECKING:
     import jinja2
 
-    from .inputs import PromptCompileInput
+    from ..compile.inputs import PromptCompileInput
 
 __all__ = [
     "ENTRY_POINT_GROUP",

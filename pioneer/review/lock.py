@@ -20,10 +20,10 @@ from typing import Literal
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .compiler import LoadedProfile
-from .errors import LockError, Problem, format_path, toml_problem
-from .inputs import PROFILE_ALIASES
-from .manifest import COMPILER_VERSION
+from ..compile.compiler import LoadedProfile
+from ..compile.ids import PROFILE_ALIASES
+from ..compile.manifest import COMPILER_VERSION
+from ..errors import LockError, Problem, format_path, toml_problem
 
 __all__ = [
     "DEFAULT_LOCK_FILE",

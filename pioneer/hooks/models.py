@@ -2,7 +2,7 @@
 
 The phases are fixed (:data:`PHASES`); a :class:`Subscription` ties a hook function to
 one of them with its policies; a hook receives a :class:`HookContext` and what a phase
-produced is a :class:`PhaseOutcome`. Running them is :mod:`pioneer.hooks`.
+produced is a :class:`PhaseOutcome`. Running them is :mod:`pioneer.hooks.registry`.
 
 Contributions are edge models (hooks can come from other packages through entry
 points), so they are pydantic, frozen, ``extra="forbid"``, and validated where they are
@@ -25,15 +25,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from pydantic import AfterValidator, ConfigDict, Field
 
-from .contributions import check_runtime_id
-from .errors import HookError, Problem
-from .manifest import Diagnostic, HookSourceEntry, HookSourceRef
-from .text import EdgeModel
+from ..compile.ids import check_runtime_id
+from ..compile.manifest import Diagnostic, HookSourceEntry, HookSourceRef
+from ..errors import HookError, Problem
+from ..text import EdgeModel
 
 if TYPE_CHECKING:
     import jinja2
 
-    from .inputs import PromptCompileInput
+    from ..compile.inputs import PromptCompileInput
 
 __all__ = [
     "PHASES",
@@ -140,7 +140,7 @@ PROMPT_PHASES: frozenset[str] = frozenset(
         "turn.pre_prompt_compile",
     }
 )
-#: The phases :func:`pioneer.turn.compile_turn` runs before compiling an assistant turn.
+#: The phases :func:`pioneer.turn.run.compile_turn` runs before compiling an assistant turn.
 TURN_PROMPT_PHASES: tuple[str, ...] = (
     "turn.pre_prompt_context",
     "turn.post_preflight_prompt_context",

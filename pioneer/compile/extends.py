@@ -1,7 +1,7 @@
 """Derived profiles: resolve ``extends`` on raw TOML data, before the interpreter sees it.
 
 Takes a profile file and the profile search path; returns a :class:`ProfileSource`: the
-resolved :class:`~pioneer.profile.ProfileSpec` (what the structural rules, the template
+resolved :class:`~pioneer.compile.profile.ProfileSpec` (what the structural rules, the template
 checks and the interpreter see) plus a :class:`SourceMap` that remembers which file and
 which JSON path every resolved value was written at. A problem found in a resolved
 profile therefore still names the file, line and path its author typed.
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import Problem, ProfileError, ProfileSyntaxError, toml_problem
-from .inputs import PROFILE_ALIASES
+from ..errors import Problem, ProfileError, ProfileSyntaxError, toml_problem
+from .ids import PROFILE_ALIASES
 from .profile import (
     BudgetSpec,
     ProfileSpec,

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .compiler import LoadedProfile, PromptCompiler
-from .errors import Problem
-from .inputs import PromptCompileInput
-from .manifest import CompiledPromptPayload
-from .tokens import TokenCounter, default_counter
+from ..compile.compiler import LoadedProfile, PromptCompiler
+from ..compile.inputs import PromptCompileInput
+from ..compile.manifest import CompiledPromptPayload
+from ..errors import Problem
+from ..tokens import TokenCounter, default_counter
 
 __all__ = ["GateResult", "budget_gate", "declares_limits", "gate_profiles"]
 

@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from .compiler import LoadedProfile, PromptCompiler
-from .errors import counted
-from .inputs import PromptCompileInput
-from .manifest import CompiledPromptPayload, Diagnostic, ManifestSection
-from .profile import SectionSpec
-from .tokens import TokenCounter, default_counter
+from ..compile.compiler import LoadedProfile, PromptCompiler
+from ..compile.inputs import PromptCompileInput
+from ..compile.manifest import CompiledPromptPayload, Diagnostic, ManifestSection
+from ..compile.profile import SectionSpec
+from ..errors import counted
+from ..tokens import TokenCounter, default_counter
 
 __all__ = ["Inspection", "Row", "Totals", "inspect_prompt", "render_json", "render_table"]
 

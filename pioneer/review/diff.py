@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from .errors import InputError, Problem, format_path, read_json
-from .manifest import ManifestSection, PromptManifest
+from ..compile.manifest import ManifestSection, PromptManifest
+from ..errors import InputError, Problem, format_path, read_json
 
 __all__ = ["Change", "ManifestDiff", "diff_manifests", "read_manifest", "render_json",
            "render_text"]

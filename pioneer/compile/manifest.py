@@ -24,7 +24,7 @@ from pydantic import (
 from .boundary import join_full_text
 
 if TYPE_CHECKING:
-    from .tokens import TokenCounter
+    from ..tokens import TokenCounter
 
 __all__ = [
     "COMPILER_VERSION",
@@ -166,7 +166,7 @@ class PromptManifest(BaseModel):
         if not any(r.tokens is None and r.sha256 in texts for r in self.sections):
             return self
         if counter is None:
-            from .tokens import default_counter
+            from ..tokens import default_counter
 
             counter = default_counter()
         counted = [

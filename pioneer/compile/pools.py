@@ -1,4 +1,4 @@
-"""Contribution sections: id rules and the two budget pools.
+"""Contribution sections: the two budget pools.
 
 Runtime sections and hook (dynamic) sections arrive with the compile input. Each pool is
 budgeted on its own (REFERENCE §5): a count limit, a character pool, a per-section cap
@@ -19,52 +19,9 @@ if TYPE_CHECKING:
     from .profile import ContributionSpec, PoolSpec
 
 __all__ = [
-    "BUILT_IN_SECTION_IDS",
-    "RUNTIME_BUILT_IN_IDS",
     "Contribution",
     "budget_pool",
-    "check_dynamic_id",
-    "check_runtime_id",
 ]
-
-#: Ids of the reference's built-in sections; a dynamic id may not take one of them.
-BUILT_IN_SECTION_IDS: frozenset[str] = frozenset(
-    """identity_base assistant_safety artifact_output_contract tool_usage_policy soul_core
-    identity_core user_persona tool_recovery_policy task_orchestration_policy
-    subagents_policy tasks_policy pioneer_cli_runtime_instructions
-    pioneer_cli_runtime_context agents_md memory_recall thread_context selected_skills
-    selected_capabilities current_permissions recovery_continuation
-    execution_continuation skills_runtime_prompt retry_runtime_instruction
-    dynamic_context extra_system artifact_references""".split()
-)
-
-#: Built-in ids a runtime section may carry (REFERENCE §1.3, runtime table).
-RUNTIME_BUILT_IN_IDS: frozenset[str] = frozenset(
-    """pioneer_cli_runtime_instructions pioneer_cli_runtime_context agents_md memory_recall
-    thread_context selected_skills selected_capabilities current_permissions
-    execution_continuation""".split()
-)
-
-
-def check_dynamic_id(value: str) -> str:
-    """Validate a dynamic section id; raise ValueError saying which rule it breaks."""
-    if not value:
-        raise ValueError("must not be empty")
-    if value != value.strip():
-        raise ValueError(f"must not have leading or trailing whitespace (got {value!r})")
-    if any(ch.isspace() for ch in value):
-        raise ValueError(f"must not contain whitespace (got {value!r})")
-    if value in BUILT_IN_SECTION_IDS:
-        raise ValueError(f"{value!r} is a built-in section id and cannot be used as a dynamic id")
-    return value
-
-
-def check_runtime_id(value: str) -> str:
-    """A runtime section id is a built-in runtime id or a valid dynamic id."""
-    if value in RUNTIME_BUILT_IN_IDS:
-        return value
-    return check_dynamic_id(value)
-
 
 class Contribution(NamedTuple):
     """A contribution that survived its pool's budget, ready to be placed by the profile.

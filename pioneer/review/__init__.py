@@ -1,0 +1,3 @@
+"""Review: what authors and CI look at before a prompt ships: :mod:`.inspect` (a row per
+section), :mod:`.diff` (two manifests), :mod:`.gate` (token budgets), :mod:`.lock`
+(prompt sources pinned by fingerprint) and :mod:`.schemas` (the committed JSON Schemas)."""

@@ -1,0 +1,27 @@
+"""The package's stages import downwards only: the import-linter contract in pyproject.toml."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BASICS = {"__init__", "__main__", "cli", "errors", "resources", "settings", "settings_values",
+          "text", "tokens"}
+
+
+def test_the_layers_contract_is_kept() -> None:
+    script = (
+        "import sys; from importlinter.cli import lint_imports_command; "
+        "sys.exit(lint_imports_command())"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                            text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 kept, 0 broken" in result.stdout
+
+
+def test_only_the_basics_sit_at_the_package_root() -> None:
+    modules = {path.stem for path in (ROOT / "pioneer").glob("*.py")}
+    assert modules <= BASICS, sorted(modules - BASICS)
