@@ -133,7 +133,6 @@ class PromptCompiler:
         self._section_memo: Memo[tuple[object, ...], Rendered] = Memo(SECTION_MEMO_SIZE)
         self._recent_sections: Recent[tuple[object, ...], Rendered] = Recent(RECENT_SIZE)
         self._recent_conditions: Recent[tuple[object, ...], bool] = Recent(RECENT_SIZE)
-        self._prefix_memo: Memo[tuple[str, ...], hashlib._Hash] = Memo(SECTION_MEMO_SIZE)
 
     # -- loading ---------------------------------------------------------------
 
@@ -266,21 +265,14 @@ class PromptCompiler:
             self._stable_memo.put(key, part)
         return part
 
-    def _stable_digest(self, kept: list[Rendered]) -> hashlib._Hash:
-        """sha256 of the stable text, continuing the state of the longest run of leading
-        sections hashed before (an edited USER.md re-hashes only from its section on)."""
-        marks = tuple(r.record.sha256 for r in kept if r.record is not None)
-        start, digest = 0, hashlib.sha256()
-        for length in range(len(marks), 0, -1):
-            found = self._prefix_memo.get(marks[:length])
-            if found is not None:
-                start, digest = length, found.copy()
-                break
-        for index in range(start, len(kept)):
+    @staticmethod
+    def _stable_digest(kept: list[Rendered]) -> hashlib._Hash:
+        """sha256 of the stable text, kept open so the full fingerprint can continue it."""
+        digest = hashlib.sha256()
+        for index, rendered in enumerate(kept):
             if index:
                 digest.update(_SEPARATOR_BYTES)
-            digest.update(kept[index].data)
-            self._prefix_memo.put(marks[: index + 1], digest.copy())
+            digest.update(rendered.data)
         return digest
 
     def _assemble(
