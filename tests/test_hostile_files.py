@@ -114,12 +114,34 @@ def test_bootstrap_permission_denied_is_a_read_error(
     )
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a chmod 000 file anyway; the "
-                    "monkeypatched os.open test covers the diagnostic")
-def test_bootstrap_chmod_000_is_a_read_error(home: Path) -> None:
-    (home / "SOUL.md").write_text("secret")
-    (home / "SOUL.md").chmod(0)
-    assert _diagnostics(home)[0][0] == "file_read_error"
+def test_bootstrap_chmod_000_is_a_read_error() -> None:
+    # Root reads a chmod 000 file anyway, so as root the read runs in a forked child
+    # that has given up root (the modules it needs are imported before the fork).
+    home = Path(tempfile.mkdtemp())
+    try:
+        home.chmod(0o755)
+        (home / "SOUL.md").write_text("secret")
+        _diagnostics(home)
+        (home / "SOUL.md").chmod(0)
+        if os.geteuid() != 0:
+            assert _diagnostics(home)[0][0] == "file_read_error"
+            return
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:  # pragma: no cover - runs in the child
+            os.close(read)
+            os.setgid(65534)
+            os.setuid(65534)
+            os.write(write, _diagnostics(home)[0][0].encode())
+            os._exit(0)
+        os.close(write)
+        with os.fdopen(read, "rb") as pipe:
+            code = pipe.read().decode()
+        assert os.waitpid(child, 0)[1] == 0
+        assert code == "file_read_error"
+    finally:
+        (home / "SOUL.md").unlink(missing_ok=True)
+        home.rmdir()
 
 
 def test_compile_goes_on_whatever_the_files_are(home: Path,
