@@ -51,22 +51,26 @@ class SettingsValues(BaseModel):
         default_factory=list,
         description="Deployment template folders, searched before the built-in templates.",
     )
-    max_context_tokens: int = Field(128_000, ge=1, description="Model context window.")
+    max_context_tokens: int = Field(default=128_000, ge=1, description="Model context window.")
     response_reserve_tokens: int = Field(
-        16_000, ge=0, description="Tokens kept free for the model's reply."
+        default=16_000, ge=0, description="Tokens kept free for the model's reply."
     )
-    summary_model: str | None = Field(None, description="Model that writes history summaries.")
+    summary_model: str | None = Field(
+        default=None, description="Model that writes history summaries."
+    )
     summary_base_url: str | None = Field(
-        None, description="OpenAI-compatible base URL for history summaries (…/v1); none: off."
+        default=None,
+        description="OpenAI-compatible base URL for history summaries (…/v1); none: off.",
     )
     summary_api_key_env: str = Field(
-        "OPENAI_API_KEY", description="Environment variable holding the summary endpoint's key."
+        default="OPENAI_API_KEY",
+        description="Environment variable holding the summary endpoint's key.",
     )
     summary_timeout: float = Field(
-        30.0, gt=0, description="Seconds before a summary request is abandoned."
+        default=30.0, gt=0, description="Seconds before a summary request is abandoned."
     )
     store_path: Path | None = Field(
-        None, description="SQLite conversation store; defaults to <home>/pioneer.db."
+        default=None, description="SQLite conversation store; defaults to <home>/pioneer.db."
     )
 
     @field_validator("profile_path", "template_path", mode="before")

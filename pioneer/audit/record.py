@@ -106,7 +106,7 @@ class SkillsSnapshot(BaseModel):
     model_config = _FROZEN
     active: list[SkillRecord] = Field(description="Active skills in resolver order.")
     omitted: list[str] = Field(default_factory=list, description="Skill ids left out or cut.")
-    truncated: bool = Field(False, description="Whether the skills text was cut.")
+    truncated: bool = Field(default=False, description="Whether the skills text was cut.")
 
     @classmethod
     def from_resolution(
@@ -139,7 +139,7 @@ class ToolCallRecord(BaseModel):
         "invalid: request_tools arguments failed the schema; refused: the tool was not visible."
     )
     granted: list[str] = Field(default_factory=list, description="Domains made visible.")
-    error: str | None = Field(None, description="The error result sent back, when any.")
+    error: str | None = Field(default=None, description="The error result sent back, when any.")
 
     @classmethod
     def from_outcome(cls, outcome: CallOutcome) -> ToolCallRecord:
@@ -170,7 +170,9 @@ class ProviderShape(BaseModel):
     cache_breakpoints: list[str] = Field(
         description="Places marked with cache_control (Anthropic), e.g. system[0] (stable)."
     )
-    prompt_cache_key: str | None = Field(None, description="OpenAI prompt_cache_key, when sent.")
+    prompt_cache_key: str | None = Field(
+        default=None, description="OpenAI prompt_cache_key, when sent."
+    )
     tool_count: int = Field(ge=0, description="Tool definitions in the body.")
     body_sha256: str = Field(description="sha256 of the body as canonical JSON.")
 
@@ -198,11 +200,13 @@ class TurnRecord(BaseModel):
     turn_id: str = Field(min_length=1, description="Turn id (a stored turn).")
     thread_id: str = Field(min_length=1, description="Thread of the turn.")
     mode: ThreadMode = Field(description="chat: no tool calling; agent: tools per round.")
-    history: HistorySnapshot | None = Field(None, description="The history decision.")
+    history: HistorySnapshot | None = Field(default=None, description="The history decision.")
     permissions: PermissionProfile | None = Field(
-        None, description="The permission profile in force (None: not given)."
+        default=None, description="The permission profile in force (None: not given)."
     )
-    skills: SkillsSnapshot | None = Field(None, description="Skills resolved (None: not given).")
+    skills: SkillsSnapshot | None = Field(
+        default=None, description="Skills resolved (None: not given)."
+    )
     rounds: list[RoundRecord] = Field(min_length=1, description="Provider rounds, in order.")
 
     @model_validator(mode="after")

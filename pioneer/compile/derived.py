@@ -77,7 +77,9 @@ BudgetOverrides = _optional(
 
 
 class _ContributionOps(_Frozen):
-    remove: bool = Field(False, description="Drop this contribution id from the base's list.")
+    remove: bool = Field(
+        default=False, description="Drop this contribution id from the base's list."
+    )
 
 
 ContributionEdit = _optional(
@@ -90,15 +92,15 @@ ContributionEdit = _optional(
 
 
 class _SectionOps(_Frozen):
-    remove: bool = Field(False, description="Drop the base section with this id.")
+    remove: bool = Field(default=False, description="Drop the base section with this id.")
     replace: bool = Field(
-        False, description="This entry is the whole new section; nothing is inherited."
+        default=False, description="This entry is the whole new section; nothing is inherited."
     )
     before: str | None = Field(
-        None, pattern=_ID_PATTERN, description="Place the section just before this id."
+        default=None, pattern=_ID_PATTERN, description="Place the section just before this id."
     )
     after: str | None = Field(
-        None, pattern=_ID_PATTERN, description="Place the section just after this id."
+        default=None, pattern=_ID_PATTERN, description="Place the section just after this id."
     )
 
 
@@ -121,7 +123,9 @@ class DerivedProfileSpec(BaseModel):
         description="Base profile: a name on the search path (the next one further down "
         "when it is this file's own name) or a .toml path relative to this file.",
     )
-    description: str | None = Field(None, description="What the profile is for (inherited).")
+    description: str | None = Field(
+        default=None, description="What the profile is for (inherited)."
+    )
     budgets: BudgetOverrides = Field(  # type: ignore[valid-type]
         default_factory=BudgetOverrides, description="Budget keys to change, merged key by key."
     )

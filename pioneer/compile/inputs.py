@@ -40,12 +40,14 @@ class SectionInput(EdgeModel):
 
     model_config = _FROZEN
     id: str = Field(description="Section id.")
-    title: str | None = Field(None, description="Heading; a default title is used when blank.")
+    title: str | None = Field(
+        default=None, description="Heading; a default title is used when blank."
+    )
     content: str = Field(description="Section body; blank content is omitted.")
     max_chars: int | None = Field(
-        None, ge=0, description="Lower the per-section cap (never raises it)."
+        default=None, ge=0, description="Lower the per-section cap (never raises it)."
     )
-    truncated: bool = Field(False, description="The producer already cut the content.")
+    truncated: bool = Field(default=False, description="The producer already cut the content.")
 
 
 class RuntimeSectionInput(SectionInput):
@@ -64,8 +66,10 @@ class PromptLimits(BaseModel):
     """Bootstrap budgets for one compile; they can only lower the profile's."""
 
     model_config = _FROZEN
-    max_chars_per_file: int | None = Field(None, ge=0, description="Per-file character cap.")
-    max_chars_total: int | None = Field(None, ge=0, description="Total character budget.")
+    max_chars_per_file: int | None = Field(
+        default=None, ge=0, description="Per-file character cap."
+    )
+    max_chars_total: int | None = Field(default=None, ge=0, description="Total character budget.")
 
 
 def _canonical_profile(value: str) -> str:
@@ -90,18 +94,23 @@ class PromptCompileInput(EdgeModel):
     model_config = _FROZEN
     raw_fields = frozenset({"workspace_root"})
     workspace_root: Annotated[Path, AfterValidator(_file_system_path)] | None = Field(
-        None, description="Folder holding the bootstrap files; defaults to the runtime home."
+        default=None,
+        description="Folder holding the bootstrap files; defaults to the runtime home.",
     )
     profile: Annotated[str, AfterValidator(_canonical_profile)] = Field(
-        "full", min_length=1, description="Profile name (assistant_* aliases accepted)."
+        default="full", min_length=1, description="Profile name (assistant_* aliases accepted)."
     )
-    skills_prompt: str | None = Field(None, description="Pre-rendered skills text.")
-    retry_instruction: str | None = Field(None, description="Retry instruction text.")
-    include_tool_recovery_policy: bool = Field(False, description="Add Tool Recovery Policy.")
+    skills_prompt: str | None = Field(
+        default=None, description="Pre-rendered skills text."
+    )
+    retry_instruction: str | None = Field(default=None, description="Retry instruction text.")
+    include_tool_recovery_policy: bool = Field(
+        default=False, description="Add Tool Recovery Policy."
+    )
     include_task_orchestration_policy: bool = Field(
-        False, description="Add Task Orchestration."
+        default=False, description="Add Task Orchestration."
     )
-    continue_generation_hint: bool = Field(False, description="Add Recovery Continuation.")
+    continue_generation_hint: bool = Field(default=False, description="Add Recovery Continuation.")
     runtime_sections: list[RuntimeSectionInput] = Field(
         default_factory=list, description="Runtime contributions (sorted by sort key)."
     )
@@ -109,10 +118,10 @@ class PromptCompileInput(EdgeModel):
         default_factory=list, description="Hook contributions (kept in order)."
     )
     artifact_ref_count: int = Field(
-        0, ge=0, description="Artifact refs carried by the prompt or the history."
+        default=0, ge=0, description="Artifact refs carried by the prompt or the history."
     )
-    dynamic_context: str | None = Field(None, description="Per-turn context text.")
-    extra_system: str | None = Field(None, description="Extra system text.")
+    dynamic_context: str | None = Field(default=None, description="Per-turn context text.")
+    extra_system: str | None = Field(default=None, description="Extra system text.")
     limits: PromptLimits = Field(default_factory=PromptLimits, description="Budget overrides.")
 
 

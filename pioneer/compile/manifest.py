@@ -64,9 +64,9 @@ class Diagnostic(BaseModel):
     model_config = _FROZEN
     code: DiagnosticCode = Field(description="snake_case diagnostic code.")
     message: str = Field(description="Human-readable message without the content itself.")
-    file: str | None = Field(None, description="File the diagnostic is about, when any.")
-    section_id: str | None = Field(None, description="Section the diagnostic is about.")
-    hook_source: str | None = Field(None, description="Hook id that produced it, when any.")
+    file: str | None = Field(default=None, description="File the diagnostic is about, when any.")
+    section_id: str | None = Field(default=None, description="Section the diagnostic is about.")
+    hook_source: str | None = Field(default=None, description="Hook id that produced it, when any.")
 
 
 class SourceManifestEntry(BaseModel):
@@ -89,7 +89,7 @@ class ManifestSection(BaseModel):
     stability: Literal["stable", "dynamic"] = Field(description="Cache side of the section.")
     chars: int = Field(ge=0, description="Characters of the rendered section.")
     tokens: int | None = Field(
-        None, ge=0, description="cl100k_base tokens of the rendered section, when counted."
+        default=None, ge=0, description="cl100k_base tokens of the rendered section, when counted."
     )
     sha256: str = Field(description="Lowercase hex sha256 of the rendered section.")
     source: str = Field(
@@ -106,8 +106,8 @@ class HookSourceRef(BaseModel):
     hook_id: str = Field(description="Hook id.")
     subscription_id: str = Field(description="Subscription id.")
     phase: str = Field(description="Hook phase, e.g. turn.pre_prompt_compile.")
-    contribution_id: str | None = Field(None, description="Contribution id.")
-    contribution_hash: str | None = Field(None, description="sha256 of the contribution.")
+    contribution_id: str | None = Field(default=None, description="Contribution id.")
+    contribution_hash: str | None = Field(default=None, description="sha256 of the contribution.")
 
 
 class HookSourceEntry(BaseModel):
@@ -115,7 +115,7 @@ class HookSourceEntry(BaseModel):
 
     model_config = _FROZEN
     source: HookSourceRef = Field(description="The producing hook subscription.")
-    section_id: str | None = Field(None, description="Section the contribution targets.")
+    section_id: str | None = Field(default=None, description="Section the contribution targets.")
     contribution_kind: Literal[
         "prompt_context",
         "thread_context",
@@ -123,8 +123,8 @@ class HookSourceEntry(BaseModel):
         "prompt_manifest_diagnostic",
         "runtime_failure",
     ] = Field(description="Kind of contribution.")
-    priority: int | None = Field(None, description="Contribution priority.")
-    source_count: int | None = Field(None, ge=0, description="Number of source refs.")
+    priority: int | None = Field(default=None, description="Contribution priority.")
+    source_count: int | None = Field(default=None, ge=0, description="Number of source refs.")
     truncation: Literal["none", "hook", "prompt", "hook_and_prompt", "unknown"] = Field(
         description="Who cut the contribution."
     )
@@ -196,7 +196,7 @@ class CompiledSection(BaseModel):
     chars: int = Field(ge=0, description="Characters of text.")
     fingerprint: str = Field(description="sha256 of text.")
     source: str = Field(description="Where the content came from.")
-    truncated: bool = Field(False, description="Whether a budget cut the content.")
+    truncated: bool = Field(default=False, description="Whether a budget cut the content.")
 
 
 _FULL_TEXT = "Stable + boundary marker + dynamic."

@@ -60,21 +60,29 @@ class SectionSpec(BaseModel):
     )
     template: str = Field(min_length=1, description="Template file under templates/.")
     source: Literal["text", "bootstrap", "input", "contribution", "slot"] = Field(
-        "text",
+        default="text",
         description="text: built-in prose; bootstrap: a file of the runtime home; input: a "
         "compile-input field; contribution: the runtime/hook contribution with this id; "
         "slot: every contribution no other section claims, in pool order.",
     )
     when: str | None = Field(
-        None, min_length=1, description="jinja2 expression over the compile context."
+        default=None, min_length=1, description="jinja2 expression over the compile context."
     )
-    file: str | None = Field(None, min_length=1, description="bootstrap: the file name.")
-    keep_empty: bool = Field(False, description="bootstrap: keep the section for an empty file.")
-    reminder: bool = Field(False, description="bootstrap: add the evolution reminder.")
-    field: str | None = Field(None, min_length=1, description="input: the compile-input field.")
-    max_chars: int | None = Field(None, ge=0, description="Cap on the rendered body.")
+    file: str | None = Field(default=None, min_length=1, description="bootstrap: the file name.")
+    keep_empty: bool = Field(
+        default=False, description="bootstrap: keep the section for an empty file."
+    )
+    reminder: bool = Field(default=False, description="bootstrap: add the evolution reminder.")
+    field: str | None = Field(
+        default=None, min_length=1, description="input: the compile-input field."
+    )
+    max_chars: int | None = Field(
+        default=None, ge=0, description="Cap on the rendered body."
+    )
     max_tokens: int | None = Field(
-        None, ge=0, description="Budget gate: `pioneer check` fails when the rendered section "
+        default=None,
+        ge=0,
+        description="Budget gate: `pioneer check` fails when the rendered section "
         "(each contribution, for a slot) has more cl100k tokens.",
     )
 
@@ -92,17 +100,19 @@ class ContributionSpec(BaseModel):
 
     model_config = _FROZEN
     id: str = Field(pattern=_ID_PATTERN, description="Contribution id.")
-    title: str | None = Field(None, min_length=1, description="Default title.")
-    max_chars: int = Field(8000, ge=0, description="Per-section cap (callers may lower it).")
-    sort_key: int = Field(9, description="Runtime-pool order key (lower first).")
+    title: str | None = Field(default=None, min_length=1, description="Default title.")
+    max_chars: int = Field(
+        default=8000, ge=0, description="Per-section cap (callers may lower it)."
+    )
+    sort_key: int = Field(default=9, description="Runtime-pool order key (lower first).")
 
 
 class BudgetSpec(BaseModel):
     """Bootstrap and contribution budgets."""
 
     model_config = _FROZEN
-    max_chars_per_file: int = Field(20_000, ge=0, description="Per bootstrap file.")
-    max_chars_total: int = Field(150_000, ge=0, description="All bootstrap files together.")
+    max_chars_per_file: int = Field(default=20_000, ge=0, description="Per bootstrap file.")
+    max_chars_total: int = Field(default=150_000, ge=0, description="All bootstrap files together.")
     runtime_pool: PoolSpec = Field(
         default_factory=lambda: PoolSpec(max_chars=24_000, max_sections=16),
         description="Runtime contribution pool.",
@@ -111,10 +121,12 @@ class BudgetSpec(BaseModel):
         default_factory=lambda: PoolSpec(max_chars=16_000, max_sections=16),
         description="Hook contribution pool.",
     )
-    contribution_max_chars: int = Field(8000, ge=0, description="Default per-section cap.")
-    contribution_sort_key: int = Field(9, description="Default runtime-pool order key.")
+    contribution_max_chars: int = Field(default=8000, ge=0, description="Default per-section cap.")
+    contribution_sort_key: int = Field(default=9, description="Default runtime-pool order key.")
     max_tokens: int | None = Field(
-        None, ge=0, description="Budget gate: `pioneer check` fails when stable + dynamic text "
+        default=None,
+        ge=0,
+        description="Budget gate: `pioneer check` fails when stable + dynamic text "
         "has more cl100k tokens.",
     )
 
@@ -124,7 +136,7 @@ class ProfileSpec(BaseModel):
 
     model_config = _FROZEN
     name: str = Field(pattern=_ID_PATTERN, description="Profile name.")
-    description: str = Field("", description="What the profile is for.")
+    description: str = Field(default="", description="What the profile is for.")
     budgets: BudgetSpec = Field(default_factory=BudgetSpec, description="Budgets.")
     contributions: list[ContributionSpec] = Field(
         default_factory=list, description="Known contribution ids: titles, caps, order."

@@ -65,7 +65,7 @@ class SourceRef(EdgeModel):
     model_config = _FROZEN
     kind: str = Field(min_length=1, description="Kind of source, e.g. document or thread_episodic.")
     id: str = Field(min_length=1, description="Id of the source within its kind.")
-    label: str | None = Field(None, description="Short human-readable label.")
+    label: str | None = Field(default=None, description="Short human-readable label.")
 
 
 class _Contribution(EdgeModel):
@@ -73,11 +73,11 @@ class _Contribution(EdgeModel):
     contribution_id: str = Field(min_length=1, description="Stable id of this contribution.")
     domain: str = Field(min_length=1, description="What the contribution is about.")
     priority: int = Field(
-        0, description="Higher first: decides which contribution gets pool room first."
+        default=0, description="Higher first: decides which contribution gets pool room first."
     )
     content: str = Field(description="The text; blank text contributes no section.")
     max_chars: int | None = Field(
-        None, ge=0, description="Hook-side cap: the runtime cuts the content to it."
+        default=None, ge=0, description="Hook-side cap: the runtime cuts the content to it."
     )
     source_refs: list[SourceRef] = Field(
         default_factory=list, description="Sources the text was built from."
@@ -85,9 +85,9 @@ class _Contribution(EdgeModel):
     diagnostics: list[str] = Field(
         default_factory=list, description="Notes for the manifest (never the content itself)."
     )
-    truncated: bool = Field(False, description="The hook already cut the content.")
+    truncated: bool = Field(default=False, description="The hook already cut the content.")
     artifact_ref_count: int = Field(
-        0, ge=0, description="Artifact reference lines the content carries (beyond)."
+        default=0, ge=0, description="Artifact reference lines the content carries (beyond)."
     )
 
 
@@ -97,7 +97,9 @@ class PromptSectionContribution(_Contribution):
     section_id: Annotated[str, AfterValidator(check_runtime_id)] = Field(
         description="A built-in runtime id (agents_md, memory_recall, ...) or a dynamic id."
     )
-    title: str | None = Field(None, description="Heading; the profile's default when blank.")
+    title: str | None = Field(
+        default=None, description="Heading; the profile's default when blank."
+    )
 
 
 class PromptContextContribution(_Contribution):
@@ -113,7 +115,7 @@ class HookDiagnostic(EdgeModel):
 
     model_config = _FROZEN
     message: str = Field(min_length=1, description="What the hook noticed (no content).")
-    section_id: str | None = Field(None, description="Section the note is about, when any.")
+    section_id: str | None = Field(default=None, description="Section the note is about, when any.")
 
 
 HookOutput = PromptSectionContribution | PromptContextContribution | HookDiagnostic

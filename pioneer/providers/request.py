@@ -91,7 +91,7 @@ class ToolSpec(EdgeModel):
 
     model_config = _FROZEN
     name: ToolName = Field(description="Tool name (letters, digits, _ and -).")
-    description: str = Field("", description="What the tool does, for the model.")
+    description: str = Field(default="", description="What the tool does, for the model.")
     parameters: dict[str, Any] = Field(
         default_factory=lambda: {"type": "object", "properties": {}},
         description='JSON Schema of the arguments; must describe an object ("type": "object").',
@@ -128,7 +128,9 @@ class ToolResult(EdgeModel):
     model_config = _FROZEN
     call_id: str = Field(min_length=1, description="Id of the call this answers.")
     content: str = Field(description="The tool's output as text.")
-    is_error: bool = Field(False, description="The tool failed; content describes the failure.")
+    is_error: bool = Field(
+        default=False, description="The tool failed; content describes the failure."
+    )
 
 
 class ChatMessage(EdgeModel):
@@ -136,15 +138,15 @@ class ChatMessage(EdgeModel):
 
     model_config = _FROZEN
     role: Role = Field(description="Who speaks: system, user, assistant or tool.")
-    content: str = Field("", description="Message text; empty for tool messages.")
+    content: str = Field(default="", description="Message text; empty for tool messages.")
     tool_calls: list[ToolCall] = Field(
         default_factory=list, description="Tool calls (assistant messages only)."
     )
     tool_result: ToolResult | None = Field(
-        None, description="The result a tool message carries (tool messages only)."
+        default=None, description="The result a tool message carries (tool messages only)."
     )
     cache_breakpoint: bool = Field(
-        False,
+        default=False,
         description="Ask providers with explicit caching (Anthropic) to cache the "
         "conversation up to this message; others ignore it.",
     )
@@ -202,9 +204,9 @@ class SamplingOptions(EdgeModel):
     """How the model samples its reply; unset options are left to the provider."""
 
     model_config = _FROZEN
-    max_tokens: int | None = Field(None, ge=1, description="Most tokens the reply may use.")
-    temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature.")
-    top_p: float | None = Field(None, gt=0, le=1, description="Nucleus sampling mass.")
+    max_tokens: int | None = Field(default=None, ge=1, description="Most tokens the reply may use.")
+    temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature.")
+    top_p: float | None = Field(default=None, gt=0, le=1, description="Nucleus sampling mass.")
     stop: list[str] = Field(default_factory=list, description="Stop sequences.")
 
 
@@ -214,7 +216,7 @@ class ChatRequest(EdgeModel):
     model_config = _FROZEN
     model: str = Field(min_length=1, description="Provider model name.")
     compiled_prompt: CompiledPromptPayload | None = Field(
-        None, description="The compiled system prompt (stable and dynamic text)."
+        default=None, description="The compiled system prompt (stable and dynamic text)."
     )
     messages: list[ChatMessage] = Field(
         default_factory=list, description="The conversation, oldest first."

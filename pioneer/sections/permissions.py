@@ -43,19 +43,19 @@ class PermissionProfile(BaseModel):
     """The permission profile in force for a turn."""
 
     model_config = _FROZEN
-    mode: str = Field("full_access", min_length=1,
+    mode: str = Field(default="full_access", min_length=1,
                       description="full_access, workspace_write, read_only or a custom mode.")
-    file_read: Behavior = Field("allow", description="Reading files.")
-    file_write: Behavior = Field("allow", description="Writing files.")
-    shell_command: Behavior = Field("allow", description="Running shell commands.")
-    network: Behavior = Field("allow", description="Network access.")
-    mcp_read: Behavior = Field("allow", description="Read-only MCP tools.")
-    mcp_write_or_unknown: Behavior = Field("allow", description="Other MCP tools.")
-    dynamic_skill_tool: Behavior = Field("allow", description="Tools defined by skills.")
-    task_subagent: Behavior = Field("allow", description="Starting tasks and subagents.")
-    allowed_tools: tuple[str, ...] = Field((), description="Only these tools, when set.")
-    denied_tools: tuple[str, ...] = Field((), description="Never these tools.")
-    allowed_paths: tuple[str, ...] = Field((), description="Only these paths, when set.")
+    file_read: Behavior = Field(default="allow", description="Reading files.")
+    file_write: Behavior = Field(default="allow", description="Writing files.")
+    shell_command: Behavior = Field(default="allow", description="Running shell commands.")
+    network: Behavior = Field(default="allow", description="Network access.")
+    mcp_read: Behavior = Field(default="allow", description="Read-only MCP tools.")
+    mcp_write_or_unknown: Behavior = Field(default="allow", description="Other MCP tools.")
+    dynamic_skill_tool: Behavior = Field(default="allow", description="Tools defined by skills.")
+    task_subagent: Behavior = Field(default="allow", description="Starting tasks and subagents.")
+    allowed_tools: tuple[str, ...] = Field(default=(), description="Only these tools, when set.")
+    denied_tools: tuple[str, ...] = Field(default=(), description="Never these tools.")
+    allowed_paths: tuple[str, ...] = Field(default=(), description="Only these paths, when set.")
 
     def narrowed(self) -> bool:
         """Whether any list is set or any axis asks or denies."""
