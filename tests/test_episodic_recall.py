@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from doc_pages import example
 
 from pioneer import (
     HookRegistry,
@@ -228,13 +228,10 @@ def test_recall_hits_below_the_threshold_make_no_section(
         "thread:turn-0/turn-0-u/c0", "thread:turn-0/turn-0-a/c0"]
 
 
-def test_readme_example_prints_what_it_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
-    section = readme.split("<!-- episodic -->", 1)[1].split("<!-- explain -->", 1)[0]
-    code = re.search(r"```python\n(.*?)```", section, flags=re.S)
-    printed = re.search(r"prints\n\n```text\n(.*?)```", section, flags=re.S)
-    assert code is not None and printed is not None
+def test_docs_example_prints_what_it_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    code, printed = example("recall", "recall.md")
+    assert printed is not None
     monkeypatch.chdir(tmp_path)
-    exec(compile(code.group(1), "README.md", "exec"), {})
-    assert capsys.readouterr().out == printed.group(1)
+    exec(compile(code, "docs/recall.md", "exec"), {})
+    assert capsys.readouterr().out == printed

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from doc_pages import example
 
 from pioneer import (
     ChatMessage,
@@ -256,20 +256,12 @@ def test_explain_never_creates_a_store(workspace: Path) -> None:
     assert not Path("nowhere.db").exists()
 
 
-def _readme_example() -> tuple[str, str]:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
-    section = readme.split("<!-- explain -->", 1)[1].split("\n## ", 1)[0]
-    code = re.search(r"```python\n(.*?)```", section, flags=re.S)
-    output = re.search(r"prints\n\n```text\n(.*?)```", section, flags=re.S)
-    assert code is not None and output is not None, "README explain example is missing"
-    return code.group(1), output.group(1)
-
-
-def test_readme_agent_loop_runs_prints_what_it_says_and_is_explained(
+def test_docs_agent_loop_runs_prints_what_it_says_and_is_explained(
     workspace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, expected = _readme_example()
-    exec(compile(code, "README.md", "exec"), {})
+    code, expected = example("agent-loop", "explain.md")
+    assert expected is not None, "the agent loop example says nothing about what it prints"
+    exec(compile(code, "docs/explain.md", "exec"), {})
     assert capsys.readouterr().out == expected
     status, out, _ = _explain("turn-1", "--db", "pioneer.db")
     assert status == 0

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from doc_pages import example
 from support import run_cli
 
 from pioneer.history import ArtifactRef, SqliteStore
@@ -93,16 +93,13 @@ def test_errors_exit_1_without_traceback(
     assert not (db.parent / "absent.db").exists()
 
 
-def test_readme_history_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_docs_history_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PIONEER_STORE_PATH", raising=False)
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
-    section = readme.split("<!-- history -->", 1)[1].split("\n## ", 1)[0]
-    code = re.search(r"```python\n(.*?)```", section, flags=re.S)
-    assert code is not None
-    namespace: dict[str, object] = {"home": tmp_path / "home"}
-    (tmp_path / "home").mkdir()
-    exec(compile(code.group(1), "README.md", "exec"), namespace)
+    code, _ = example("history", "history.md")
+    namespace: dict[str, object] = {}
+    exec(compile(code, "docs/history.md", "exec"), namespace)
+    assert (tmp_path / "home" / "pioneer.db").is_file()
     assert namespace["messages"] == [
         {"role": "user", "content": "Which database?"},
         {"role": "assistant", "content": "SQLite, in WAL mode."},

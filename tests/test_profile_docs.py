@@ -1,19 +1,21 @@
-"""The README's profile reference tables list exactly the models' keys and defaults."""
+"""docs/profiles.md: its reference tables list exactly the models' keys and defaults, and
+its table of built-in profiles their sections."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
+import tomllib
 from typing import Any
 
 import pytest
+from doc_pages import ROOT, page
 from pydantic import BaseModel
 
 from pioneer.compile.derived import DerivedProfileSpec, SectionEdit
 from pioneer.compile.profile import BudgetSpec, ContributionSpec, PoolSpec, ProfileSpec, SectionSpec
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
-TABLES = dict(re.findall(r"<!-- table: (\w+) -->\n((?:\|.*\n)+)", README))
+PROFILES = page("profiles.md")
+TABLES = dict(re.findall(r"<!-- table: (\w+) -->\n((?:\|.*\n)+)", PROFILES))
 MODELS: dict[str, tuple[type[BaseModel], set[str] | None]] = {
     "ProfileSpec": (ProfileSpec, None),
     "BudgetSpec": (BudgetSpec, None),
@@ -64,3 +66,15 @@ def test_table_matches_model(name: str) -> None:
         elif model is not DerivedProfileSpec:  # derived keys default to the base's values
             expected = _shown(info.get_default(call_default_factory=True))
             assert expected is None or rows[key] == expected, key
+
+
+def test_built_in_profiles_table_lists_their_sections() -> None:
+    found = re.search(r"<!-- builtin-profiles -->\n((?:\|.*\n)+)", PROFILES)
+    assert found is not None
+    rows = {cells[1].strip(" `"): re.findall(r"`([^`]+)`", cells[3])
+            for cells in (line.split("|") for line in found.group(1).splitlines()[2:])}
+    shipped = sorted(path.stem for path in (ROOT / "profiles").glob("*.toml"))
+    assert sorted(rows) == shipped
+    for name, ids in rows.items():
+        spec = tomllib.loads((ROOT / "profiles" / f"{name}.toml").read_text("utf-8"))
+        assert ids == [section["id"] for section in spec["sections"]], name

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from doc_pages import example
 
 from pioneer import (
     HookContext,
@@ -31,7 +31,6 @@ from pioneer.sections import (
 )
 from pioneer.sections.artifacts import ArtifactRef
 
-ROOT = Path(__file__).resolve().parent.parent
 GOLDENS = Path(__file__).parent / "goldens" / "turn"
 REPORT = ArtifactRef("art-1", "report.pdf", "document", version_id="v1", size_bytes=2_500_000)
 
@@ -160,19 +159,11 @@ def test_without_hooks_it_is_a_plain_compile(workspace: Path, compiler: PromptCo
     assert compile_turn(compiler, compile_input) == compiler.compile(compile_input)
 
 
-def _readme_example() -> tuple[str, str]:
-    section = (ROOT / "README.md").read_text("utf-8").split("<!-- hooks -->", 1)[1]
-    section = section.split("\n## ", 1)[0]
-    code = re.search(r"```python\n(.*?)```", section, flags=re.S)
-    output = re.search(r"prints\n\n```text\n(.*?)```", section, flags=re.S)
-    assert code is not None and output is not None, "README hooks example is missing"
-    return code.group(1), output.group(1)
-
-
-def test_readme_example_runs_and_prints_what_it_says(
+def test_docs_hooks_example_runs_and_prints_what_it_says(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, expected = _readme_example()
+    code, expected = example("hooks", "hooks-and-sections.md")
+    assert expected is not None, "the hooks example says nothing about what it prints"
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, "README.md", "exec"), {})
+    exec(compile(code, "docs/hooks-and-sections.md", "exec"), {})
     assert capsys.readouterr().out == expected

@@ -1,0 +1,231 @@
+"""The README and docs/ stay true: links, quoted files, runnable examples, reference facts.
+
+Every ``python`` block of README.md and docs/*.md runs as written in an empty folder (and
+prints what the page says it prints), and type-checks with ``mypy --strict`` as a caller's
+code would, without the pydantic plugin. Files a page quotes (``<!-- file: PATH -->``)
+match the repository, and every page the README points to exists.
+"""
+
+from __future__ import annotations
+
+import os
+import pkgutil
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import get_args
+
+import pytest
+from doc_pages import DOCS, ROOT, Block, blocks, page, pages
+from pydantic import BaseModel
+
+from pioneer import PromptCompileInput, PromptManifest
+from pioneer.compile.ids import BUILT_IN_SECTION_IDS, RUNTIME_BUILT_IN_IDS
+from pioneer.compile.manifest import DiagnosticCode
+from pioneer.sections.tool_domains import DEFAULT_TOOL_DOMAINS
+
+PAGES = pages()
+README = page("README.md")
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+QUOTED = [
+    (path, body)
+    for doc in PAGES
+    for path, body in re.findall(r"<!-- file: (\S+) -->\n```\w*\n(.*?)```", doc.read_text("utf-8"),
+                                 flags=re.S)
+]
+PYTHON = [block for doc in PAGES for block in blocks(doc) if block.kind == "python"]
+
+
+def _slug(heading: str) -> str:
+    # The anchor a Markdown renderer gives a heading: lower case, punctuation dropped,
+    # spaces to hyphens.
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    text = re.sub(r"^```.*?^```$", "", path.read_text("utf-8"), flags=re.S | re.M)
+    return {_slug(h) for h in re.findall(r"^#+ (.*)$", text, flags=re.M)}
+
+
+# Links -----------------------------------------------------------------------------------
+
+
+def test_docs_folder_has_pages() -> None:
+    assert len(PAGES) > 1, "docs/ holds no pages"
+
+
+def test_readme_points_to_every_docs_page() -> None:
+    linked = {target.split("#")[0] for target in LINK.findall(README)}
+    pages_of_docs = {f"docs/{doc.name}" for doc in DOCS.glob("*.md")}
+    assert pages_of_docs <= linked, "docs pages missing from the README's map"
+    for target in sorted(t for t in linked if t.startswith("docs/")):
+        assert (ROOT / target).is_file(), f"README.md links to {target}, which does not exist"
+
+
+@pytest.mark.parametrize("doc", PAGES, ids=[p.name for p in PAGES])
+def test_links_resolve(doc: Path) -> None:
+    for target in LINK.findall(doc.read_text("utf-8")):
+        if re.match(r"\w+://", target):
+            continue
+        file, _, anchor = target.partition("#")
+        resolved = (doc.parent / file).resolve() if file else doc
+        assert resolved.exists(), f"{doc.name}: link to {target}: no such file"
+        if anchor and resolved.suffix == ".md":
+            assert anchor in _anchors(resolved), f"{doc.name}: link to {target}: no such heading"
+
+
+# Quoted files ------------------------------------------------------------------------------
+
+
+def test_quick_start_is_the_golden_case() -> None:
+    quoted = {path for path, _ in re.findall(r"<!-- file: (\S+) -->\n```\w*\n(.*?)```", README,
+                                             flags=re.S)}
+    assert quoted == {"tests/cases/quickstart/input.json",
+                      "tests/cases/quickstart/expected/full.txt"}
+    section = README.split("<!-- quickstart -->", 1)[1]
+    listing = re.search(r"```text\n(.*?)```", section, flags=re.S)
+    assert listing is not None
+    home = ROOT / "tests/cases/quickstart"
+    rows = [line.split(None, 1) for line in listing.group(1).splitlines()]
+    assert sorted(name for name, _ in rows) == sorted(
+        f"home/{p.name}" for p in (home / "home").iterdir())
+    for name, text in rows:
+        assert (home / name).read_text("utf-8").strip() == text, name
+
+
+@pytest.mark.parametrize(("path", "body"), QUOTED, ids=[q[0] for q in QUOTED])
+def test_quoted_file_matches(path: str, body: str) -> None:
+    actual = (ROOT / path).read_text("utf-8")
+    assert body.rstrip("\n") == actual.rstrip("\n"), f"the docs' quote of {path} is stale"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    setup = README.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"```sh\n(.*?)\n```", setup, flags=re.S)
+    assert len(commands) == 2
+    ci = (ROOT / ".ci/run").read_text("utf-8").strip().splitlines()
+    assert ci[-1] == commands[1]
+
+
+# Runnable examples ---------------------------------------------------------------------------
+
+
+def test_pages_have_runnable_examples() -> None:
+    assert {block.page for block in PYTHON} >= {"README.md", "docs/history.md"}
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=[b.name for b in PYTHON])
+def test_python_block_runs_as_written(block: Block, tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    for name in [name for name in os.environ if name.startswith("PIONEER_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block.body, block.name, "exec"), {"__name__": "__main__"})
+    if block.prints is not None:
+        assert capsys.readouterr().out == block.prints
+
+
+def test_python_blocks_type_check(tmp_path: Path) -> None:
+    # A caller's view of the typed API: strict, the package's own modules checked only as
+    # far as the examples use them (their errors are the package's mypy run's business),
+    # and no pydantic plugin, which a caller cannot be assumed to have.
+    files = []
+    for number, block in enumerate(PYTHON):
+        file = tmp_path / f"example_{number}.py"
+        file.write_text(block.body, "utf-8")
+        files.append(file)
+    env = {**os.environ, "MYPYPATH": str(ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--config-file=", "--follow-imports=silent",
+         "--cache-dir", str(ROOT / ".mypy_cache" / "doc-examples"), "--no-error-summary",
+         *map(str, files)],
+        capture_output=True, text=True, env=env, cwd=tmp_path, check=False,
+    )
+    report = result.stdout
+    for number, block in enumerate(PYTHON):
+        report = report.replace(f"example_{number}.py:", f"{block.page} (block at line "
+                                f"{block.line}), line ")
+    assert result.returncode == 0 and not result.stderr, report + result.stderr
+
+
+# Reference facts -------------------------------------------------------------------------------
+
+
+def _table(name: str, text: str) -> dict[str, list[str]]:
+    found = re.search(rf"<!-- table: {name} -->\n((?:\|.*\n)+)", text)
+    assert found is not None, f"no table {name}"
+    rows = {}
+    for line in found.group(1).splitlines()[2:]:
+        cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
+        rows[cells[0].strip("`")] = cells[1:]
+    return rows
+
+
+def _shown(value: object) -> str | None:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, int):
+        return f"`{value}`"
+    if isinstance(value, str):
+        return f'`"{value}"`'
+    if value == []:
+        return "`[]`"
+    return None  # a nested model: the text says what it holds
+
+
+@pytest.mark.parametrize(("model", "page_name", "defaults"),
+                         [(PromptCompileInput, "compile-input-and-manifest.md", True),
+                          (PromptManifest, "compile-input-and-manifest.md", False)],
+                         ids=["PromptCompileInput", "PromptManifest"])
+def test_model_table_lists_its_fields(model: type[BaseModel], page_name: str,
+                                      defaults: bool) -> None:
+    rows = _table(model.__name__, page(page_name))
+    assert list(rows) == list(model.model_fields)
+    if defaults:
+        for key, info in model.model_fields.items():
+            expected = _shown(info.get_default(call_default_factory=True))
+            assert expected is None or rows[key][1] == expected, key
+
+
+def _code_list(marker: str, text: str) -> list[str]:
+    found = re.search(rf"<!-- {marker} -->\n(.*?)\n\n", text, flags=re.S)
+    assert found is not None, f"no list {marker}"
+    return re.findall(r"`([^`]+)`", found.group(1))
+
+
+def test_diagnostic_codes_are_listed_in_order() -> None:
+    codes = _code_list("diagnostic-codes", page("compile-input-and-manifest.md"))
+    assert codes == list(get_args(DiagnosticCode))
+
+
+def test_contribution_ids_are_listed() -> None:
+    text = page("hooks-and-sections.md")
+    assert _code_list("runtime-ids", text) == sorted(RUNTIME_BUILT_IN_IDS)
+    assert _code_list("built-in-ids", text) == sorted(BUILT_IN_SECTION_IDS)
+
+
+def test_tool_domains_are_listed() -> None:
+    found = re.search(r"<!-- tool-domains -->\n((?:\|.*\n)+)", page("explain.md"))
+    assert found is not None
+    rows = [line.split("|")[1:3] for line in found.group(1).splitlines()[2:]]
+    listed = {domain.strip(" `"): tuple(re.findall(r"`([^`]+)`", tools)) for domain, tools in rows}
+    assert list(listed.items()) == list(DEFAULT_TOOL_DOMAINS.items())
+
+
+def test_every_command_is_documented() -> None:
+    from pioneer import commands
+
+    names = sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if m.name[0] != "_")
+    table = page("cli.md").split("## Commands", 1)[1].split("\n## ", 1)[0]
+    documented = sorted(set(re.findall(r"^\| `pioneer (\w+)", table, flags=re.M)))
+    assert documented == names
+    overview = README.split("## Command line", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"^pioneer (\w+)", overview, flags=re.M) == sorted(names, key=[
+        "init", "compile", "check", "inspect", "diff", "lock", "history", "recall",
+        "explain"].index)
