@@ -155,6 +155,9 @@ from .hooks.registry import (
     TurnContext as TurnContext,
 )
 from .providers import (
+    CacheOptions as CacheOptions,
+)
+from .providers import (
     ChatMessage as ChatMessage,
 )
 from .providers import (

@@ -47,11 +47,12 @@ def test_anthropic_body(tmp_path: Path, turn: Path, chat: Path) -> None:
         workspace_root=home, profile="minimal", dynamic_context="The user is in Oslo."))
     assert body["model"] == "file-model"
     assert [block["text"] for block in body["system"]] == [
-        payload.stable_system_text, payload.dynamic_system_text,
-        "Summary of earlier conversation:\nTrip planning.",
+        payload.stable_system_text, "Summary of earlier conversation:\nTrip planning.",
     ]
     assert body["tools"][0]["name"] == "clock"
     assert [turn["role"] for turn in body["messages"]] == ["user", "assistant", "user"]
+    assert body["messages"][0]["content"][0] == {
+        "type": "text", "text": payload.dynamic_system_text}
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -137,3 +138,27 @@ def test_a_lone_surrogate_in_the_messages_file_becomes_a_replacement_character(
     assert (code, err) == (0, "")
     assert "a\ufffdb" in json.dumps(json.loads(out), ensure_ascii=False)
     assert "\ud800" not in out
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_dynamic_placement_flag_and_setting(
+    provider: str, tmp_path: Path, turn: Path, chat: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--dynamic-placement system gives the earlier bodies; the setting is the default."""
+    base = ("compile", "--home", str(tmp_path / "home"), "--input", str(turn),
+            "--provider", provider, "--messages", str(chat))
+    _, cache_first, _ = run(*base)
+    code, system, err = run(*base, "--dynamic-placement", "system")
+    assert (code, err) == (0, "")
+    assert system != cache_first
+    assert json.loads(run(*base, "--dynamic-placement", "cache-first")[1]) == json.loads(
+        cache_first)
+    monkeypatch.setenv("PIONEER_DYNAMIC_PLACEMENT", "system")
+    assert run(*base)[1] == system
+    assert run(*base, "--dynamic-placement", "cache-first")[1] == cache_first
+
+
+def test_dynamic_placement_needs_a_provider(tmp_path: Path) -> None:
+    code, _, err = run("compile", "--home", str(tmp_path / "home"),
+                       "--dynamic-placement", "system")
+    assert (code, err) == (1, "--dynamic-placement needs --provider\n")

@@ -35,7 +35,9 @@ from pioneer import (
 )
 from pioneer.providers import (
     MAX_CACHE_BREAKPOINTS,
+    CacheOptions,
     count_breakpoints,
+    minimum_cacheable_tokens,
     to_anthropic,
     to_gemini,
     to_openai_chat,
@@ -131,10 +133,16 @@ def send_gemini(model: str, body: dict[str, Any]) -> Wire:
     return wire
 
 
+#: A persona long enough that the stable text passes a 1,024-token cache minimum.
+PERSONA = "Prefers metric units and short answers, and plans trips a month ahead. " * 120
+EPHEMERAL = {"type": "ephemeral"}
+
+
 @pytest.fixture(scope="module")
 def payload(tmp_path_factory: pytest.TempPathFactory) -> CompiledPromptPayload:
     home = tmp_path_factory.mktemp("home")
     ensure_runtime_home(home)
+    (home / "USER.md").write_text(PERSONA, encoding="utf-8")
     return PromptCompiler().compile(PromptCompileInput(
         workspace_root=home, profile="full", dynamic_context="The user is in Oslo.",
     ))
@@ -159,7 +167,7 @@ def conversation() -> list[ChatMessage]:
 @pytest.fixture
 def request_(payload: CompiledPromptPayload) -> ChatRequest:
     return ChatRequest(
-        model="test-model", compiled_prompt=payload, messages=conversation(),
+        model="claude-sonnet-4-6", compiled_prompt=payload, messages=conversation(),
         tools=[WEATHER, CLOCK], sampling=SamplingOptions(max_tokens=512, temperature=0.3),
     )
 
@@ -185,11 +193,10 @@ def test_anthropic_on_the_wire(request_: ChatRequest, payload: CompiledPromptPay
     sent = wire.body
     assert wire.url == "https://api.anthropic.com/v1/messages"
     assert sent == body
+    # Stable text, then the summary; the dynamic text is not in the system part.
     assert sent["system"] == [
-        {"type": "text", "text": payload.stable_system_text,
-         "cache_control": {"type": "ephemeral"}},
-        {"type": "text", "text": payload.dynamic_system_text},
-        {"type": "text", "text": SUMMARY},
+        {"type": "text", "text": payload.stable_system_text, "cache_control": EPHEMERAL},
+        {"type": "text", "text": SUMMARY, "cache_control": EPHEMERAL},
     ]
     assert [turn["role"] for turn in sent["messages"]] == [
         "user", "assistant", "user", "assistant", "user"
@@ -209,18 +216,30 @@ def test_anthropic_on_the_wire(request_: ChatRequest, payload: CompiledPromptPay
         {"type": "tool_result", "tool_use_id": "call_2", "content": "service unavailable",
          "is_error": True},
     ]
+    # The end of the history is marked, so the next turn reads all of it.
     assert answer["content"] == [
-        {"type": "text", "text": "Oslo has rain; Bergen's weather service is down."}
+        {"type": "text", "text": "Oslo has rain; Bergen's weather service is down.",
+         "cache_control": EPHEMERAL}
     ]
-    assert follow_up["content"][0]["text"] == "And what time is it?"
+    # This turn: the dynamic text next to the user's text, then the last block's mark.
+    assert follow_up["content"] == [
+        {"type": "text", "text": payload.dynamic_system_text},
+        {"type": "text", "text": "And what time is it?", "cache_control": EPHEMERAL},
+    ]
+    # Tools by name, whatever order the caller gave.
     assert sent["tools"] == [
-        {"name": "get_weather", "description": WEATHER.description,
-         "input_schema": WEATHER.parameters},
         {"name": "clock", "description": CLOCK.description,
-         "input_schema": {"type": "object", "properties": {}}},
+         "input_schema": {"properties": {}, "type": "object"}},
+        {"name": "get_weather", "description": WEATHER.description,
+         "input_schema": {"properties": {"city": {"type": "string"}}, "required": ["city"],
+                          "type": "object"}},
     ]
+    assert json.dumps(sent["tools"][1]["input_schema"]) == (
+        '{"properties": {"city": {"type": "string"}}, "required": ["city"], "type": "object"}'
+    )
     # The Messages API version the SDK speaks refuses sampling knobs; they stay out.
     assert sent["max_tokens"] == 512 and "temperature" not in sent
+    assert count_breakpoints(sent) == 4
     assert_no_marker(sent)
     assert_no_tool_prose([block["text"] for block in sent["system"]])
 
@@ -240,27 +259,35 @@ def test_anthropic_user_text_after_tool_results_joins_their_turn(
         {"type": "tool_use", "id": "t", "name": "clock", "input": {}}
     ]
     assert sent["messages"][2]["content"] == [
-        {"type": "tool_result", "tool_use_id": "t"},
-        {"type": "text", "text": "that was empty, try again",
-         "cache_control": {"type": "ephemeral"}},
+        {"type": "tool_result", "tool_use_id": "t", "cache_control": EPHEMERAL},
+        {"type": "text", "text": payload.dynamic_system_text},
+        {"type": "text", "text": "that was empty, try again", "cache_control": EPHEMERAL},
     ]
 
 
-def test_anthropic_marks_stable_and_conversation_tail(request_: ChatRequest) -> None:
-    sent = send_anthropic(to_anthropic(request_)).body
-    assert count_breakpoints(sent) == 2
-    assert "cache_control" in sent["system"][0]
-    assert all("cache_control" not in block for block in sent["system"][1:])
-    tail = sent["messages"][-1]["content"][-1]
-    assert tail == {"type": "text", "text": "And what time is it?",
-                    "cache_control": {"type": "ephemeral"}}
-    assert all("cache_control" not in tool for tool in sent["tools"])
+def test_anthropic_tool_rounds_follow_the_dynamic_text(payload: CompiledPromptPayload) -> None:
+    """Within a turn the dynamic text stays before the rounds; the last block is marked."""
+    request = ChatRequest(model="m", compiled_prompt=payload, messages=[
+        ChatMessage.user("time?"),
+        ChatMessage.assistant(tool_calls=[ToolCall(id="t", name="clock")]),
+        ChatMessage.tool("t", "12:00"),
+    ], tools=[CLOCK])
+    sent = send_anthropic(to_anthropic(request)).body
+    assert sent["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": payload.dynamic_system_text},
+                                     {"type": "text", "text": "time?"}]},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t", "name": "clock", "input": {}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t", "content": "12:00",
+             "cache_control": EPHEMERAL}]},
+    ]
 
 
 def test_anthropic_without_conversation_caching(request_: ChatRequest) -> None:
     body = to_anthropic(request_, cache_conversation=False)
-    assert count_breakpoints(body) == 1
-    assert "cache_control" in body["system"][0]
+    assert count_breakpoints(body) == 3
+    assert "cache_control" not in body["messages"][-1]["content"][-1]
 
 
 def test_anthropic_never_more_than_four_breakpoints(payload: CompiledPromptPayload) -> None:
@@ -274,18 +301,47 @@ def test_anthropic_never_more_than_four_breakpoints(payload: CompiledPromptPaylo
     assert count_breakpoints(sent) == MAX_CACHE_BREAKPOINTS == 4
     marked = [block["text"] for turn in sent["messages"] for block in turn["content"]
               if "cache_control" in block]
-    # the stable block, the tail, then the caller's marks newest first
-    assert "cache_control" in sent["system"][0]
-    assert marked == ["question 5", "answer 5", "last question"]
+    # The caller's marks come first, newest first, and fill every slot.
+    assert marked == ["question 4", "answer 4", "question 5", "answer 5"]
+    assert all("cache_control" not in block for block in sent["system"])
 
 
 def test_anthropic_marks_last_tool_when_there_is_no_stable_text() -> None:
-    request = ChatRequest(model="m", messages=[ChatMessage.user("hi")], tools=[WEATHER, CLOCK])
+    big = ToolSpec(name="search", description="Search the notes. " * 400)
+    request = ChatRequest(model="m", messages=[ChatMessage.user("hi")],
+                          tools=[WEATHER, big, CLOCK])
     sent = send_anthropic(to_anthropic(request)).body
     assert "system" not in sent
-    assert sent["tools"][-1]["cache_control"] == {"type": "ephemeral"}
-    assert "cache_control" not in sent["tools"][0]
+    assert [tool["name"] for tool in sent["tools"]] == ["clock", "get_weather", "search"]
+    assert sent["tools"][-1]["cache_control"] == EPHEMERAL
+    assert [("cache_control" in tool) for tool in sent["tools"]] == [False, False, True]
     assert count_breakpoints(sent) == 2
+
+
+def test_anthropic_no_mark_below_the_model_minimum(payload: CompiledPromptPayload) -> None:
+    """A prefix shorter than the model caches takes no slot; the minimum is per model."""
+    messages = [ChatMessage.user("hi"), ChatMessage.assistant("hello"), ChatMessage.user("go")]
+    small = ChatRequest(model="claude-sonnet-4-6", messages=messages, tools=[CLOCK])
+    assert count_breakpoints(to_anthropic(small)) == 0
+    # The same stable text passes Sonnet 4.6's 1,024 tokens but not Opus 4.6's 4,096.
+    sonnet = ChatRequest(model="claude-sonnet-4-6", compiled_prompt=payload, messages=messages)
+    opus = sonnet.model_copy(update={"model": "claude-opus-4-6"})
+    assert count_breakpoints(to_anthropic(sonnet)) == 3
+    assert count_breakpoints(to_anthropic(opus)) == 0
+    assert minimum_cacheable_tokens("claude-opus-4-5-20251101") == 4096
+    assert minimum_cacheable_tokens("claude-3-5-haiku-latest") == 2048
+    assert minimum_cacheable_tokens("claude-sonnet-4-20250514") == 1024
+    assert minimum_cacheable_tokens("someone-elses-model") == 1024
+
+
+def test_anthropic_long_ttl_on_the_stable_part_only(request_: ChatRequest) -> None:
+    request = request_.model_copy(update={"cache": CacheOptions(long_ttl=True)})
+    sent = send_anthropic(to_anthropic(request)).body
+    hour = {"type": "ephemeral", "ttl": "1h"}
+    assert [block["cache_control"] for block in sent["system"]] == [hour, hour]
+    marks = [block["cache_control"] for turn in sent["messages"] for block in turn["content"]
+             if "cache_control" in block]
+    assert marks == [EPHEMERAL, EPHEMERAL]
 
 
 def test_anthropic_caller_mark_on_the_summary(payload: CompiledPromptPayload) -> None:
@@ -293,7 +349,7 @@ def test_anthropic_caller_mark_on_the_summary(payload: CompiledPromptPayload) ->
         ChatMessage.system(SUMMARY, cache_breakpoint=True), ChatMessage.user("hi"),
     ])
     system = to_anthropic(request)["system"]
-    assert [("cache_control" in block) for block in system] == [True, False, True]
+    assert [("cache_control" in block) for block in system] == [True, True]
 
 
 def test_anthropic_default_max_tokens_and_stop(payload: CompiledPromptPayload) -> None:
@@ -313,13 +369,17 @@ def test_openai_chat_on_the_wire(request_: ChatRequest, payload: CompiledPromptP
     sent = wire.body
     assert wire.url == "https://api.openai.com/v1/chat/completions"
     assert sent == body
-    prompt = payload.stable_system_text + "\n\n" + payload.dynamic_system_text
+    # Stable text, the summary right after it; the dynamic text just before this turn.
     assert sent["messages"][:2] == [
-        {"role": "system", "content": prompt},
+        {"role": "system", "content": payload.stable_system_text},
         {"role": "system", "content": SUMMARY},
     ]
     assert [m["role"] for m in sent["messages"][2:]] == [
-        "user", "assistant", "tool", "tool", "assistant", "user"
+        "user", "assistant", "tool", "tool", "assistant", "system", "user"
+    ]
+    assert sent["messages"][-2:] == [
+        {"role": "system", "content": payload.dynamic_system_text},
+        {"role": "user", "content": "And what time is it?"},
     ]
     calls = sent["messages"][3]
     assert calls["content"] == "Checking both."
@@ -330,10 +390,13 @@ def test_openai_chat_on_the_wire(request_: ChatRequest, payload: CompiledPromptP
     ]
     assert sent["messages"][4] == {"role": "tool", "tool_call_id": "call_1",
                                    "content": "Rain, 9 °C"}
-    assert sent["tools"][0] == {"type": "function", "function": {
+    assert [tool["function"]["name"] for tool in sent["tools"]] == ["clock", "get_weather"]
+    assert sent["tools"][1] == {"type": "function", "function": {
         "name": "get_weather", "description": WEATHER.description,
         "parameters": WEATHER.parameters,
     }}
+    assert list(sent["tools"][1]["function"]["parameters"]) == ["properties", "required", "type"]
+    assert "prompt_cache_retention" not in sent
     assert sent["prompt_cache_key"] == f"pioneer-{payload.manifest.fingerprint_stable[:48]}"
     assert len(sent["prompt_cache_key"]) <= 64
     assert sent["max_completion_tokens"] == 512 and sent["temperature"] == 0.3
@@ -344,7 +407,21 @@ def test_openai_chat_on_the_wire(request_: ChatRequest, payload: CompiledPromptP
 def test_openai_chat_developer_role(request_: ChatRequest) -> None:
     sent = send_openai_chat(to_openai_chat(request_, system_role="developer")).body
     assert [m["role"] for m in sent["messages"][:2]] == ["developer", "developer"]
+    assert sent["messages"][-2]["role"] == "developer"
     assert "system" not in [m["role"] for m in sent["messages"]]
+
+
+@pytest.mark.parametrize("send, adapter", [(send_openai_chat, to_openai_chat),
+                                           (send_openai_responses, to_openai_responses)])
+def test_openai_prompt_cache_retention(
+    request_: ChatRequest, send: Callable[[dict[str, Any]], Wire],
+    adapter: Callable[[ChatRequest], dict[str, Any]],
+) -> None:
+    request = request_.model_copy(
+        update={"cache": CacheOptions(prompt_cache_retention="24h")}
+    )
+    sent = send(adapter(request)).body
+    assert sent["prompt_cache_retention"] == "24h"
 
 
 def test_openai_chat_tool_calls_without_text(payload: CompiledPromptPayload) -> None:
@@ -354,7 +431,7 @@ def test_openai_chat_tool_calls_without_text(payload: CompiledPromptPayload) -> 
         ChatMessage.tool("t", "12:00"),
     ])
     sent = send_openai_chat(to_openai_chat(request)).body
-    assert sent["messages"][2] == {"role": "assistant", "content": None, "tool_calls": [
+    assert sent["messages"][3] == {"role": "assistant", "content": None, "tool_calls": [
         {"id": "t", "type": "function", "function": {"name": "clock", "arguments": "{}"}},
     ]}
 
@@ -370,9 +447,8 @@ def test_openai_responses_on_the_wire(
     sent = wire.body
     assert wire.url == "https://api.openai.com/v1/responses"
     assert sent == body
-    assert sent["instructions"] == (
-        payload.stable_system_text + "\n\n" + payload.dynamic_system_text
-    )
+    assert sent["instructions"] == payload.stable_system_text
+    assert sent["store"] is False
     assert sent["input"] == [
         {"role": "system", "content": SUMMARY},
         {"role": "user", "content": "What is the weather in Oslo and Bergen?"},
@@ -384,9 +460,10 @@ def test_openai_responses_on_the_wire(
         {"type": "function_call_output", "call_id": "call_1", "output": "Rain, 9 °C"},
         {"type": "function_call_output", "call_id": "call_2", "output": "service unavailable"},
         {"role": "assistant", "content": "Oslo has rain; Bergen's weather service is down."},
+        {"role": "system", "content": payload.dynamic_system_text},
         {"role": "user", "content": "And what time is it?"},
     ]
-    assert sent["tools"][0] == {
+    assert sent["tools"][1] == {
         "type": "function", "name": "get_weather", "description": WEATHER.description,
         "parameters": WEATHER.parameters, "strict": False,
     }
@@ -399,6 +476,14 @@ def test_openai_responses_on_the_wire(
 def test_openai_responses_developer_role(request_: ChatRequest) -> None:
     sent = send_openai_responses(to_openai_responses(request_, system_role="developer")).body
     assert sent["input"][0] == {"role": "developer", "content": SUMMARY}
+    assert sent["input"][-2]["role"] == "developer"
+
+
+def test_openai_responses_stores_only_when_asked(request_: ChatRequest) -> None:
+    asked = request_.model_copy(update={"cache": CacheOptions(store=True)})
+    assert send_openai_responses(to_openai_responses(asked)).body["store"] is True
+    legacy = request_.model_copy(update={"cache": CacheOptions(dynamic_placement="system")})
+    assert "store" not in to_openai_responses(legacy)
 
 
 def test_openai_responses_refuses_stop_sequences() -> None:
@@ -425,10 +510,12 @@ def test_gemini_on_the_wire(request_: ChatRequest, payload: CompiledPromptPayloa
     assert sent == body
     assert sent["systemInstruction"]["parts"] == [
         {"text": payload.stable_system_text},
-        {"text": payload.dynamic_system_text},
         {"text": SUMMARY},
     ]
     assert [c["role"] for c in sent["contents"]] == ["user", "model", "user", "model", "user"]
+    assert sent["contents"][-1]["parts"] == [
+        {"text": payload.dynamic_system_text}, {"text": "And what time is it?"},
+    ]
     assert sent["contents"][1]["parts"] == [
         {"text": "Checking both."},
         {"functionCall": {"id": "call_1", "name": "get_weather", "args": {"city": "Oslo"}}},
@@ -441,10 +528,10 @@ def test_gemini_on_the_wire(request_: ChatRequest, payload: CompiledPromptPayloa
                               "response": {"error": "service unavailable"}}},
     ]
     assert sent["tools"] == [{"functionDeclarations": [
-        {"name": "get_weather", "description": WEATHER.description,
-         "parametersJsonSchema": WEATHER.parameters},
         {"name": "clock", "description": CLOCK.description,
          "parametersJsonSchema": {"type": "object", "properties": {}}},
+        {"name": "get_weather", "description": WEATHER.description,
+         "parametersJsonSchema": WEATHER.parameters},
     ]}]
     assert sent["generationConfig"] == {"maxOutputTokens": 512, "temperature": 0.3}
     assert_no_marker(sent)
@@ -462,6 +549,7 @@ def test_gemini_merges_tool_results_with_the_next_user_text(payload: CompiledPro
     assert [c["role"] for c in sent["contents"]] == ["user", "model", "user"]
     assert sent["contents"][2]["parts"] == [
         {"functionResponse": {"id": "t", "name": "clock", "response": {"output": "12:00"}}},
+        {"text": payload.dynamic_system_text},
         {"text": "thanks, and the date?"},
     ]
 

@@ -25,8 +25,11 @@ from pioneer import (
 from pioneer.audit import HistorySnapshot, TurnAudit, TurnRecord, provider_shape
 from pioneer.errors import InputError
 from pioneer.history import MIGRATIONS
-from pioneer.providers import build_request_body
+from pioneer.providers import CacheOptions, build_request_body
 from pioneer.tools import ToolCatalog, TurnTools
+
+
+SYSTEM = CacheOptions(dynamic_placement="system")
 
 
 @pytest.fixture(scope="module")
@@ -166,8 +169,9 @@ def test_anthropic_shape_names_every_cache_mark(payload: CompiledPromptPayload) 
         ChatMessage.system("Summary of earlier conversation:\nHi."),
         ChatMessage.user("Hi", cache_breakpoint=True), ChatMessage.assistant("Hello"),
         ChatMessage.user("Again"),
-    ], tools=[ToolSpec(name="read_file")])
+    ], tools=[ToolSpec(name="read_file")], cache=SYSTEM)
     shape = provider_shape("anthropic", request, build_request_body("anthropic", request))
+    assert shape.dynamic_placement == "system"
     assert [(p.kind, p.chars) for p in shape.system] == [
         ("stable", len(payload.stable_system_text)),
         ("dynamic", len(payload.dynamic_system_text)),
@@ -181,10 +185,30 @@ def test_anthropic_shape_names_every_cache_mark(payload: CompiledPromptPayload) 
 
 def test_without_stable_text_the_tools_carry_the_mark() -> None:
     request = ChatRequest(model="m", messages=[ChatMessage.user("Hi")],
-                          tools=[ToolSpec(name="a"), ToolSpec(name="b")])
+                          tools=[ToolSpec(name="a"), ToolSpec(name="b")], cache=SYSTEM)
     shape = provider_shape("anthropic", request, build_request_body("anthropic", request))
     assert shape.cache_breakpoints == ["tools[1] (b)", "messages[0] (user)"]
     assert shape.system == []
+
+
+def test_cache_first_shape_lists_the_parts_in_the_order_sent(
+    payload: CompiledPromptPayload,
+) -> None:
+    summary = "Summary of earlier conversation:\nHi."
+    request = ChatRequest(model="m", compiled_prompt=payload, messages=[
+        ChatMessage.system(summary), ChatMessage.user("Hi"), ChatMessage.assistant("Hello"),
+        ChatMessage.user("Again"),
+    ])
+    shape = provider_shape("anthropic", request, build_request_body("anthropic", request))
+    assert shape.dynamic_placement == "cache-first"
+    assert [(p.kind, p.chars) for p in shape.system] == [
+        ("stable", len(payload.stable_system_text)),
+        ("message", len(summary)),
+        ("dynamic", len(payload.dynamic_system_text)),
+    ]
+    assert shape.carrier.startswith("system blocks: stable, then system messages; dynamic:")
+    # The minimal profile's stable text is far below 1,024 tokens: nothing is worth a mark.
+    assert shape.cache_breakpoints == []
 
 
 @pytest.mark.parametrize("provider", ["openai-chat", "openai-responses", "gemini"])

@@ -4,7 +4,9 @@ Takes the provider name, the :class:`~pioneer.providers.ChatRequest` and the bod
 adapter built; gives a :class:`~pioneer.audit.record.ProviderShape`: where the system
 prompt travels, the stable/dynamic split as sent, the cache breakpoints found in the body
 (each ``cache_control`` mark, named by its place), the ``prompt_cache_key`` and a hash of
-the body. The marks are read from the body itself, not predicted, so the record says
+the body. In the cache-first layout the parts are listed in the order they are sent:
+the stable text, the system messages of the history, then the dynamic text (which goes
+after the history). The marks are read from the body itself, not predicted, so the record says
 what was sent even if an adapter changes.
 """
 
@@ -15,29 +17,56 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..providers.layout import layout
 from ..providers.request import ChatRequest
-from ..providers.system import system_parts
+from ..providers.system import SystemPart, system_parts
 from .record import ProviderShape, SystemPartRecord
 
-__all__ = ["CARRIERS", "provider_shape"]
+__all__ = ["CACHE_FIRST_CARRIERS", "CARRIERS", "provider_shape"]
 
-#: Provider name → where its adapter puts the system prompt.
+#: Provider name → where its adapter puts the system prompt (``system`` placement).
 CARRIERS: Mapping[str, str] = {
     "anthropic": "system blocks: stable, dynamic, then system messages",
     "openai-chat": "one leading system message: stable + dynamic joined",
     "openai-responses": "instructions: stable + dynamic joined",
     "gemini": "systemInstruction parts: stable, dynamic, then system messages",
 }
+#: The same for the cache-first layout, where the dynamic text follows the history.
+CACHE_FIRST_CARRIERS: Mapping[str, str] = {
+    "anthropic": "system blocks: stable, then system messages; dynamic: a text block "
+                 "before the current user text",
+    "openai-chat": "leading system message: stable; dynamic: a system message before the "
+                   "current user message",
+    "openai-responses": "instructions: stable; dynamic: an input message before the current "
+                        "user message",
+    "gemini": "systemInstruction parts: stable, then system messages; dynamic: a text part "
+              "before the current user text",
+}
+
+
+def _parts(request: ChatRequest) -> tuple[list[SystemPart], str]:
+    """The system pieces in the order sent, and the placement."""
+    plan = layout(request)
+    if not plan.cache_first:
+        return system_parts(request), "system"
+    parts = system_parts(request)
+    ordered = [part for part in parts if part.kind == "stable"]
+    ordered += [part for part in parts if part.kind == "message"
+                and part.index is not None and not plan.in_turn(part.index)]
+    ordered += [part for part in parts if part.kind == "dynamic"]
+    return ordered, "cache-first"
 
 
 def provider_shape(provider: str, request: ChatRequest, body: Mapping[str, Any]) -> ProviderShape:
     """The shape of ``body``, which the ``provider`` adapter built from ``request``."""
-    parts = system_parts(request)
+    parts, placement = _parts(request)
+    carriers = CACHE_FIRST_CARRIERS if placement == "cache-first" else CARRIERS
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     key = body.get("prompt_cache_key")
     return ProviderShape(
         provider=provider,
-        carrier=CARRIERS.get(provider, "unknown adapter"),
+        carrier=carriers.get(provider, "unknown adapter"),
+        dynamic_placement=placement,
         system=[SystemPartRecord(kind=part.kind, chars=len(part.text)) for part in parts],
         cache_breakpoints=list(_breakpoints(body, [part.kind for part in parts])),
         prompt_cache_key=key if isinstance(key, str) else None,

@@ -166,6 +166,10 @@ class ProviderShape(BaseModel):
     model_config = _FROZEN
     provider: str = Field(description="Provider name as the CLI spells it.")
     carrier: str = Field(description="Where the system prompt travels in the body.")
+    dynamic_placement: Literal["cache-first", "system"] = Field(
+        "system", description="Where the dynamic text went: after the history (cache-first) "
+        "or in the system prompt (system; every record written before the cache-first layout)."
+    )
     system: list[SystemPartRecord] = Field(description="System pieces, in the order sent.")
     cache_breakpoints: list[str] = Field(
         description="Places marked with cache_control (Anthropic), e.g. system[0] (stable)."

@@ -11,6 +11,7 @@ from ..errors import InputError, Problem
 
 if TYPE_CHECKING:
     from ..compile.manifest import CompiledPromptPayload
+    from ..settings_values import SettingsValues
 
 __all__ = ["PROVIDER_NAMES", "add_provider_options", "provider_output"]
 
@@ -27,16 +28,28 @@ def add_provider_options(parser: argparse.ArgumentParser, output: Any) -> None:
     parser.add_argument("--messages", type=Path, metavar="FILE",
                         help="conversation for --provider as JSON: a list of messages, or an "
                         "object of request fields (see schemas/chat_request.schema.json)")
+    parser.add_argument("--dynamic-placement", choices=["cache-first", "system"],
+                        help="for --provider: put the dynamic text after the history "
+                        "(cache-first) or in the system prompt (system); default: the "
+                        "settings' dynamic_placement, else cache-first")
 
 
-def provider_output(args: argparse.Namespace, payload: CompiledPromptPayload) -> str | None:
-    """The request body JSON for ``args.provider``; None when no provider was asked for."""
+def provider_output(
+    args: argparse.Namespace, payload: CompiledPromptPayload, settings: SettingsValues
+) -> str | None:
+    """The request body JSON for ``args.provider``; None when no provider was asked for.
+
+    The dynamic text's placement is ``--dynamic-placement`` when given, else what the
+    messages file's ``cache`` says, else the settings' ``dynamic_placement``.
+    """
     fields: dict[str, Any] = {"compiled_prompt": payload}
     if args.model:
         fields["model"] = args.model
     if args.provider is None:
         if len(fields) > 1 or args.messages is not None:
             raise InputError(Problem("--model and --messages need --provider"))
+        if args.dynamic_placement is not None:
+            raise InputError(Problem("--dynamic-placement needs --provider"))
         return None
     from ..providers import ChatRequest, build_request_body, load_chat_request
 
@@ -48,5 +61,12 @@ def provider_output(args: argparse.Namespace, payload: CompiledPromptPayload) ->
         raise InputError(Problem(
             '--provider needs --model (or a --messages file that sets "model")'
         ))
+    placement = args.dynamic_placement
+    if placement is None and "dynamic_placement" not in request.cache.model_fields_set:
+        placement = settings.dynamic_placement
+    if placement is not None:
+        request = request.model_copy(update={
+            "cache": request.cache.model_copy(update={"dynamic_placement": placement})
+        })
     body = build_request_body(args.provider, request)
     return json.dumps(body, indent=2, ensure_ascii=False) + "\n"

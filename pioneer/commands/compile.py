@@ -56,7 +56,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
         check_lock(compile_input.profile, compiler.load_profile(compile_input.profile), args.lock)
     payload = compiler.compile(compile_input)
-    body = provider_output(args, payload)
+    body = provider_output(args, payload, compiler.settings)
     if body is not None:
         out.write(body)
     elif args.json:

@@ -12,13 +12,16 @@ from typing import Any
 
 from ..errors import InputError, Problem
 from .anthropic import to_anthropic
-from .caching import MAX_CACHE_BREAKPOINTS, count_breakpoints
+from .caching import MAX_CACHE_BREAKPOINTS, count_breakpoints, minimum_cacheable_tokens
 from .gemini import to_gemini
 from .openai_chat import to_openai_chat
 from .openai_responses import to_openai_responses
+from .layout import Layout, layout, turn_start
 from .request import (
+    CacheOptions,
     ChatMessage,
     ChatRequest,
+    DynamicPlacement,
     SamplingOptions,
     ToolCall,
     ToolResult,
@@ -30,20 +33,26 @@ from .request import (
 __all__ = [
     "MAX_CACHE_BREAKPOINTS",
     "PROVIDERS",
+    "CacheOptions",
     "ChatMessage",
     "ChatRequest",
+    "DynamicPlacement",
+    "Layout",
     "SamplingOptions",
     "ToolCall",
     "ToolResult",
     "ToolSpec",
     "build_request_body",
     "count_breakpoints",
+    "layout",
     "load_chat_request",
+    "minimum_cacheable_tokens",
     "parse_chat_request",
     "to_anthropic",
     "to_gemini",
     "to_openai_chat",
     "to_openai_responses",
+    "turn_start",
 ]
 
 #: Provider name (as the CLI spells it) → adapter with its default options.

@@ -1,27 +1,124 @@
-"""Cache breakpoints: one budget per request, spent on the most valuable places first.
+"""Cache breakpoints (Anthropic): at most four marks, planned where they pay.
 
-Anthropic caches the prompt prefix up to every block marked with ``cache_control`` and
-rejects a request with more than four marks. Adapters never mark a block directly: they
-list the places they would like a mark, most valuable first, and :func:`allot_breakpoints`
-grants at most :data:`MAX_CACHE_BREAKPOINTS` of them. Keeping the count in this one
-place is what makes "never more than four" hold whatever the caller asked for.
+Anthropic caches the prompt prefix (tools → system → messages) up to every block marked
+with ``cache_control``, rejects a request with more than four marks, and caches nothing
+for a prefix shorter than the model's minimum. An adapter never marks a block directly:
+it lists the places a mark could go (:class:`MarkCandidate`, each with why it is wanted
+and how many tokens its prefix holds) and :func:`plan_breakpoints` picks at most
+:data:`MAX_CACHE_BREAKPOINTS` of them:
+
+1. the marks the caller asked for (``ChatMessage.cache_breakpoint``), newest first;
+2. the end of the history, so the next turn reads the whole history from cache;
+3. the last block, so the next tool round of this turn reads the whole turn;
+4. the end of the stable part (the stable text, or the tools when there is none), which
+   still reads when the history changes (a new summary, a truncation cut);
+5. the end of the history summary.
+
+A candidate whose prefix is shorter than the model's minimum
+(:func:`minimum_cacheable_tokens`) is dropped: it would cache nothing and only take a
+slot. With ``long_ttl`` the marks on the tools and system blocks get a 1-hour lifetime;
+they come before every message block, so 1-hour entries always precede 5-minute ones,
+as the API requires. docs/providers.md has the rules and their sources.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
-from typing import Any, TypeVar
+import re
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
 
-__all__ = ["MAX_CACHE_BREAKPOINTS", "allot_breakpoints", "cache_control", "count_breakpoints"]
+__all__ = [
+    "DEFAULT_MINIMUM_TOKENS",
+    "MAX_CACHE_BREAKPOINTS",
+    "MINIMUM_CACHEABLE_TOKENS",
+    "MarkCandidate",
+    "MarkReason",
+    "allot_breakpoints",
+    "cache_control",
+    "count_breakpoints",
+    "marked_blocks",
+    "minimum_cacheable_tokens",
+    "plan_breakpoints",
+]
 
 #: Anthropic's limit of ``cache_control`` marks in one request.
 MAX_CACHE_BREAKPOINTS = 4
 
+#: The shortest prefix (tokens) each Anthropic model caches; the first pattern that
+#: matches the model name wins, so a dated snapshot (``claude-opus-4-1-20250805``) finds
+#: its family. Source: the "minimum cacheable prompt length" list of Anthropic's prompt
+#: caching page (build-with-claude/prompt-caching in Anthropic's API documentation), as
+#: of late 2026; docs/providers.md has the same table in prose.
+MINIMUM_CACHEABLE_TOKENS: tuple[tuple[str, int], ...] = (
+    (r"claude-(opus|fable|mythos)-5(?!\d)", 512),
+    (r"claude-sonnet-5(?!\d)", 1024),
+    (r"claude-opus-4-[56](?!\d)", 4096),
+    (r"claude-opus-4-7(?!\d)", 2048),
+    (r"claude-haiku-4-5(?!\d)", 4096),
+    (r"claude-(sonnet|opus)-4(?!\d)", 1024),  # Sonnet 4, 4.5, 4.6; Opus 4, 4.1, 4.8
+    (r"claude-3-7-sonnet", 1024),
+    (r"claude-3(-5)?-haiku", 2048),
+)
+#: The minimum for a model the table does not know.
+DEFAULT_MINIMUM_TOKENS = 1024
+
+MarkReason = Literal["caller", "history", "last", "stable", "tools", "summary"]
+_ORDER: dict[MarkReason, int] = {
+    "caller": 0, "history": 1, "last": 2, "stable": 3, "tools": 3, "summary": 4,
+}
+
 K = TypeVar("K", bound=Hashable)
 
 
+def minimum_cacheable_tokens(model: str) -> int:
+    """The shortest prefix ``model`` caches (:data:`DEFAULT_MINIMUM_TOKENS` when unknown)."""
+    name = model.lower()
+    for pattern, minimum in MINIMUM_CACHEABLE_TOKENS:
+        if re.search(pattern, name):
+            return minimum
+    return DEFAULT_MINIMUM_TOKENS
+
+
+@dataclass(frozen=True, slots=True)
+class MarkCandidate:
+    """A place a mark could go, why, and the tokens of the prefix it would cache."""
+
+    place: Hashable
+    reason: MarkReason
+    #: Tokens from the start of the request through this block (a count may stop early
+    #: once it is past every minimum; it is then a lower bound).
+    prefix_tokens: int
+    #: The block is a tool or a system block (1-hour lifetime with ``long_ttl``).
+    prefix_part: bool = False
+    #: For caller marks: the message index, so newer marks win.
+    order: int = 0
+
+
+def plan_breakpoints(
+    candidates: Iterable[MarkCandidate], *, minimum: int, limit: int = MAX_CACHE_BREAKPOINTS
+) -> tuple[MarkCandidate, ...]:
+    """The marks to set: at most ``limit`` distinct places, none below ``minimum`` tokens.
+
+    Returned in the order they were planned (most valuable first).
+    """
+    ranked = sorted(
+        (c for c in candidates if c.prefix_tokens >= minimum),
+        key=lambda c: (_ORDER[c.reason], -c.order),
+    )
+    granted: list[MarkCandidate] = []
+    places: set[Hashable] = set()
+    for candidate in ranked:
+        if len(granted) == limit:
+            break
+        if candidate.place not in places:
+            places.add(candidate.place)
+            granted.append(candidate)
+    return tuple(granted)
+
+
 def allot_breakpoints(wanted: Iterable[K], limit: int = MAX_CACHE_BREAKPOINTS) -> frozenset[K]:
-    """The first ``limit`` distinct places of ``wanted`` (listed most valuable first)."""
+    """The first ``limit`` distinct places of ``wanted`` (the ``system`` placement's rule)."""
     granted: list[K] = []
     for place in wanted:
         if len(granted) == limit:
@@ -31,9 +128,9 @@ def allot_breakpoints(wanted: Iterable[K], limit: int = MAX_CACHE_BREAKPOINTS) -
     return frozenset(granted)
 
 
-def cache_control() -> dict[str, str]:
+def cache_control(*, long_ttl: bool = False) -> dict[str, str]:
     """The mark itself: a fresh dict, so no two blocks share one mutable value."""
-    return {"type": "ephemeral"}
+    return {"type": "ephemeral", "ttl": "1h"} if long_ttl else {"type": "ephemeral"}
 
 
 def count_breakpoints(body: Mapping[str, Any]) -> int:
@@ -42,10 +139,20 @@ def count_breakpoints(body: Mapping[str, Any]) -> int:
     Only the places a mark can go are looked at (tools, system blocks, message content
     blocks), so a tool schema with a property named ``cache_control`` is not counted.
     """
+    return sum(1 for block in _blocks(body) if isinstance(block, dict) and "cache_control" in block)
+
+
+def marked_blocks(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The blocks of an Anthropic body that carry a mark, in request order."""
+    return [block for block in _blocks(body)
+            if isinstance(block, Mapping) and "cache_control" in block]
+
+
+def _blocks(body: Mapping[str, Any]) -> Sequence[Any]:
     system = body.get("system")
     blocks: list[Any] = [*body.get("tools", []), *(system if isinstance(system, list) else [])]
     for message in body.get("messages", []):
         content = message.get("content")
         if isinstance(content, list):
             blocks += content
-    return sum(1 for block in blocks if isinstance(block, dict) and "cache_control" in block)
+    return blocks

@@ -1,8 +1,13 @@
 """Gemini generateContent: a :class:`ChatRequest` as the body of ``models/{model}:generateContent``.
 
-``systemInstruction`` holds one text part each for the stable text, the dynamic text and
-every system message (the history summary among them), in that order, so Gemini's
-implicit prefix cache sees the stable part first. ``contents`` uses the ``user`` and
+Cache-first (the default, see :mod:`~pioneer.providers.layout`): ``systemInstruction``
+holds one text part for the stable text and one for each system message of the history
+(the summary first), so Gemini's implicit prefix cache sees the stable part first; this
+turn's dynamic text is a text part of the current user turn, just before the user's own
+text, and a system message inside this turn stays in its place as a user text part.
+Tools are sorted by name. With ``dynamic_placement = "system"`` the dynamic text is a
+part of ``systemInstruction`` after the stable text, as earlier versions sent it.
+``contents`` uses the ``user`` and
 ``model`` roles: tool calls are ``functionCall`` parts of the model turn, their results
 ``functionResponse`` parts of the next user turn (``{"output": ...}``, or
 ``{"error": ...}`` when the tool failed). Consecutive messages of one role merge into one
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .layout import Layout, layout
 from .request import ChatMessage, ChatRequest, clean
 from .system import system_parts
 
@@ -26,26 +32,43 @@ def endpoint(request: ChatRequest) -> str:
 
 def to_gemini(request: ChatRequest) -> dict[str, Any]:
     """The generateContent body."""
+    plan = layout(request)
     body: dict[str, Any] = {}
-    parts = [{"text": part.text} for part in system_parts(request)]
+    if plan.cache_first:
+        texts = [plan.stable] if plan.stable else []
+        texts += [clean(m.content).strip() for i, m in enumerate(request.messages)
+                  if m.role == "system" and not plan.in_turn(i)]
+        parts = [{"text": text} for text in texts]
+    else:
+        parts = [{"text": part.text} for part in system_parts(request)]
     if parts:
         body["systemInstruction"] = {"parts": parts}
     names = request.tool_call_names()
     contents: list[dict[str, Any]] = []
-    for message in request.messages:
-        if message.role == "system":
-            continue
-        role = "model" if message.role == "assistant" else "user"
+
+    def add(role: str, new: list[dict[str, Any]]) -> None:
         if not contents or contents[-1]["role"] != role:
             contents.append({"role": role, "parts": []})
-        contents[-1]["parts"].extend(_parts(message, names))
+        contents[-1]["parts"].extend(new)
+
+    dynamic = [{"text": plan.dynamic}] if plan.cache_first and plan.dynamic else []
+    for index, message in enumerate(request.messages):
+        if index == plan.turn_start and dynamic:
+            add("user", dynamic)
+        if message.role == "system":
+            if plan.cache_first and plan.in_turn(index):
+                add("user", [{"text": clean(message.content).strip()}])
+            continue
+        add("model" if message.role == "assistant" else "user", _parts(message, names, plan))
+    if plan.turn_start == len(request.messages) and dynamic:
+        add("user", dynamic)
     body["contents"] = contents
-    if request.tools:
+    if plan.tools:
         body["tools"] = [{"functionDeclarations": [
             {"name": tool.name,
              **({"description": tool.description} if tool.description else {}),
-             "parametersJsonSchema": tool.parameters}
-            for tool in request.tools
+             "parametersJsonSchema": plan.schema(tool.parameters)}
+            for tool in plan.tools
         ]}]
     config = _generation_config(request)
     if config:
@@ -53,7 +76,7 @@ def to_gemini(request: ChatRequest) -> dict[str, Any]:
     return body
 
 
-def _parts(message: ChatMessage, names: dict[str, str]) -> list[dict[str, Any]]:
+def _parts(message: ChatMessage, names: dict[str, str], plan: Layout) -> list[dict[str, Any]]:
     if message.tool_result is not None:
         result = message.tool_result
         key = "error" if result.is_error else "output"
@@ -67,7 +90,7 @@ def _parts(message: ChatMessage, names: dict[str, str]) -> list[dict[str, Any]]:
     if text.strip():
         parts.append({"text": text})
     parts += [
-        {"functionCall": {"id": call.id, "name": call.name, "args": call.arguments}}
+        {"functionCall": {"id": call.id, "name": call.name, "args": plan.schema(call.arguments)}}
         for call in message.tool_calls
     ]
     return parts

@@ -1,12 +1,17 @@
 """OpenAI Chat Completions: a :class:`ChatRequest` as the body of ``POST /v1/chat/completions``.
 
-The compiled prompt becomes one leading system (or, by option, developer) message: the
-stable text, a blank line, the dynamic text, with the boundary marker gone. OpenAI caches
-matching prompt prefixes on its own; ``prompt_cache_key`` (derived from
-``fingerprint_stable``) sends every request with the same stable text to the same cache.
-Other system messages, such as the history summary, keep their place in the conversation
-with the same role. Tool calls and tool messages map one to one; arguments are sent as
-the JSON text the API expects.
+Cache-first (the default, see :mod:`~pioneer.providers.layout`): the stable text is one
+leading system (or, by option, developer) message, the conversation's own system
+messages (the history summary first among them) keep their place right after it, and
+this turn's dynamic text is one more system message placed just before the current user
+message, so it never sits before the history. Tools are sorted by name and their schemas
+and call arguments sent with their keys in a stable order. With ``dynamic_placement =
+"system"`` the leading message is the stable text, a blank line and the dynamic text, as
+earlier versions sent it. OpenAI caches matching prompt prefixes on its own;
+``prompt_cache_key`` (derived from ``fingerprint_stable``) sends every request with the
+same stable text to the same cache, and ``prompt_cache_retention`` is passed when set.
+Tool calls and tool messages map one to one; arguments are sent as the JSON text the
+API expects.
 """
 
 from __future__ import annotations
@@ -14,34 +19,43 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+from .layout import Layout, layout
 from .request import ChatMessage, ChatRequest, clean
 from .system import joined_prompt, prompt_cache_key
 
-__all__ = ["SystemRole", "to_openai_chat"]
+__all__ = ["SystemRole", "arguments_json", "to_openai_chat"]
 
 SystemRole = Literal["system", "developer"]
 
 
 def to_openai_chat(request: ChatRequest, *, system_role: SystemRole = "system") -> dict[str, Any]:
     """The Chat Completions body; ``system_role="developer"`` for models that want it."""
+    plan = layout(request)
     messages: list[dict[str, Any]] = []
-    prompt = joined_prompt(request)
+    prompt = plan.stable if plan.cache_first else joined_prompt(request)
     if prompt:
         messages.append({"role": system_role, "content": prompt})
-    messages += [_message(message, system_role) for message in request.messages]
+    for index, message in enumerate(request.messages):
+        if plan.cache_first and index == plan.turn_start and plan.dynamic:
+            messages.append({"role": system_role, "content": plan.dynamic})
+        messages.append(_message(message, system_role, plan))
+    if plan.cache_first and plan.turn_start == len(request.messages) and plan.dynamic:
+        messages.append({"role": system_role, "content": plan.dynamic})
     body: dict[str, Any] = {"model": request.model, "messages": messages}
-    if request.tools:
+    if plan.tools:
         body["tools"] = [
             {"type": "function", "function": {
                 "name": tool.name,
                 **({"description": tool.description} if tool.description else {}),
-                "parameters": tool.parameters,
+                "parameters": plan.schema(tool.parameters),
             }}
-            for tool in request.tools
+            for tool in plan.tools
         ]
     key = prompt_cache_key(request)
     if key is not None:
         body["prompt_cache_key"] = key
+    if request.cache.prompt_cache_retention is not None:
+        body["prompt_cache_retention"] = request.cache.prompt_cache_retention
     sampling = request.sampling
     if sampling.max_tokens is not None:
         body["max_completion_tokens"] = sampling.max_tokens
@@ -54,7 +68,12 @@ def to_openai_chat(request: ChatRequest, *, system_role: SystemRole = "system") 
     return body
 
 
-def _message(message: ChatMessage, system_role: SystemRole) -> dict[str, Any]:
+def arguments_json(arguments: dict[str, Any], plan: Layout) -> str:
+    """Call arguments as the JSON text OpenAI expects (keys sorted when cache-first)."""
+    return json.dumps(plan.schema(arguments), ensure_ascii=False)
+
+
+def _message(message: ChatMessage, system_role: SystemRole, plan: Layout) -> dict[str, Any]:
     if message.tool_result is not None:
         return {"role": "tool", "tool_call_id": message.tool_result.call_id,
                 "content": clean(message.tool_result.content)}
@@ -68,7 +87,7 @@ def _message(message: ChatMessage, system_role: SystemRole) -> dict[str, Any]:
         out["tool_calls"] = [
             {"id": call.id, "type": "function", "function": {
                 "name": call.name,
-                "arguments": json.dumps(call.arguments, ensure_ascii=False),
+                "arguments": arguments_json(call.arguments, plan),
             }}
             for call in message.tool_calls
         ]

@@ -33,11 +33,15 @@ from ..text import EdgeModel
 
 __all__ = [
     "TOOL_NAME_PATTERN",
+    "CacheOptions",
+    "CacheRetention",
     "ChatMessage",
     "ChatRequest",
+    "DynamicPlacement",
     "Role",
     "SamplingOptions",
     "ToolCall",
+    "ToolOrder",
     "ToolResult",
     "ToolSpec",
     "clean",
@@ -46,6 +50,14 @@ __all__ = [
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
+#: Where this turn's dynamic text goes: after the history, next to the current user
+#: message (``cache-first``), or in the system prompt as earlier versions sent it.
+DynamicPlacement = Literal["cache-first", "system"]
+#: Tools sorted by name (a byte-stable prefix whatever order the caller built them in),
+#: or kept in the order the caller gave.
+ToolOrder = Literal["by_name", "as_given"]
+#: OpenAI's ``prompt_cache_retention`` values.
+CacheRetention = Literal["in_memory", "24h"]
 #: Tool names every supported provider accepts (the strictest of their rules).
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 
@@ -210,6 +222,39 @@ class SamplingOptions(EdgeModel):
     stop: list[str] = Field(default_factory=list, description="Stop sequences.")
 
 
+class CacheOptions(EdgeModel):
+    """How a request is laid out and marked for the providers' prompt caches.
+
+    See docs/providers.md: the cache-first layout puts what changes least first (tools,
+    stable text, history summary, history) and this turn's dynamic text after the
+    history, so every request of a thread starts with the bytes of the one before.
+    """
+
+    model_config = _FROZEN
+    dynamic_placement: DynamicPlacement = Field(
+        "cache-first",
+        description="cache-first: this turn's dynamic text goes next to the current user "
+        "message, after the history; system: in the system prompt, before the history "
+        "(the bodies of earlier versions, byte for byte).",
+    )
+    tool_order: ToolOrder = Field(
+        "by_name", description="by_name: tools sorted by name; as_given: the caller's order."
+    )
+    long_ttl: bool = Field(
+        False,
+        description="Anthropic: cache the tools, stable text and summary for 1 hour "
+        "instead of 5 minutes (a write costs 2x input instead of 1.25x).",
+    )
+    prompt_cache_retention: CacheRetention | None = Field(
+        None, description="OpenAI: how long cached prefixes are kept (in_memory or 24h)."
+    )
+    store: bool | None = Field(
+        None,
+        description="OpenAI Responses: keep the response on the server. Unset: false in the "
+        "cache-first layout (the whole conversation is sent anyway), not sent with system.",
+    )
+
+
 class ChatRequest(EdgeModel):
     """One provider-neutral model call: prompt, conversation, tools and sampling."""
 
@@ -224,6 +269,9 @@ class ChatRequest(EdgeModel):
     tools: list[ToolSpec] = Field(default_factory=list, description="Tools the model may call.")
     sampling: SamplingOptions = Field(
         default_factory=SamplingOptions, description="Sampling options."
+    )
+    cache: CacheOptions = Field(
+        default_factory=CacheOptions, description="Prompt-cache layout and marks."
     )
 
     @model_validator(mode="after")
