@@ -28,7 +28,6 @@ from pioneer.history import MIGRATIONS
 from pioneer.providers import CacheOptions, build_request_body
 from pioneer.tools import ToolCatalog, TurnTools
 
-
 SYSTEM = CacheOptions(dynamic_placement="system")
 
 

@@ -14,9 +14,9 @@ from ..errors import InputError, Problem
 from .anthropic import to_anthropic
 from .caching import MAX_CACHE_BREAKPOINTS, count_breakpoints, minimum_cacheable_tokens
 from .gemini import to_gemini
+from .layout import Layout, layout, turn_start
 from .openai_chat import to_openai_chat
 from .openai_responses import to_openai_responses
-from .layout import Layout, layout, turn_start
 from .request import (
     CacheOptions,
     ChatMessage,

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Hashable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from ..tokens import default_counter
 from .caching import (
     MarkCandidate,
+    MarkReason,
     allot_breakpoints,
     cache_control,
     minimum_cacheable_tokens,
@@ -56,7 +57,7 @@ def to_anthropic(request: ChatRequest, *, cache_conversation: bool = True) -> di
     ]
     system_blocks: list[dict[str, Any]] = []
     candidates: list[MarkCandidate] = []
-    wanted: list[tuple[Place, str, int]] = []  # (place, reason, order) before counting
+    wanted: list[tuple[Place, MarkReason, int]] = []  # (place, reason, order) before counting
     if plan.stable:
         system_blocks.append({"type": "text", "text": plan.stable})
         wanted.append((("system", 0), "stable", 0))
@@ -85,11 +86,12 @@ def to_anthropic(request: ChatRequest, *, cache_conversation: bool = True) -> di
     counts = _prefix_tokens(tools, system_blocks, turns, minimum)
     for place, reason, order in wanted:
         candidates.append(MarkCandidate(
-            place=place, reason=reason,  # type: ignore[arg-type]
+            place=place, reason=reason,
             prefix_tokens=counts[place], prefix_part=place[0] != "block", order=order,
         ))
     for mark in plan_breakpoints(candidates, minimum=minimum):
-        _block_at(mark.place, tools, system_blocks, turns)["cache_control"] = cache_control(
+        place = cast(Place, mark.place)
+        _block_at(place, tools, system_blocks, turns)["cache_control"] = cache_control(
             long_ttl=request.cache.long_ttl and mark.prefix_part
         )
     return _body(request, system_blocks, turns, tools)

@@ -18,7 +18,6 @@ sequences is refused rather than sent without them.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..errors import InputError, Problem
