@@ -73,17 +73,17 @@ class SettingsValues(BaseModel):
         default=None, description="SQLite conversation store; defaults to <home>/pioneer.db."
     )
     dynamic_placement: Literal["cache-first", "system"] = Field(
-        "cache-first",
+        default="cache-first",
         description="Where provider requests put the dynamic text: after the history "
         "(cache-first) or in the system prompt (system, the bodies of earlier versions).",
     )
     truncate_low_water: float = Field(
-        0.6, gt=0, le=1,
+        default=0.6, gt=0, le=1,
         description="Share of the history budget truncation cuts back to, so following "
         "turns only append to the kept history.",
     )
     keep_recent_tokens: int = Field(
-        0, ge=0,
+        default=0, ge=0,
         description="Tokens of the newest turns kept verbatim after a new summary (0: the "
         "summary message alone).",
     )

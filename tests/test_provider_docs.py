@@ -57,6 +57,8 @@ def test_command_line_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert (code, err.getvalue()) == (0, "")
     body = json.loads(out.getvalue())
     assert body["model"] == "MODEL"
-    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    # A freshly seeded home's stable text is far below the 1,024-token minimum an unknown
+    # model gets, so the planner spends no mark on it.
+    assert "cache_control" not in body["system"][0]
     assert body["tools"] == [{"name": "clock", "description": "The local time.",
-                              "input_schema": {"type": "object", "properties": {}}}]
+                              "input_schema": {"properties": {}, "type": "object"}}]

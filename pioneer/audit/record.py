@@ -167,8 +167,9 @@ class ProviderShape(BaseModel):
     provider: str = Field(description="Provider name as the CLI spells it.")
     carrier: str = Field(description="Where the system prompt travels in the body.")
     dynamic_placement: Literal["cache-first", "system"] = Field(
-        "system", description="Where the dynamic text went: after the history (cache-first) "
-        "or in the system prompt (system; every record written before the cache-first layout)."
+        default="system",
+        description="Where the dynamic text went: after the history (cache-first) or in the "
+        "system prompt (system; every record written before the cache-first layout).",
     )
     system: list[SystemPartRecord] = Field(description="System pieces, in the order sent.")
     cache_breakpoints: list[str] = Field(

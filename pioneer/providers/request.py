@@ -232,24 +232,25 @@ class CacheOptions(EdgeModel):
 
     model_config = _FROZEN
     dynamic_placement: DynamicPlacement = Field(
-        "cache-first",
+        default="cache-first",
         description="cache-first: this turn's dynamic text goes next to the current user "
         "message, after the history; system: in the system prompt, before the history "
         "(the bodies of earlier versions, byte for byte).",
     )
     tool_order: ToolOrder = Field(
-        "by_name", description="by_name: tools sorted by name; as_given: the caller's order."
+        default="by_name",
+        description="by_name: tools sorted by name; as_given: the caller's order.",
     )
     long_ttl: bool = Field(
-        False,
+        default=False,
         description="Anthropic: cache the tools, stable text and summary for 1 hour "
         "instead of 5 minutes (a write costs 2x input instead of 1.25x).",
     )
     prompt_cache_retention: CacheRetention | None = Field(
-        None, description="OpenAI: how long cached prefixes are kept (in_memory or 24h)."
+        default=None, description="OpenAI: how long cached prefixes are kept (in_memory or 24h)."
     )
     store: bool | None = Field(
-        None,
+        default=None,
         description="OpenAI Responses: keep the response on the server. Unset: false in the "
         "cache-first layout (the whole conversation is sent anyway), not sent with system.",
     )
