@@ -165,8 +165,8 @@ def test_sandbox_refuses_internals_with_template_and_line(tmp_path: Path, home: 
     with pytest.raises(TemplateError) as info:
         compiler.compile(PromptCompileInput(workspace_root=home, profile="acme"))
     assert str(info.value) == (
-        "templates/evil.md.j2:2: access to attribute '__class__' of 'str' object is unsafe.\n"
-        '  while rendering section "identity_base"'
+        f"{tmp_path}/templates/evil.md.j2:2: access to attribute '__class__' of 'str' object "
+        'is unsafe.\n  while rendering section "identity_base"'
     )
 
 

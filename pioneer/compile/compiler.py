@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from ..errors import PioneerError, Problem, ProfileError, TemplateError
 from ..settings_values import SettingsValues
 from ..tokens import TokenCounter, default_counter
@@ -51,7 +49,7 @@ from .profile import (
     structural_problems,
 )
 from .sandbox import render_parts, text_size
-from .templates import TemplateSet, build_environment, render_direct
+from .templates import TemplateSet, build_environment, describe, render_error
 
 __all__ = ["LoadedProfile", "PromptCompiler", "compile_prompt"]
 
@@ -179,10 +177,7 @@ class PromptCompiler:
                 section.template, PROVIDED_NAMES[section.source], context=context
             ):
                 if problem.file is None:  # template not found: point at the profile line
-                    yield where.problem(
-                        ["sections", index, "template"],
-                        f"{problem.message} on the template search path",
-                    )
+                    yield where.problem(["sections", index, "template"], problem.message)
                 else:
                     yield problem
             if section.when is not None:
@@ -455,7 +450,7 @@ class _SectionRenderer:
             result = bool(expression(self.base))
         except Exception as error:  # the sandbox's refusals and any runtime error alike
             raise TemplateError(Problem(
-                f"condition failed: {_describe(error)}", path=f'section "{section.id}" → when'
+                f"condition failed: {describe(error)}", path=f'section "{section.id}" → when'
             )) from None
         if key is not None:
             self.conditions.put(section.id, key, result)
@@ -531,17 +526,12 @@ class _SectionRenderer:
                 self._base_size = text_size(self.base.values())
             return self._base_size + text_size([names, *extra.values()])
 
-        program = self.templates.direct(section.template)
-        parts = None
-        if program is not None:  # the same lookup as the context below: extra, section, base
-            parts = render_direct(program, self.templates.getattr, extra,
-                                  {"section": names}, self.base)
-        if parts is None:
-            context = {**self.base, "section": names, **extra}
-            try:
-                parts = render_parts(template, context, given=given)
-            except Exception as error:  # template code is untrusted: any failure is its error
-                raise _render_error(error, template, section_id) from None
+        context = {**self.base, "section": names, **extra}
+        try:
+            parts = render_parts(template, context, given=given)
+        except Exception as error:  # template code is untrusted: any failure is its error
+            raise render_error(error, context=f'while rendering section "{section_id}"',
+                               template=template) from None
         diagnostic = None
         if section.max_chars is None and not any("\r" in part for part in parts):
             text = render_section_parts(title, parts)  # the common case: one copy
@@ -574,27 +564,6 @@ class _SectionRenderer:
             sha256=fingerprint, source=source, truncated=truncated,
         )
         return Rendered(compiled, record, diagnostic, data)
-
-
-def _describe(error: Exception) -> str:
-    if isinstance(error, jinja2.TemplateError):
-        return str(error.message if getattr(error, "message", None) else error)
-    text = str(error)  # ZeroDivisionError, OverflowError from range, MemoryError, ...
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-def _render_error(error: Exception, template: jinja2.Template, section_id: str) -> TemplateError:
-    line = None
-    traceback = error.__traceback__
-    while traceback is not None:
-        if traceback.tb_frame.f_code.co_filename == template.filename:
-            line = traceback.tb_lineno
-        traceback = traceback.tb_next
-    display = f"templates/{template.name}" if template.name else "<template>"
-    return TemplateError(Problem(
-        _describe(error), file=display, line=line,
-        context=f'while rendering section "{section_id}"',
-    ))
 
 
 def compile_prompt(

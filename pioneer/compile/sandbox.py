@@ -270,23 +270,19 @@ def render_parts(
     limit: int | None = None
     parts: list[str] = []
     size = 0
-    environment = template.environment
-    try:
-        for part in template.root_render_func(_new_context(template, context)):
-            size += len(part)
-            if size > MAX_OUTPUT:
-                if limit is None:
-                    if given is None:
-                        given = text_size(context.values())
-                    limit = MAX_OUTPUT + (given() if callable(given) else given)
-                if size > limit:
-                    raise TemplateLimitError(
-                        f"the rendered text went over its limit of {limit} characters (a "
-                        f"template may emit at most {MAX_OUTPUT} beyond the text it is given)"
-                    )
-            parts.append(part)
-    except Exception:
-        environment.handle_exception()  # re-raises, its traceback pointing at template lines
+    for part in template.root_render_func(_new_context(template, context)):
+        size += len(part)
+        if size > MAX_OUTPUT:
+            if limit is None:
+                if given is None:
+                    given = text_size(context.values())
+                limit = MAX_OUTPUT + (given() if callable(given) else given)
+            if size > limit:
+                raise TemplateLimitError(
+                    f"the rendered text went over its limit of {limit} characters (a "
+                    f"template may emit at most {MAX_OUTPUT} beyond the text it is given)"
+                )
+        parts.append(part)
     return parts
 
 
