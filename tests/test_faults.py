@@ -9,7 +9,11 @@ budgeter fall back to the newest turns that fit.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import within
+from support import run_cli, within
 
 from pioneer import (
     HookContext,
@@ -27,8 +31,10 @@ from pioneer import (
     PromptCompileInput,
     PromptCompiler,
     PromptSectionContribution,
+    RuntimeSectionInput,
     compile_turn,
 )
+from pioneer.compile.inputs import DynamicSectionInput
 from pioneer.history import (
     HistoryBudgeter,
     HistoryLimits,
@@ -134,6 +140,165 @@ def test_a_best_effort_hook_that_raises_is_a_diagnostic(
     assert payload.manifest.hook_sources[-1].contribution_kind == "runtime_failure"
 
 
+class Unusual(BaseException):
+    """A hook's own BaseException subclass."""
+
+
+@pytest.mark.parametrize("error", [GeneratorExit(), asyncio.CancelledError(), Unusual("odd")],
+                         ids=["generator-exit", "cancelled", "own-base-exception"])
+@pytest.mark.parametrize("deadline_ms", [None, 500], ids=["blocking", "deadline"])
+def test_a_best_effort_hook_raising_a_base_exception_is_a_diagnostic(
+    compiler: PromptCompiler, home: Path, error: BaseException, deadline_ms: int | None
+) -> None:
+    def raises(context: HookContext) -> None:
+        raise error
+
+    registry = HookRegistry()
+    registry.hook("acme.raises", phase=PHASE, deadline_ms=deadline_ms,
+                  failure="best_effort")(raises)
+    registry.hook("acme.good", phase=PHASE)(lambda context: contribution("still here",
+                                                                          "acme.good"))
+    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+    assert "still here" in payload.dynamic_system_text
+    shown = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    assert [(d.code, d.message) for d in payload.manifest.diagnostics][-1] == (
+        "hook_best_effort_failed",
+        f"hook `acme.raises` at {PHASE} failed: {shown}; the turn went on without it")
+
+
+@pytest.mark.parametrize("error", [GeneratorExit(), asyncio.CancelledError(), Unusual()],
+                         ids=["generator-exit", "cancelled", "own-base-exception"])
+def test_a_fail_closed_hook_raising_a_base_exception_stops_the_turn_cleanly(
+    compiler: PromptCompiler, home: Path, error: BaseException
+) -> None:
+    def raises(context: HookContext) -> None:
+        raise error
+
+    registry = HookRegistry()
+    registry.hook("acme.raises", phase=PHASE)(raises)
+    with pytest.raises(HookError) as info:
+        compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+    assert str(info.value) == (f"{PHASE} → acme.raises.{PHASE}: hook \"acme.raises\" failed: "
+                               f"{type(error).__name__} (fail-closed, the turn stops)")
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, SystemExit])
+@pytest.mark.parametrize("deadline_ms", [None, 500], ids=["blocking", "deadline"])
+def test_only_interrupt_and_exit_pass_through_a_best_effort_hook(
+    compiler: PromptCompiler, home: Path, error: type[BaseException], deadline_ms: int | None
+) -> None:
+    def raises(context: HookContext) -> None:
+        raise error
+
+    registry = HookRegistry()
+    registry.hook("acme.raises", phase=PHASE, deadline_ms=deadline_ms,
+                  failure="best_effort")(raises)
+    with pytest.raises(error):
+        compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+
+
+@pytest.mark.parametrize("write", [
+    lambda i: i.runtime_sections.append(RuntimeSectionInput(id="acme.junk", content="junk")),
+    lambda i: i.runtime_sections.clear(),
+    lambda i: i.dynamic_sections.append(DynamicSectionInput(id="acme.junk", content="junk")),
+    lambda i: i.runtime_sections.__setitem__(0, None),
+], ids=["append", "clear", "append-dynamic", "replace"])
+@pytest.mark.parametrize("deadline_ms", [None, 500], ids=["blocking", "deadline"])
+def test_a_hook_cannot_change_the_callers_input(
+    compiler: PromptCompiler, home: Path, write: Callable[[Any], None], deadline_ms: int | None
+) -> None:
+    given = PromptCompileInput(workspace_root=home, runtime_sections=[
+        RuntimeSectionInput(id="acme.kept", content="Kept.")])
+    before = given.model_dump()
+    fresh = compile_turn(compiler, given)
+    seen: list[int] = []
+
+    def writes(context: HookContext) -> None:
+        seen.append(len(context.compile_input.runtime_sections))  # reading works
+        write(context.compile_input)
+
+    registry = HookRegistry()
+    registry.hook("acme.writes", phase=PHASE, deadline_ms=deadline_ms,
+                  failure="best_effort")(writes)
+    payload = compile_turn(compiler, given, registry)
+    assert seen == [1]
+    assert given.model_dump() == before
+    assert payload.manifest.diagnostics[-1].message.startswith(
+        f"hook `acme.writes` at {PHASE} failed: ")
+    assert compile_turn(compiler, given).full_system_text == fresh.full_system_text
+
+
+class Recording(PromptSectionContribution):
+    """A contribution that notes the thread its fields are read on (the runtime's
+    re-validation reads them)."""
+
+    def __iter__(self) -> Any:
+        READ_ON.append(threading.current_thread().name)
+        return super().__iter__()
+
+
+READ_ON: list[str] = []
+
+
+def test_nothing_of_a_late_hook_runs_on_its_thread_after_the_deadline(
+    compiler: PromptCompiler, home: Path
+) -> None:
+    READ_ON.clear()
+    returned = threading.Event()
+    late = [Recording.model_construct(contribution_id="c", section_id="acme.late",
+                                      domain="acme", content="late") for _ in range(3)]
+
+    def slow(context: HookContext) -> Any:
+        threading.Event().wait(0.15)
+        returned.set()
+        return late
+
+    registry = HookRegistry()
+    registry.hook("acme.slow", phase=PHASE, deadline_ms=30, failure="best_effort")(slow)
+    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+    assert "missed its 30 ms deadline" in payload.manifest.diagnostics[-1].message
+    assert returned.wait(BOUNDED)
+    threading.Event().wait(0.1)  # time for anything that would still run after the return
+    assert READ_ON == []
+    # In time, the same contributions are validated on the caller's thread.
+    registry = HookRegistry()
+    registry.hook("acme.quick", phase=PHASE, deadline_ms=5000,
+                  failure="best_effort")(lambda context: late)
+    compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+    assert set(READ_ON) == {threading.current_thread().name}
+
+
+# The process exits right after a turn whose best-effort hook is still running and then
+# returns a flood of contributions: an abandoned hook must not take the process down.
+EXIT_AFTER_LATE_HOOK = """
+import sys, tempfile, time
+from pathlib import Path
+from pioneer import (HookRegistry, PromptCompileInput, PromptCompiler,
+                     PromptSectionContribution, compile_turn)
+one = PromptSectionContribution(contribution_id="a.c", section_id="acme.notes",
+                                domain="acme", content="x")
+registry = HookRegistry()
+
+@registry.hook("acme.late", phase="turn.pre_prompt_context", deadline_ms=50,
+               failure="best_effort")
+def late(context):
+    time.sleep(0.06)
+    return [one] * 300_000
+
+payload = compile_turn(PromptCompiler(), PromptCompileInput(workspace_root=Path(sys.argv[1])),
+                       registry)
+print(payload.manifest.diagnostics[-1].code)
+"""
+
+
+def test_the_process_exits_cleanly_right_after_a_late_hook(home: Path) -> None:
+    for _ in range(4):
+        done = subprocess.run([sys.executable, "-c", EXIT_AFTER_LATE_HOOK, str(home)],
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert (done.returncode, done.stdout, done.stderr) == (
+            0, "hook_best_effort_failed\n", "")
+
+
 def test_hooks_that_hang_in_every_phase_cost_only_their_deadlines(
     compiler: PromptCompiler, home: Path, release: threading.Event
 ) -> None:
@@ -187,13 +352,31 @@ class FaultyServer:
         self.status = 200
         self.body = b""
         self.stop = threading.Event()
+        self.location = ""
+        #: (path, headers) of every request received.
+        self.seen: list[tuple[str, dict[str, str]]] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers["Content-Length"]))
+                server.seen.append((self.path, dict(self.headers)))
                 if server.mode == "stall":
                     server.stop.wait(30)
+                    return
+                if server.mode == "drip-headers":  # a header line every 0.1 s, never done
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                    for n in range(1000):
+                        if server.stop.wait(0.1):
+                            return
+                        self.wfile.write(f"X-Drip-{n}: x\r\n".encode())
+                        self.wfile.flush()
+                    return
+                if server.mode == "redirect":
+                    self.send_response(server.status)
+                    self.send_header("Location", server.location)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
                     return
                 self.send_response(server.status)
                 self.send_header("Content-Type", "application/json")
@@ -300,6 +483,61 @@ def test_an_oversized_reply_body_is_refused(server: FaultyServer) -> None:
             SummaryRequest("m", 10, None, ()))
     assert str(info.value) == (
         f"{server.base_url}/chat/completions: reply larger than {MAX_REPLY_BYTES} bytes")
+
+
+@pytest.fixture
+def other() -> Iterator[FaultyServer]:
+    """A second origin, where a redirect would take the request (and its key)."""
+    faulty = FaultyServer()
+    faulty.reply("Collected.")
+    yield faulty
+    faulty.close()
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_is_refused_and_the_key_goes_nowhere_else(
+    server: FaultyServer, other: FaultyServer, store: SqliteStore,
+    monkeypatch: pytest.MonkeyPatch, status: int,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-key")
+    server.mode, server.status = "redirect", status
+    server.location = f"{other.base_url}/collect"
+    summarizer = OpenAIChatSummarizer(server.base_url, timeout=2)
+    with pytest.raises(SummarizerError) as info:
+        summarizer.summarize(SummaryRequest("m", 10, None, ()))
+    assert str(info.value) == (
+        f"{server.base_url}/chat/completions: HTTP {status} redirect refused "
+        "(redirects are not followed)")
+    assert _fallback(store, summarizer).startswith(f"summarizer failed: {server.base_url}")
+    assert other.seen == []  # the other origin never heard of the request or the key
+    assert [headers["Authorization"] for _, headers in server.seen] == [
+        "Bearer sk-secret-key"] * 2
+
+
+def test_a_server_dripping_header_lines_times_out(server: FaultyServer) -> None:
+    # Each line arrives well within the socket timeout, and the headers never end.
+    server.mode = "drip-headers"
+    summarizer = OpenAIChatSummarizer(server.base_url, timeout=0.3)
+    with pytest.raises(SummarizerError) as info:
+        within(5, lambda: summarizer.summarize(SummaryRequest("m", 10, None, ())))
+    assert str(info.value) == f"{server.base_url}/chat/completions: timed out after 0.3s"
+
+
+def test_history_summarize_keeps_the_summary_timeout(
+    server: FaultyServer, store: SqliteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The command builds its own budgeter: the timeout holds there too.
+    server.mode = "drip-headers"
+    monkeypatch.setenv("PIONEER_SUMMARY_TIMEOUT", "0.3")
+    code, out, err = within(5, lambda: run_cli(
+        "history", "t", "--db", str(store.path), "--home", str(tmp_path),
+        "--max-context-tokens", "60", "--reserve-tokens", "0",
+        "--summarize", "--summary-url", server.base_url))
+    assert (code, err) == (0, "")
+    (decision,) = [line for line in out.splitlines() if line.startswith("decision")]
+    assert re.search(r"; (summarizer gave no reply within 0\.3 s|summarizer failed: "
+                     + re.escape(server.base_url) + r"/chat/completions: timed out after "
+                     r"0\.3s); kept the newest", decision), decision
 
 
 class Hanging:

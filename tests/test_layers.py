@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BASICS = {"__init__", "__main__", "cli", "errors", "resources", "settings", "settings_values",
-          "text", "tokens"}
+BASICS = {"__init__", "__main__", "cli", "deadline", "errors", "resources", "settings",
+          "settings_values", "text", "tokens"}
 
 
 def test_the_layers_contract_is_kept() -> None:

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with SqliteStore(store_path(args, settings), create=False) as store:
         budgeter = HistoryBudgeter(
             store, limits, summarizer=summarizer, summary_model=settings.summary_model,
-            max_turns=args.limit,
+            max_turns=args.limit, summary_deadline=settings.summary_timeout,
         )
         decision = budgeter.build(args.thread)
         thread = store.get_thread(args.thread)

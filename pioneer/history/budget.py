@@ -13,12 +13,11 @@ kept or dropped whole, so a user message never loses its reply.
 
 from __future__ import annotations
 
-import concurrent.futures
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..deadline import run_with_deadline
 from ..settings_values import SettingsValues
 from ..tokens import TokenCounter, default_counter, message_tokens
 from .models import HistoryEntry, HistoryMessage, HistoryWindow, ThreadSummary, summary_message_text
@@ -157,37 +156,6 @@ def _messages(
     return tuple(messages), tuple(tokens)
 
 
-class _Late(Exception):
-    """The summarizer missed the deadline."""
-
-
-def _call_with_deadline(
-    summarizer: Summarizer, request: SummaryRequest, deadline: float | None
-) -> object:
-    """The summarizer's reply; :class:`_Late` when it takes longer than ``deadline``.
-
-    The call runs on a daemon thread that is abandoned when late (Python cannot stop a
-    thread); its late reply is dropped, so it is never stored.
-    """
-    if deadline is None:
-        return summarizer.summarize(request)
-    future: concurrent.futures.Future[object] = concurrent.futures.Future()
-
-    def run() -> None:
-        try:
-            future.set_result(summarizer.summarize(request))
-        except BaseException as error:  # handed to the waiting thread, never lost
-            future.set_exception(error)
-
-    threading.Thread(target=run, name="pioneer-summarizer", daemon=True).start()
-    try:
-        return future.result(timeout=deadline)
-    except concurrent.futures.TimeoutError:
-        if future.done():  # the summarizer itself raised TimeoutError
-            raise
-        raise _Late from None
-
-
 class HistoryBudgeter:
     """Builds each turn's history from a store: keep, summarise or truncate."""
 
@@ -266,12 +234,16 @@ class HistoryBudgeter:
             previous_summary=window.summary.text if window.summary else None,
             transcript=tuple(m for entry in window.entries for m in entry.messages()),
         )
-        try:
-            reply = _call_with_deadline(self.summarizer, request, self.summary_deadline)
-        except _Late:
+        summarizer = self.summarizer
+        # Run by the one deadline runner: a late call is abandoned and its reply dropped,
+        # so it is never stored; any failure but the user stopping the process falls back.
+        outcome = run_with_deadline(lambda: summarizer.summarize(request),
+                                    self.summary_deadline, name="pioneer-summarizer")
+        if outcome.late:
             return f"summarizer gave no reply within {self.summary_deadline:g} s"
-        except Exception as error:  # any summarizer failure falls back to truncation
-            return f"summarizer failed: {error}"
+        if outcome.error is not None:
+            return f"summarizer failed: {outcome.error}"
+        reply: object = outcome.value
         if not isinstance(reply, str):
             return f"summarizer returned {type(reply).__name__}, not text"
         text = reply.strip()

@@ -4,20 +4,28 @@ The budgeter hands a :class:`SummaryRequest` (model, target size, earlier summar
 transcript) to a :class:`Summarizer` and gets the summary text back, or an exception.
 :class:`OpenAIChatSummarizer` posts the request's prompt to any server speaking the
 OpenAI chat-completions protocol (``POST {base_url}/chat/completions``) with the
-standard library's ``urllib``; every failure becomes a :class:`SummarizerError`.
+standard library's ``urllib``; every failure becomes a :class:`SummarizerError`. It
+follows no redirect (the key goes to the configured endpoint and nowhere else) and its
+``timeout`` is one deadline for the whole call, however slowly the server answers
+(docs/failure.md).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.client
 import json
 import os
-import time
+import socket
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..deadline import Running
 from ..errors import PioneerError
 from ..settings_values import SettingsValues
 from .models import HistoryMessage
@@ -91,8 +99,11 @@ class OpenAIChatSummarizer:
 
     ``model`` overrides the request's model (the configured summary model, else the
     thread's). The key is read from the ``api_key_env`` environment variable on each
-    call and sent as a bearer token when set. ``timeout`` (seconds) bounds the connect
-    and each read, and reading the whole body; a body over :data:`MAX_REPLY_BYTES` is an
+    call and sent as a bearer token when set. ``timeout`` (seconds) bounds the whole
+    call, from resolving the host to the last byte of the reply: the request runs on a
+    thread of its own, and once the deadline passes its connection is shut, so a server
+    that drips its headers or body cannot hold the call (or that thread) any longer. A
+    redirect is an error, never followed; a body over :data:`MAX_REPLY_BYTES` is an
     error.
     """
 
@@ -135,9 +146,25 @@ class OpenAIChatSummarizer:
         if key:
             headers["Authorization"] = f"Bearer {key}"
         http_request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+        connections = _Connections()
+        running = Running(lambda: self._post(http_request, connections), self.timeout,
+                          name="pioneer-summarizer-http")
+        outcome = running.wait()
+        if outcome.late:
+            connections.shut()  # the abandoned request fails at once instead of lingering
+            raise SummarizerError(f"{self.url}: timed out after {self.timeout:g}s")
+        if outcome.error is not None:
+            raise outcome.error
+        assert outcome.value is not None
+        return outcome.value
+
+    def _post(self, http_request: urllib.request.Request, connections: _Connections) -> str:
+        opener = urllib.request.build_opener(
+            _RefuseRedirects(), _HTTPHandler(connections), _HTTPSHandler(connections)
+        )
         try:
-            with urllib.request.urlopen(http_request, timeout=self.timeout) as response:
-                raw = _read_reply(response, self.url, self.timeout)
+            with opener.open(http_request, timeout=self.timeout) as response:
+                raw = _read_reply(response, self.url)
         except urllib.error.HTTPError as error:
             detail = error.read(300).decode("utf-8", "replace").strip()
             raise SummarizerError(
@@ -149,22 +176,97 @@ class OpenAIChatSummarizer:
             if isinstance(error.reason, TimeoutError):
                 raise SummarizerError(f"{self.url}: timed out after {self.timeout:g}s") from None
             raise SummarizerError(f"{self.url}: {error.reason}") from None
-        except OSError as error:
+        except (OSError, http.client.HTTPException) as error:
             raise SummarizerError(f"{self.url}: {error}") from None
         return _reply_text(raw, self.url)
 
 
-def _read_reply(response: Any, url: str, timeout: float) -> bytes:
-    """The body, read while it stays under MAX_REPLY_BYTES and within ``timeout`` in all."""
-    deadline = time.monotonic() + timeout
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """A 3xx reply is an error: following it would send the key to wherever it points."""
+
+    def redirect_request(
+        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        fp.close()
+        raise SummarizerError(
+            f"{req.full_url}: HTTP {code} redirect refused (redirects are not followed)"
+        )
+
+
+class _Connections:
+    """The connections one call opened, so that a late call can be cut off."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: list[http.client.HTTPConnection] = []
+        self._shut = False
+
+    def opening(self, connection: http.client.HTTPConnection) -> None:
+        with self._lock:
+            if self._shut:
+                raise TimeoutError("the call's deadline has passed")
+            self._open.append(connection)
+
+    def shut(self) -> None:
+        with self._lock:
+            self._shut = True
+            connections = list(self._open)
+        for connection in connections:
+            sock = connection.sock
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+
+class _HTTPConnection(http.client.HTTPConnection):
+    def __init__(self, *args: Any, connections: _Connections, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._connections = connections
+
+    def connect(self) -> None:
+        self._connections.opening(self)
+        super().connect()
+
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    def __init__(self, *args: Any, connections: _Connections, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._connections = connections
+
+    def connect(self) -> None:
+        self._connections.opening(self)
+        super().connect()
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, connections: _Connections) -> None:
+        super().__init__()
+        self._connections = connections
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        factory = functools.partial(_HTTPConnection, connections=self._connections)
+        return self.do_open(factory, req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, connections: _Connections) -> None:
+        super().__init__()
+        self._connections = connections
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        factory = functools.partial(_HTTPSConnection, connections=self._connections)
+        return self.do_open(factory, req, context=self._context)  # type: ignore[attr-defined]
+
+
+def _read_reply(response: Any, url: str) -> bytes:
+    """The body, read while it stays under MAX_REPLY_BYTES."""
     chunks: list[bytes] = []
     size = 0
     while chunk := response.read1(1 << 16):
         size += len(chunk)
         if size > MAX_REPLY_BYTES:
             raise SummarizerError(f"{url}: reply larger than {MAX_REPLY_BYTES} bytes")
-        if time.monotonic() > deadline:  # a server that drips bytes never trips the socket
-            raise SummarizerError(f"{url}: timed out after {timeout:g}s")
         chunks.append(chunk)
     return b"".join(chunks)
 

@@ -19,11 +19,8 @@ are re-exported here.
 
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
-import threading
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -31,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from ..compile.manifest import Diagnostic, HookSourceEntry
+from ..deadline import Outcome, Running, call
 from ..errors import HookError, PioneerError, Problem
 from .models import (
     PHASES,
@@ -43,7 +41,6 @@ from .models import (
     HookDiagnostic,
     HookFunction,
     HookOutput,
-    HookResult,
     PhaseOutcome,
     PromptContextContribution,
     PromptSectionContribution,
@@ -161,9 +158,10 @@ class HookRegistry:
         """Run every subscription of ``phase`` under its await and failure policies."""
         phase = canonical_phase(phase)
         subscriptions = self.subscriptions(phase)
+        seen = read_only_input(compile_input)
 
         def context(subscription: Subscription) -> HookContext:
-            return HookContext(phase, subscription, turn, compile_input, env, earlier)
+            return HookContext(phase, subscription, turn, seen, env, earlier)
 
         pending = {
             s.subscription_id: _Pending(s, context(s))
@@ -175,6 +173,20 @@ class HookRegistry:
             result = waiting.wait() if waiting else _call(subscription, context(subscription))
             collector.add(subscription, result)
         return PhaseOutcome(phase, tuple(collector.records), tuple(collector.diagnostics))
+
+
+def read_only_input(compile_input: PromptCompileInput) -> PromptCompileInput:
+    """The compile input as hooks see it: a copy whose lists are tuples.
+
+    The input is a frozen model, but its section lists are lists; a hook appending to
+    or clearing one would change the caller's input (and every later compile of it).
+    The copy's sequences are tuples of frozen sections, so a hook can read everything and
+    change nothing: a write fails that hook, under its failure policy.
+    """
+    return compile_input.model_copy(update={
+        "runtime_sections": tuple(compile_input.runtime_sections),
+        "dynamic_sections": tuple(compile_input.dynamic_sections),
+    })
 
 
 # -- calling hooks -------------------------------------------------------------------
@@ -190,11 +202,25 @@ class _Result:
 _OUTPUT_TYPES = (PromptSectionContribution, PromptContextContribution, HookDiagnostic)
 
 
-def _outputs(value: HookResult) -> tuple[HookOutput, ...]:
+def _invoke(subscription: Subscription, context: HookContext) -> object:
+    """The hook's own work: its call, and running an iterator it returns to the end.
+
+    This is all that runs on a deadline hook's thread; everything the runtime does
+    with the result (:func:`_outputs`) happens on the caller's thread, once the result
+    is known to be in time.
+    """
+    value = subscription.function(context)
+    if isinstance(value, Iterator):  # a generator is the hook's code too
+        return tuple(value)
+    return value
+
+
+def _outputs(value: object) -> tuple[HookOutput, ...]:
     if value is None:
         return ()
     items: Iterable[Any] = (
-        (value,) if isinstance(value, (BaseModel, str, bytes)) else value
+        (value,) if isinstance(value, (BaseModel, str, bytes)) or not isinstance(value, Iterable)
+        else value
     )
     outputs = tuple(items)
     for item in outputs:
@@ -208,43 +234,31 @@ def _outputs(value: HookResult) -> tuple[HookOutput, ...]:
     return tuple(type(item).model_validate(dict(item)) for item in outputs)
 
 
+def _result(outcome: Outcome[object]) -> _Result:
+    """A hook's outcome as a result, its output validated here, on the caller's thread."""
+    if outcome.late:
+        return _Result(timed_out=True)
+    if outcome.error is not None:
+        return _Result(error=outcome.error)
+    validated = call(lambda: _outputs(outcome.value))
+    return _Result(validated.value or ()) if validated.ok else _Result(error=validated.error)
+
+
 def _call(subscription: Subscription, context: HookContext) -> _Result:
-    try:
-        return _Result(_outputs(subscription.function(context)))
-    except Exception as error:
-        return _Result(error=error)
+    return _result(call(lambda: _invoke(subscription, context)))
 
 
 class _Pending:
-    """A deadline hook running on its own daemon thread."""
+    """A deadline hook running on its own daemon thread, its deadline counted from now."""
 
     def __init__(self, subscription: Subscription, context: HookContext):
-        self.deadline = (subscription.deadline_ms or 0) / 1000
-        self.future: concurrent.futures.Future[tuple[HookOutput, ...]] = (
-            concurrent.futures.Future()
+        self.running: Running[object] = Running(
+            lambda: _invoke(subscription, context), (subscription.deadline_ms or 0) / 1000,
+            name=f"pioneer-hook:{subscription.subscription_id}",
         )
-        self.started = time.monotonic()
-        # Daemon: an abandoned hook must never keep the process alive at exit.
-        threading.Thread(
-            target=self._run, args=(subscription, context),
-            name=f"pioneer-hook:{subscription.subscription_id}", daemon=True,
-        ).start()
-
-    def _run(self, subscription: Subscription, context: HookContext) -> None:
-        try:
-            self.future.set_result(_outputs(subscription.function(context)))
-        except BaseException as error:  # handed to the waiting thread, never lost
-            self.future.set_exception(error)
 
     def wait(self) -> _Result:
-        remaining = max(0.0, self.deadline - (time.monotonic() - self.started))
-        done, _ = concurrent.futures.wait([self.future], timeout=remaining)
-        if not done:
-            return _Result(timed_out=True)
-        error = self.future.exception()
-        if error is not None and not isinstance(error, Exception):
-            raise error
-        return _Result(error=error) if error else _Result(self.future.result())
+        return _result(self.running.wait())
 
 
 def _detail(error: BaseException) -> str:
