@@ -87,6 +87,16 @@ class SettingsValues(BaseModel):
         description="Tokens of the newest turns kept verbatim after a new summary (0: the "
         "summary message alone).",
     )
+    store_url: str | None = Field(
+        None, description="PostgreSQL conversation store (postgresql://…); wins over store_path."
+    )
+
+    @field_validator("store_url")
+    @classmethod
+    def _postgres_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.lower().startswith(("postgresql://", "postgres://")):
+            raise ValueError("expected a postgresql:// URL")
+        return value
 
     @field_validator("profile_path", "template_path", mode="before")
     @classmethod

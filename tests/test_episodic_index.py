@@ -52,16 +52,21 @@ def fill(store: SqliteStore) -> None:
 
 
 @pytest.fixture
-def store(db: Path) -> Iterator[SqliteStore]:
-    with SqliteStore(db) as opened:
+def attached(db: Path) -> Iterator[tuple[SqliteStore, EpisodicIndex]]:
+    """A store with an index subscribed to its writes."""
+    with SqliteStore(db) as opened, EpisodicIndex(opened) as index:
         opened.ensure_thread("t1")
-        yield opened
+        yield opened, index
 
 
 @pytest.fixture
-def index(db: Path, store: SqliteStore) -> Iterator[EpisodicIndex]:
-    with EpisodicIndex(db) as opened:
-        yield opened
+def store(attached: tuple[SqliteStore, EpisodicIndex]) -> SqliteStore:
+    return attached[0]
+
+
+@pytest.fixture
+def index(attached: tuple[SqliteStore, EpisodicIndex]) -> EpisodicIndex:
+    return attached[1]
 
 
 def sources(index: EpisodicIndex, text: str, **options: object) -> list[str]:
@@ -133,8 +138,8 @@ def test_concurrent_writers_index_every_turn(db: Path, store: SqliteStore,
     assert index.reindex_thread("t1") == len(snippets)
 
 
-def test_store_can_skip_the_index(tmp_path: Path) -> None:
-    with SqliteStore(tmp_path / "plain.db", episodic=False) as plain:
+def test_a_store_without_an_index_attached_writes_no_snippets(tmp_path: Path) -> None:
+    with SqliteStore(tmp_path / "plain.db") as plain:
         plain.ensure_thread("t1")
         plain.add_turn("t1", user_text="unindexed", assistant_text="reply")
     with EpisodicIndex(tmp_path / "plain.db") as index:
@@ -276,7 +281,7 @@ def test_provenance_is_stable_across_reindexing(store: SqliteStore,
 def test_reindexing_reproduces_what_writing_indexed(tmp_path: Path,
                                                     store: SqliteStore,
                                                     index: EpisodicIndex) -> None:
-    with SqliteStore(tmp_path / "late.db", episodic=False) as late:
+    with SqliteStore(tmp_path / "late.db") as late:
         late.ensure_thread("t1")
         for target in (store, late):
             add(target, "turn-long", "Tell me about the deployments.", LONG)

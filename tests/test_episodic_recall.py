@@ -48,8 +48,9 @@ EXPORT = ArtifactRef("art-7", "billing export.xlsx", "spreadsheet", version_id="
 
 
 @pytest.fixture
-def store(db: Path) -> Iterator[SqliteStore]:
-    with SqliteStore(db) as opened:
+def attached(db: Path) -> Iterator[tuple[SqliteStore, EpisodicIndex]]:
+    """A store with an index subscribed to its writes, holding the EARLIER turns."""
+    with SqliteStore(db) as opened, EpisodicIndex(opened) as index:
         opened.ensure_thread("t1")
         for n, (user, reply) in enumerate(EARLIER):
             opened.add_turn(
@@ -57,13 +58,17 @@ def store(db: Path) -> Iterator[SqliteStore]:
                 user_item_id=f"turn-{n}-u", assistant_item_id=f"turn-{n}-a",
                 assistant_artifacts=[EXPORT] if n == 0 else [],
             )
-        yield opened
+        yield opened, index
 
 
 @pytest.fixture
-def index(db: Path, store: SqliteStore) -> Iterator[EpisodicIndex]:
-    with EpisodicIndex(db) as opened:
-        yield opened
+def store(attached: tuple[SqliteStore, EpisodicIndex]) -> SqliteStore:
+    return attached[0]
+
+
+@pytest.fixture
+def index(attached: tuple[SqliteStore, EpisodicIndex]) -> EpisodicIndex:
+    return attached[1]
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from pioneer import (
     ToolSpec,
     compile_turn,
 )
-from pioneer.audit import HistorySnapshot, SkillsSnapshot, TurnAudit, TurnRecord
+from pioneer.audit import HistorySnapshot, SkillsSnapshot, TurnAudit, TurnRecord, TurnRecords
 from pioneer.audit.explain import explain_turn, render_json
 from pioneer.cli import main
 from pioneer.providers import build_request_body
@@ -137,7 +137,7 @@ def _agent_turn(compiler: PromptCompiler, provider: str,
         store.add_turn("thread-1", turn_id="turn-5", user_text="What do I like?",
                        assistant_text="You like tables.")
         record = audit.record(tools.calls)
-        store.save_turn_record(record)
+        TurnRecords(store).save(record)
     return StoredTurn(db, record)
 
 
@@ -170,8 +170,8 @@ def test_record_reads_back_unchanged_from_a_new_connection(workspace: Path,
                                                            compiler: PromptCompiler) -> None:
     turn = _agent_turn(compiler, "anthropic", MEMORY_ROUNDS)
     with SqliteStore(turn.db, create=False) as store:
-        assert store.get_turn_record("turn-5") == turn.record
-        assert store.get_turn_record("old-1") is None
+        assert TurnRecords(store).get("turn-5") == turn.record
+        assert TurnRecords(store).get("old-1") is None
 
 
 def test_each_step_is_answered_from_the_record(workspace: Path,
@@ -231,7 +231,7 @@ def test_a_chat_turn_has_no_tools_and_nothing_to_compare(workspace: Path,
                               messages=[ChatMessage.user("Hi")])
         audit = TurnAudit("u1", "t", "chat")
         audit.add_round(payload.manifest, request, "gemini", build_request_body("gemini", request))
-        store.save_turn_record(audit.record())
+        TurnRecords(store).save(audit.record())
     code, out, _ = _explain("u1", "--db", "chat.db")
     assert code == 0
     blocks = out.split("\n\n")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from support import run_cli
 
+from pioneer.episodic import EpisodicIndex
 from pioneer.history import ArtifactRef, SqliteStore
 
 GOLDENS = Path(__file__).parent / "goldens" / "episodic"
@@ -29,7 +30,7 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "pioneer.db"
     chart = ArtifactRef("art-7", "latency chart.png", "image", version_id="v2",
                         size_bytes=48_213, role="assistant")
-    with SqliteStore(path) as store:
+    with SqliteStore(path) as store, EpisodicIndex(store):
         store.ensure_thread("demo")
         for n, (user, reply) in enumerate(TURNS):
             store.add_turn("demo", user_text=user, assistant_text=reply, turn_id=f"turn-{n}",

@@ -22,7 +22,7 @@ from pioneer import (
     ToolCall,
     ToolSpec,
 )
-from pioneer.audit import HistorySnapshot, TurnAudit, TurnRecord, provider_shape
+from pioneer.audit import HistorySnapshot, TurnAudit, TurnRecord, TurnRecords, provider_shape
 from pioneer.errors import InputError
 from pioneer.history import MIGRATIONS
 from pioneer.providers import CacheOptions, build_request_body
@@ -62,22 +62,22 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
 def test_a_record_needs_its_turn_first(store: SqliteStore,
                                        payload: CompiledPromptPayload) -> None:
     with pytest.raises(StoreError, match="turn 'u2' does not exist; store the turn before"):
-        store.save_turn_record(_record(payload, "u2"))
+        TurnRecords(store).save(_record(payload, "u2"))
 
 
 def test_a_record_names_the_thread_of_its_turn(store: SqliteStore,
                                                payload: CompiledPromptPayload) -> None:
     store.ensure_thread("other")
     with pytest.raises(StoreError, match="turn 'u1' is in thread 't', not 'other'"):
-        store.save_turn_record(_record(payload, thread_id="other"))
+        TurnRecords(store).save(_record(payload, thread_id="other"))
 
 
 def test_a_record_is_written_once(store: SqliteStore, payload: CompiledPromptPayload) -> None:
     first = _record(payload)
-    store.save_turn_record(first)
+    TurnRecords(store).save(first)
     with pytest.raises(StoreError, match="turn 'u1' already has a record"):
-        store.save_turn_record(first.model_copy(update={"mode": "agent"}))
-    assert store.get_turn_record("u1") == first
+        TurnRecords(store).save(first.model_copy(update={"mode": "agent"}))
+    assert TurnRecords(store).get("u1") == first
 
 
 @pytest.mark.parametrize(
@@ -87,23 +87,23 @@ def test_a_record_is_written_once(store: SqliteStore, payload: CompiledPromptPay
 )
 def test_a_damaged_record_is_a_store_error(store: SqliteStore, payload: CompiledPromptPayload,
                                            column: str, value: str, message: str) -> None:
-    store.save_turn_record(_record(payload))
+    TurnRecords(store).save(_record(payload))
     with sqlite3.connect(store.path) as conn:
         conn.execute(f"UPDATE turn_rounds SET {column} = ?", (value,))
     with pytest.raises(StoreError) as caught:
-        store.get_turn_record("u1")
+        TurnRecords(store).get("u1")
     assert str(caught.value) == f"{store.path}: the record of turn 'u1' is unreadable: {message}"
 
 
 def test_a_version_1_database_gains_the_record_tables(tmp_path: Path,
                                                       payload: CompiledPromptPayload) -> None:
     path = tmp_path / "old.db"
-    with SqliteStore(path, migrations=MIGRATIONS[:1], episodic=False) as old:
+    with SqliteStore(path, migrations=MIGRATIONS[:1]) as old:
         old.ensure_thread("t")
         old.add_turn("t", turn_id="u1", user_text="Hi", assistant_text="Hello")
     with SqliteStore(path) as upgraded:
-        upgraded.save_turn_record(_record(payload))
-        assert upgraded.get_turn_record("u1") == _record(payload)
+        TurnRecords(upgraded).save(_record(payload))
+        assert TurnRecords(upgraded).get("u1") == _record(payload)
         assert len(upgraded.get_thread_conversation_history("t")) == 1
 
 

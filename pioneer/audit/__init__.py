@@ -2,9 +2,9 @@
 
 :mod:`.record` holds the stored models (:class:`TurnRecord` and its parts),
 :mod:`.provider_shape` reads the shape of a sent provider body, :mod:`.recorder` collects
-a turn's rounds while it runs, and :mod:`.sqlite` is the SQL behind
-``SqliteStore.save_turn_record`` and ``get_turn_record``. ``pioneer explain`` reads the
-record back (:mod:`pioneer.audit.explain`).
+a turn's rounds while it runs, and :mod:`.store` keeps records in the conversation
+store's database (:class:`TurnRecords`, on SQLite or PostgreSQL). ``pioneer explain``
+reads the record back (:mod:`pioneer.audit.explain`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from .record import (
     ThreadMode,
     ToolCallRecord,
     TurnRecord,
-    TurnRecordStore,
 )
 from .recorder import TurnAudit
+from .store import TurnRecords
 
 __all__ = [
     "CARRIERS",
@@ -40,6 +40,6 @@ __all__ = [
     "ToolCallRecord",
     "TurnAudit",
     "TurnRecord",
-    "TurnRecordStore",
+    "TurnRecords",
     "provider_shape",
 ]

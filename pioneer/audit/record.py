@@ -12,7 +12,7 @@ generated from :class:`TurnRecord`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -37,7 +37,6 @@ __all__ = [
     "ThreadMode",
     "ToolCallRecord",
     "TurnRecord",
-    "TurnRecordStore",
 ]
 
 ThreadMode = Literal["chat", "agent"]
@@ -220,15 +219,3 @@ class TurnRecord(BaseModel):
         if numbers != list(range(1, len(numbers) + 1)):
             raise ValueError(f"rounds: must be numbered 1, 2, 3… in order (got {numbers})")
         return self
-
-
-class TurnRecordStore(Protocol):
-    """A store that keeps turn records (the SQLite store does)."""
-
-    def save_turn_record(self, record: TurnRecord) -> None:
-        """Store a turn's record, once, after the turn itself."""
-        ...
-
-    def get_turn_record(self, turn_id: str) -> TurnRecord | None:
-        """The stored record of a turn, or ``None``."""
-        ...

@@ -9,6 +9,8 @@ from pydantic import ValidationError
 
 from ..compile.compiler import PromptCompiler
 from ..errors import InputError, Problem, format_path
+from ..history.open import is_store_url, open_store
+from ..history.sql_store import SqlStore
 from ..settings_values import SettingsValues, load_settings
 
 __all__ = [
@@ -16,6 +18,7 @@ __all__ = [
     "add_store_options",
     "make_compiler",
     "make_settings",
+    "open_command_store",
     "store_path",
 ]
 
@@ -45,15 +48,25 @@ def add_compiler_options(parser: argparse.ArgumentParser) -> None:
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:
     """--db and --home, for the commands that read a conversation store."""
-    parser.add_argument("--db", type=Path, metavar="PATH",
-                        help="conversation store (default: store_path or <home>/pioneer.db)")
+    parser.add_argument("--db", metavar="PATH|URL",
+                        help="conversation store: an SQLite file or a postgresql:// URL "
+                        "(default: store_url, else store_path or <home>/pioneer.db)")
     parser.add_argument("--home", type=Path,
                         help="runtime home (default: $PIONEER_HOME or ~/.pioneer)")
 
 
-def store_path(args: argparse.Namespace, settings: SettingsValues | None = None) -> Path:
-    """The store a command reads: ``--db``, else the settings' database."""
-    return args.db or (settings or make_settings(args)).database
+def store_path(args: argparse.Namespace, settings: SettingsValues | None = None) -> str | Path:
+    """The store a command reads: ``--db``, else the settings' store URL or database."""
+    if args.db:
+        return args.db if is_store_url(args.db) else Path(args.db)
+    settings = settings or make_settings(args)
+    return settings.store_url or settings.database
+
+
+def open_command_store(args: argparse.Namespace, settings: SettingsValues | None = None, *,
+                       write: bool = False) -> SqlStore:
+    """The command's store: read-only unless the command writes (it never creates one)."""
+    return open_store(store_path(args, settings), read_only=not write, create=False)
 
 
 def make_settings(args: argparse.Namespace) -> SettingsValues:

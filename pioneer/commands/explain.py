@@ -6,9 +6,9 @@ import argparse
 from typing import TextIO
 
 from ..audit.explain import explain_turn, render_json, render_text
+from ..audit.store import TurnRecords
 from ..errors import InputError, Problem
-from ..history.sqlite_store import SqliteStore
-from ._common import add_store_options, store_path
+from ._common import add_store_options, open_command_store
 
 NAME = "explain"
 HELP = ("explain a stored turn: mode, history, manifest, skills, memory, tools per round, "
@@ -23,14 +23,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Open the store (never creating it), read the turn's record, print each step."""
-    path = store_path(args)
-    with SqliteStore(path, create=False) as store:
-        record = store.get_turn_record(args.turn)
+    """Open the store read-only (never creating it), read the turn's record, print each
+    step."""
+    with open_command_store(args) as store:
+        record = TurnRecords(store).get(args.turn)
+        where = store.where
     if record is None:
         raise InputError(Problem(f"turn {args.turn!r} has no stored record (a turn is "
                                  "recorded when its agent loop saves a TurnRecord)",
-                                 file=str(path)))
+                                 file=where))
     explanation = explain_turn(record)
     out.write(render_json(explanation) if args.json else render_text(explanation))
     return 0

@@ -6,12 +6,12 @@ import argparse
 import json
 from typing import TextIO
 
+from ..episodic.index import EpisodicIndex
 from ..errors import counted
 from ..history.budget import HistoryBudgeter, HistoryDecision, HistoryLimits
-from ..history.sqlite_store import SqliteStore
 from ..history.store import MAX_TURNS
 from ..history.summarizer import summarizer_from_settings
-from ._common import add_store_options, make_settings, store_path
+from ._common import add_store_options, make_settings, open_command_store
 
 NAME = "history"
 HELP = "budget a stored thread's history: keep, summarise or truncate, and what is sent"
@@ -35,7 +35,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Open the store (never creating it), budget the thread, print the decision."""
+    """Open the store (never creating it; read-only unless it stores a summary), budget
+    the thread, print the decision."""
     settings = make_settings(args)
     limits = HistoryLimits.from_tokens(
         settings.max_context_tokens if args.max_context_tokens is None else args.max_context_tokens,
@@ -44,7 +45,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     summarizer = (
         summarizer_from_settings(settings, base_url=args.summary_url) if args.summarize else None
     )
-    with SqliteStore(store_path(args, settings), create=False) as store:
+    with open_command_store(args, settings, write=args.summarize) as store, \
+            EpisodicIndex(store):  # a summary stored here is indexed with it
         budgeter = HistoryBudgeter(
             store, limits, summarizer=summarizer, summary_model=settings.summary_model,
             max_turns=args.limit, summary_deadline=settings.summary_timeout,

@@ -11,7 +11,7 @@ from ..episodic.recall import MIN_SCORE, MIN_SHARE_OF_BEST, Recall, recall
 from ..errors import InputError, StoreError
 from ..sections.artifacts import ref_line
 from ..sections.thread_context import ThreadSnippet
-from ._common import add_store_options, make_settings, store_path
+from ._common import add_store_options, make_settings, open_command_store
 
 NAME = "recall"
 HELP = "search a thread's earlier turns the way the recall hook does; show provenance and scores"
@@ -39,11 +39,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Open the store (never creating it), search the thread, print the hits."""
+    """Open the store (never creating it; read-only unless it re-indexes), search the
+    thread, print the hits."""
     if args.limit < 1:
         raise InputError(f"--limit must be at least 1 (got {args.limit})")
     settings = make_settings(args)
-    with EpisodicIndex(store_path(args, settings), create=False) as index:
+    with open_command_store(args, settings, write=args.reindex) as store, \
+            EpisodicIndex(store) as index:
         if args.reindex:
             count = index.reindex_thread(args.thread)
             print(f"reindexed thread {args.thread}: {count} snippets", file=err)

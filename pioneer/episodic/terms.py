@@ -8,13 +8,31 @@ turns arbitrary user text into an FTS5 query that is only ever a list of double-
 phrases joined by ``OR``: FTS5 syntax in the user's text (``NEAR``, ``*``, ``col:``,
 ``-``, parentheses, quotes) is split away as punctuation or quoted as a plain word, so a
 message can never change the query's meaning or make it fail to parse.
+
+On PostgreSQL the same terms become a ``tsquery`` (:func:`ts_query`): every word a
+single-quoted lexeme, a character pair a ``<->`` phrase, joined by ``|``; the search form
+(:func:`ts_search_form`) also folds diacritics away, which SQLite's tokenizer does itself.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
-__all__ = ["MAX_QUERY_TERMS", "STOPWORDS", "fts_query", "query_terms", "search_form"]
+__all__ = [
+    "MAX_QUERY_TERMS",
+    "STOPWORDS",
+    "TS_CONFIG",
+    "fts_query",
+    "query_terms",
+    "search_form",
+    "ts_query",
+    "ts_search_form",
+]
+
+#: The PostgreSQL text search configuration of the index (Snowball English stemming,
+#: like the Porter stemmer of the SQLite index).
+TS_CONFIG = "english"
 
 #: Distinct terms a query keeps; a long message keeps its longest words.
 MAX_QUERY_TERMS = 32
@@ -98,3 +116,33 @@ def fts_query(text: str) -> str | None:
     """An FTS5 ``MATCH`` expression for ``text``, or ``None`` when nothing is searchable."""
     terms = query_terms(text)
     return " OR ".join(terms) if terms else None
+
+
+def _fold(text: str) -> str:
+    # Compatibility decomposition, then drop the combining marks: "Köln" -> "Koln".
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
+
+
+def ts_search_form(text: str) -> str:
+    """The text PostgreSQL indexes: :func:`search_form` with diacritics folded away."""
+    return search_form(_fold(text))
+
+
+def _lexeme(word: str) -> str:
+    # A quoted tsquery lexeme: a quote is doubled and a backslash escaped, so the word
+    # stays one operand whatever it holds.
+    return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def ts_query(text: str) -> str | None:
+    """A ``to_tsquery`` expression for ``text`` (the :func:`query_terms` of its folded
+    form), or ``None`` when nothing is searchable."""
+    terms = query_terms(_fold(text))
+    if not terms:
+        return None
+    operands = []
+    for term in terms:
+        words = term[1:-1].replace('""', '"').split(" ")
+        operands.append(" <-> ".join(_lexeme(word) for word in words))
+    return " | ".join(operands)

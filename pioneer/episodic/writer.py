@@ -1,71 +1,100 @@
 """Writing snippets: the episodic index's side of a store write, inside its transaction.
 
-Each function takes an open SQLite connection that is already inside a write
-transaction (the conversation store's, or the index's own when it re-indexes), so a turn
-is never stored without its snippets nor indexed without being stored. A snippet is one
-row of ``episodic_snippets`` (its provenance and text) plus one row of the FTS5 table
-``episodic_fts`` under the same rowid, holding the text's :func:`search_form`. Every
-writer first removes what it is about to replace, so writing the same source twice
-leaves one copy.
+Each function takes a :class:`~pioneer.history.store.StoreTransaction` that is already a
+write (the conversation store's, when :class:`~.index.EpisodicIndex` is subscribed to its
+write hooks, or the index's own when it re-indexes), so a turn is never stored without
+its snippets nor indexed without being stored. A snippet is one row of
+``episodic_snippets`` (its provenance and text) plus its search form: on SQLite one row
+of the FTS5 table ``episodic_fts`` under the same rowid; on PostgreSQL a ``tsvector``
+column of the same row, under a GIN index. Every writer first removes what it is about to
+replace, so writing the same source twice leaves one copy.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 
+from ..history.store import StoreEvent, StoreTransaction, SummaryWritten, TurnWritten
 from .chunks import Snippet, summary_snippets, turn_snippets
-from .terms import search_form
+from .terms import TS_CONFIG, search_form, ts_search_form
 
-__all__ = ["delete_snippets", "index_thread_summary", "index_turn", "insert_snippets"]
+__all__ = [
+    "delete_snippets",
+    "index_thread_summary",
+    "index_turn",
+    "insert_snippets",
+    "write_hook",
+]
 
 
-def insert_snippets(conn: sqlite3.Connection, snippets: Iterable[Snippet]) -> int:
+def insert_snippets(tx: StoreTransaction, snippets: Iterable[Snippet]) -> int:
     """Add snippets and their search text; return how many were written."""
     count = 0
     for snippet in snippets:
-        cursor = conn.execute(
-            "INSERT INTO episodic_snippets (thread_id, turn_id, item_id, chunk_id, role, seq, "
-            "text) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (snippet.thread_id, snippet.turn_id, snippet.item_id, snippet.chunk_id,
-             snippet.role, snippet.seq, snippet.text),
-        )
-        conn.execute("INSERT INTO episodic_fts (rowid, text) VALUES (?, ?)",
-                     (cursor.lastrowid, search_form(snippet.text)))
+        row = (snippet.thread_id, snippet.turn_id, snippet.item_id, snippet.chunk_id,
+               snippet.role, snippet.seq, snippet.text)
+        if tx.dialect == "postgresql":
+            tx.execute(
+                "INSERT INTO episodic_snippets (thread_id, turn_id, item_id, chunk_id, role, "
+                f"seq, text, search) VALUES (?, ?, ?, ?, ?, ?, ?, to_tsvector('{TS_CONFIG}', ?))",
+                (*row, ts_search_form(snippet.text)),
+            )
+        else:
+            (rowid,) = tx.execute(
+                "INSERT INTO episodic_snippets (thread_id, turn_id, item_id, chunk_id, role, "
+                "seq, text) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id", row,
+            ).fetchone()
+            tx.execute("INSERT INTO episodic_fts (rowid, text) VALUES (?, ?)",
+                       (rowid, search_form(snippet.text)))
         count += 1
     return count
 
 
-def delete_snippets(conn: sqlite3.Connection, where: str, params: tuple[object, ...]) -> None:
+def delete_snippets(tx: StoreTransaction, where: str, params: tuple[object, ...]) -> None:
     """Remove the snippets matching ``where`` (SQL over ``episodic_snippets``)."""
-    conn.execute(
-        f"DELETE FROM episodic_fts WHERE rowid IN (SELECT id FROM episodic_snippets "
-        f"WHERE {where})",
-        params,
-    )
-    conn.execute(f"DELETE FROM episodic_snippets WHERE {where}", params)
+    if tx.dialect == "sqlite":
+        tx.execute(
+            f"DELETE FROM episodic_fts WHERE rowid IN (SELECT id FROM episodic_snippets "
+            f"WHERE {where})",
+            params,
+        )
+    tx.execute(f"DELETE FROM episodic_snippets WHERE {where}", params)
 
 
 def index_turn(
-    conn: sqlite3.Connection, thread_id: str, turn_id: str, seq: int, *,
+    tx: StoreTransaction, thread_id: str, turn_id: str, seq: int, *,
     user_item_id: str | None, user_text: str | None,
     assistant_item_id: str | None, assistant_text: str | None,
 ) -> int:
     """(Re)index a completed turn's user message and reply."""
-    delete_snippets(conn, "turn_id = ? AND role IN ('user', 'assistant')", (turn_id,))
-    return insert_snippets(conn, turn_snippets(
+    delete_snippets(tx, "turn_id = ? AND role IN ('user', 'assistant')", (turn_id,))
+    return insert_snippets(tx, turn_snippets(
         thread_id, turn_id, seq, user_item_id=user_item_id, user_text=user_text,
         assistant_item_id=assistant_item_id, assistant_text=assistant_text,
     ))
 
 
 def index_thread_summary(
-    conn: sqlite3.Connection, thread_id: str, through_turn_id: str, seq: int, text: str
+    tx: StoreTransaction, thread_id: str, through_turn_id: str, seq: int, text: str
 ) -> int:
     """Index a thread's compaction summary, replacing the one it supersedes.
 
     Only the current summary is indexed: each new one is written over the whole history
     it covers, the previous summary included.
     """
-    delete_snippets(conn, "thread_id = ? AND role = 'generated_summary'", (thread_id,))
-    return insert_snippets(conn, summary_snippets(thread_id, through_turn_id, seq, text))
+    delete_snippets(tx, "thread_id = ? AND role = 'generated_summary'", (thread_id,))
+    return insert_snippets(tx, summary_snippets(thread_id, through_turn_id, seq, text))
+
+
+def write_hook(tx: StoreTransaction, event: StoreEvent) -> None:
+    """The store write hook: index each written turn and summary in its transaction."""
+    if isinstance(event, TurnWritten):
+        entry = event.entry
+        index_turn(tx, entry.thread_id, entry.turn_id, entry.seq,
+                   user_item_id=entry.user_item_id, user_text=entry.user_text,
+                   assistant_item_id=entry.assistant_item_id,
+                   assistant_text=entry.assistant_text)
+    elif isinstance(event, SummaryWritten):
+        summary = event.summary
+        index_thread_summary(tx, event.thread_id, summary.through_turn_id, summary.through_seq,
+                             summary.text)

@@ -3,12 +3,16 @@
 The database keeps its schema version in ``PRAGMA user_version``. Opening a store
 applies, in one write transaction, every step whose version is above the stored one,
 then records the new version; a database newer than this code is refused rather than
-guessed at. Later stages (episodic index, per-turn records) add their tables by
-appending a step here, never by editing an applied one.
+guessed at, and so is a database this code did not make: a negative version, or
+version 0 on a file that already has tables (:func:`check_known`). A store opened
+read-only runs no step: it needs exactly the latest version. The tables of the packages
+that extend the store (episodic index, turn records) are part of the store's schema and
+are added by appending a step here, never by editing an applied one.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -16,7 +20,15 @@ from dataclasses import dataclass
 
 from ..errors import StoreError
 
-__all__ = ["MIGRATIONS", "Migration", "configure_connection", "migrate", "schema_version"]
+__all__ = [
+    "MIGRATIONS",
+    "Migration",
+    "check_known",
+    "configure_connection",
+    "migrate",
+    "schema_version",
+    "tables_of",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +152,54 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return int(row[0])
 
 
+def tables_of(steps: Sequence[Migration]) -> frozenset[str]:
+    """The tables the steps create."""
+    found = re.compile(r"CREATE\s+(?:VIRTUAL\s+)?TABLE\s+(\w+)", re.IGNORECASE)
+    return frozenset(name for step in steps for statement in step.statements
+                     for name in found.findall(statement))
+
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return {str(name) for (name,) in rows}
+
+
+def check_known(conn: sqlite3.Connection, steps: Sequence[Migration] = MIGRATIONS, *,
+                where: str = "", upgrade: bool = False) -> int:
+    """Refuse a database this code does not know; return its schema version.
+
+    Known means: a version between 1 and the latest with every table of the steps up to
+    it, or (when ``upgrade``, for a store that may migrate) version 0 with no table at
+    all, i.e. a new file. Read-only opens pass ``upgrade=False`` and need the latest.
+    """
+    name = where or "database"
+    latest = len(steps)
+    version = schema_version(conn)
+    if version > latest:
+        raise StoreError(f"{name}: schema version {version} is newer than this pioneer "
+                         f"supports ({latest}); upgrade pioneer")
+    if version < 0:
+        raise StoreError(f"{name}: not a pioneer conversation store (schema version "
+                         f"{version})")
+    tables = _tables(conn)
+    if version == 0:
+        if not upgrade:
+            raise StoreError(f"{name}: not a pioneer conversation store (no schema version)")
+        if tables:
+            raise StoreError(f"{name}: not a pioneer conversation store (it has tables but "
+                             "no schema version); refusing to add tables to it")
+        return version
+    missing = sorted(tables_of(steps[:version]) - tables)
+    if missing:
+        raise StoreError(f"{name}: not a pioneer conversation store (schema version "
+                         f"{version} but no table {missing[0]!r})")
+    if version < latest and not upgrade:
+        raise StoreError(f"{name}: schema version {version} is older than this pioneer's "
+                         f"({latest}); a read command does not upgrade it (open it once "
+                         "for writing, e.g. with SqliteStore(path))")
+    return version
+
+
 def _check_order(steps: Sequence[Migration]) -> None:
     for expected, step in enumerate(steps, start=1):
         if step.version != expected:
@@ -165,12 +225,8 @@ def migrate(
         return started
     conn.execute("BEGIN IMMEDIATE")
     try:
-        current = schema_version(conn)
-        if current > latest:
-            raise StoreError(
-                f"{where or 'database'}: schema version {current} is newer than this "
-                f"pioneer supports ({latest}); upgrade pioneer"
-            )
+        # Checked again under the write lock: another process may have migrated meanwhile.
+        current = check_known(conn, steps, where=where, upgrade=True)
         for step in steps[current:]:
             for statement in step.statements:
                 conn.execute(statement)

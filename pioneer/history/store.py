@@ -1,21 +1,50 @@
 """The conversation store protocol: threads, turns, summaries and per-turn manifests.
 
 :class:`CrudStore` is what the budgeter and the CLI need from a store. The SQLite store
-(:mod:`pioneer.history.sqlite_store`) is the embedded implementation; a gateway with its
-own database implements the same methods. Writes compute token counts before they
+(:mod:`pioneer.history.sqlite_store`) is the embedded implementation and the PostgreSQL
+store (:mod:`pioneer.history.postgres_store`) the one for several nodes; a gateway with
+its own database implements the same methods. Writes compute token counts before they
 commit, so a reader never counts old text again.
+
+:class:`DatabaseStore` is what the packages that keep their own tables in the store's
+database build on (the episodic index, the turn records): a store knows nothing of them.
+They run their SQL through :meth:`DatabaseStore.read` and :meth:`DatabaseStore.write`
+(a :class:`StoreTransaction` each), and subscribe a :data:`WriteHook` that the store
+calls inside the transaction of every write it makes itself (:class:`TurnWritten`,
+:class:`SummaryWritten`): what a hook writes commits with the turn or not at all.
+docs/stores.md describes the protocol and the retry rules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypeVar
 
 from ..compile.manifest import PromptManifest
+from ..errors import StoreError
 from ..sections.artifacts import ArtifactRef
 from .models import HistoryEntry, HistoryWindow, ThreadRecord, ThreadSummary
 
-__all__ = ["MAX_TURNS", "CrudStore"]
+__all__ = [
+    "MAX_TURNS",
+    "CrudStore",
+    "Cursor",
+    "DatabaseStore",
+    "Dialect",
+    "StoreEvent",
+    "StoreTimeout",
+    "StoreTransaction",
+    "SummaryWritten",
+    "TurnWritten",
+    "WriteHook",
+]
+
+T = TypeVar("T")
+
+#: The SQL dialect of a store's database.
+Dialect = Literal["sqlite", "postgresql"]
 
 #: Turns loaded for one budgeting pass (newest first, returned in order).
 MAX_TURNS = 200
@@ -91,3 +120,105 @@ class CrudStore(Protocol):
     def close(self) -> None:
         """Release connections and files."""
         ...
+
+
+class Cursor(Protocol):
+    """The result of one statement: its rows and how many rows it changed."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class StoreTransaction(Protocol):
+    """One open transaction of a store's database.
+
+    Statements use ``?`` placeholders on every dialect (the PostgreSQL store translates
+    them), so SQL that both databases accept is written once.
+    """
+
+    @property
+    def dialect(self) -> Dialect:
+        """Which database this is, for the statements that differ."""
+        ...
+
+    @property
+    def where(self) -> str:
+        """The store's name in messages: its path, or its URL without a password."""
+        ...
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        """Run one statement."""
+        ...
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for each parameter row."""
+        ...
+
+    def time_limit(self, milliseconds: int | None) -> AbstractContextManager[None]:
+        """Stop the statements run inside after ``milliseconds`` (None: no limit), as
+        :class:`~pioneer.errors.StoreTimeout`."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TurnWritten:
+    """A turn was written (``entry`` as stored, with its position)."""
+
+    entry: HistoryEntry
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryWritten:
+    """A thread's summary was stored (it replaced an older one, if any)."""
+
+    thread_id: str
+    summary: ThreadSummary
+
+
+StoreEvent = TurnWritten | SummaryWritten
+
+#: Called inside the write transaction of each event; raising rolls the write back.
+WriteHook = Callable[[StoreTransaction, StoreEvent], None]
+
+
+class DatabaseStore(CrudStore, Protocol):
+    """A :class:`CrudStore` on a SQL database that other packages can extend."""
+
+    @property
+    def dialect(self) -> Dialect:
+        """Which database the store writes."""
+        ...
+
+    @property
+    def where(self) -> str:
+        """The store's name in messages."""
+        ...
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the store was opened for reading only."""
+        ...
+
+    def read(self, work: Callable[[StoreTransaction], T]) -> T:
+        """``work`` in one read-only snapshot; it may run again if the connection is lost."""
+        ...
+
+    def write(self, work: Callable[[StoreTransaction], T]) -> T:
+        """``work`` in one write transaction; it runs again (from the start, on a fresh
+        connection) when the connection was lost, so it must be safe to repeat."""
+        ...
+
+    def subscribe(self, hook: WriteHook) -> Callable[[], None]:
+        """Call ``hook`` in the transaction of every turn and summary written from now on;
+        returns the function that unsubscribes it."""
+        ...
+
+
+class StoreTimeout(StoreError):
+    """A statement ran past its transaction's time limit (``StoreTransaction.time_limit``)."""

@@ -1,0 +1,180 @@
+"""Turn records in the conversation store's database: save, load, and save with the turn.
+
+Two tables (added by a migration step of each store): ``turn_records`` holds one row per
+turn (mode, history decision, permission snapshot, skills) and ``turn_rounds`` one row
+per provider round (manifest, visible tools, hidden domains, provider shape, judged
+calls); every JSON column holds one concept as text with sorted keys, so a stored record
+is byte-stable on SQLite and PostgreSQL alike. :class:`TurnRecords` runs the SQL through
+the store's transactions (:class:`~pioneer.history.store.DatabaseStore`): the store knows
+nothing of records. A record refers to its turn: :meth:`TurnRecords.save` writes it once
+the turn is stored, and :meth:`TurnRecords.expecting` holds it until the store writes its
+turn, then writes it in the turn's own transaction (the write hook), so the turn and its
+record commit together or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import StoreError, format_path
+from ..history.sql_store import check_row
+from ..history.store import DatabaseStore, StoreEvent, StoreTransaction, TurnWritten
+from .record import TurnRecord
+
+__all__ = ["TurnRecords", "read_turn_record", "write_turn_record"]
+
+_RECORD_COLUMNS = "thread_id, mode, history, permissions, skills"
+_ROUND_COLUMNS = "round, manifest, visible_tools, hidden_domains, provider, calls"
+
+
+def _json(value: BaseModel | list[Any] | None) -> str | None:
+    if value is None:
+        return None
+    data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    # Sorted keys keep stored records byte-stable; lists keep their order (domain map).
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def write_turn_record(tx: StoreTransaction, record: TurnRecord, *, created_at: str,
+                      retry: bool = False) -> None:
+    """Insert ``record``; the turn must exist in the same thread and have no record yet.
+
+    On a ``retry`` (the unit of work runs again after a lost connection), a stored record
+    equal to ``record`` is the first run's commit and is accepted.
+    """
+    where = tx.where
+    row = tx.execute("SELECT thread_id FROM turns WHERE turn_id = ?",
+                     (record.turn_id,)).fetchone()
+    if row is None:
+        raise StoreError(f"{where}: turn {record.turn_id!r} does not exist; store the turn "
+                         "before its record")
+    if row[0] != record.thread_id:
+        raise StoreError(f"{where}: turn {record.turn_id!r} is in thread {row[0]!r}, "
+                         f"not {record.thread_id!r}")
+    inserted = tx.execute(
+        "INSERT INTO turn_records (turn_id, thread_id, mode, history, permissions, "
+        "skills, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (turn_id) DO NOTHING",
+        (record.turn_id, record.thread_id, record.mode, _json(record.history),
+         _json(record.permissions), _json(record.skills), created_at),
+    ).rowcount
+    if inserted == 0:
+        if retry and read_turn_record(tx, record.turn_id) == record:
+            return
+        raise StoreError(f"{where}: turn {record.turn_id!r} already has a record")
+    tx.executemany(
+        f"INSERT INTO turn_rounds (turn_id, {_ROUND_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (record.turn_id, r.round, r.manifest.to_json(indent=None), _json(r.visible_tools),
+             _json([h.model_dump(mode="json") for h in r.hidden_domains]), _json(r.provider),
+             _json([c.model_dump(mode="json") for c in r.calls]))
+            for r in record.rounds
+        ],
+    )
+
+
+def _load(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def read_turn_record(tx: StoreTransaction, turn_id: str) -> TurnRecord | None:
+    """The stored record of ``turn_id``, or ``None`` when the turn has none."""
+    where = tx.where
+    what = f"the record of turn {turn_id!r}"
+    row = tx.execute(f"SELECT {_RECORD_COLUMNS} FROM turn_records WHERE turn_id = ?",
+                     (turn_id,)).fetchone()
+    if row is None:
+        return None
+    check_row(row, _RECORD_COLUMNS, ("text", "text", "text?", "text?", "text?"),
+              where=where, what=what)
+    thread_id, mode, history, permissions, skills = row
+    rows = tx.execute(f"SELECT {_ROUND_COLUMNS} FROM turn_rounds WHERE turn_id = ? "
+                      "ORDER BY round", (turn_id,)).fetchall()
+    for round_row in rows:
+        check_row(round_row, _ROUND_COLUMNS, ("int",) + ("text",) * 5, where=where, what=what)
+    try:
+        rounds = [
+            {"round": number, "manifest": _load(manifest), "visible_tools": _load(tools),
+             "hidden_domains": _load(hidden), "provider": _load(provider),
+             "calls": _load(calls)}
+            for number, manifest, tools, hidden, provider, calls in rows
+        ]
+        return TurnRecord.model_validate({
+            "turn_id": turn_id, "thread_id": thread_id, "mode": mode,
+            "history": _load(history), "permissions": _load(permissions),
+            "skills": _load(skills), "rounds": rounds,
+        })
+    except json.JSONDecodeError as error:
+        raise StoreError(f"{where}: {what} is unreadable: not JSON ({error.msg})") from None
+    except ValidationError as error:
+        item = error.errors()[0]
+        detail = f"{format_path(item['loc']) or '(record)'}: {item['msg']}"
+        raise StoreError(f"{where}: {what} is unreadable: {detail}") from None
+
+
+class TurnRecords:
+    """The turn records of one store (SQLite or PostgreSQL)."""
+
+    def __init__(self, store: DatabaseStore) -> None:
+        self.store = store
+        self._expected: dict[str, TurnRecord] = {}
+        self._lock = threading.Lock()
+        self._unsubscribe = None if store.read_only else store.subscribe(self._on_write)
+
+    def close(self) -> None:
+        """Stop listening to the store's writes (the store stays open)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def __enter__(self) -> TurnRecords:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def save(self, record: TurnRecord) -> None:
+        """Store a turn's record, once, after the turn itself (one transaction)."""
+        runs = 0
+
+        def work(tx: StoreTransaction) -> None:
+            nonlocal runs
+            runs += 1
+            write_turn_record(tx, record, created_at=_now(), retry=runs > 1)
+
+        self.store.write(work)
+
+    @contextmanager
+    def expecting(self, record: TurnRecord) -> Iterator[None]:
+        """Inside the block, the store's write of ``record``'s turn (``add_turn`` with
+        ``turn_id=record.turn_id``) also writes ``record``, in the turn's transaction:
+        both commit, or neither."""
+        with self._lock:
+            self._expected[record.turn_id] = record
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._expected.pop(record.turn_id, None)
+
+    def get(self, turn_id: str) -> TurnRecord | None:
+        """The stored record of a turn, or ``None``."""
+        return self.store.read(lambda tx: read_turn_record(tx, turn_id))
+
+    def _on_write(self, tx: StoreTransaction, event: StoreEvent) -> None:
+        if not isinstance(event, TurnWritten):
+            return
+        with self._lock:
+            record = self._expected.get(event.entry.turn_id)
+        if record is not None:
+            write_turn_record(tx, record, created_at=_now())

@@ -1,0 +1,59 @@
+"""Choosing a store by its target: a ``postgresql://`` URL or the path of an SQLite file.
+
+:func:`open_store` is what the CLI and settings (``store_url``, ``PIONEER_STORE_URL``,
+``--db``) go through, so every command that takes a database takes either. The PostgreSQL
+store needs the ``postgres`` extra (psycopg 3 and psycopg-pool); it is imported only when
+a URL asks for it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import StoreError
+from ..tokens import TokenCounter
+from .sql_store import SqlStore
+
+__all__ = ["URL_SCHEMES", "is_store_url", "open_store", "redact_url"]
+
+#: URL schemes that select the PostgreSQL store.
+URL_SCHEMES = ("postgresql", "postgres")
+
+
+def is_store_url(target: str | Path) -> bool:
+    """Whether ``target`` is a PostgreSQL URL (anything else is an SQLite path)."""
+    if isinstance(target, Path):
+        return False
+    scheme, sep, _ = target.partition("://")
+    return bool(sep) and scheme.lower() in URL_SCHEMES
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+
+
+def open_store(target: str | Path, *, read_only: bool = False, create: bool = True,
+               counter: TokenCounter | None = None) -> SqlStore:
+    """The store at ``target``: :class:`PostgresStore` for a URL, else :class:`SqliteStore`.
+
+    ``read_only`` opens it for reading only (the read commands): nothing is created,
+    migrated or switched, and a database this pioneer does not know is refused.
+    """
+    if is_store_url(target):
+        try:
+            from .postgres_store import PostgresStore
+        except ImportError as error:  # the extra is missing
+            raise StoreError(f"{redact_url(str(target))}: the PostgreSQL store needs the "
+                             f"'postgres' extra (pip install 'pioneer[postgres]'): "
+                             f"{error}") from None
+        return PostgresStore(str(target), read_only=read_only, counter=counter)
+    from .sqlite_store import SqliteStore
+
+    return SqliteStore(target, read_only=read_only, create=create, counter=counter)

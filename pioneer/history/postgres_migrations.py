@@ -1,0 +1,110 @@
+"""Schema migrations of the PostgreSQL conversation store: an ordered list of SQL steps.
+
+The same tables as the SQLite store (:mod:`.migrations`), in PostgreSQL's types: turn
+positions from an identity column, the episodic index as a ``tsvector`` column of each
+snippet under a GIN index (instead of an FTS5 table). The version lives in the one-row
+table ``pioneer_schema`` of the schema the connection creates in (the first of its
+``search_path``), so several stores can share a database in separate schemas. Steps run
+forward only, all in one transaction that first takes a transaction-scoped advisory lock,
+so nodes starting at once apply each step exactly once; a newer schema is refused, and a
+store opened read-only runs no step and needs exactly the latest version.
+"""
+
+from __future__ import annotations
+
+from .migrations import Migration
+
+__all__ = ["MIGRATIONS", "MIGRATION_LOCK"]
+
+#: Key of the advisory lock held while migrating (any 64-bit number, fixed).
+MIGRATION_LOCK = 0x70696F6E656572  # "pioneer"
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "threads, turns, artifact refs, turn records, episodic index (tsvector + GIN)",
+        (
+            """CREATE TABLE threads (
+                thread_id TEXT PRIMARY KEY,
+                model TEXT,
+                created_at TEXT NOT NULL,
+                summary TEXT,
+                summary_tokens INTEGER,
+                summary_turn_count INTEGER NOT NULL DEFAULT 0,
+                summary_through_seq BIGINT,
+                summary_through_turn_id TEXT
+            )""",
+            """CREATE TABLE turns (
+                seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                turn_id TEXT NOT NULL UNIQUE,
+                thread_id TEXT NOT NULL REFERENCES threads(thread_id),
+                user_item_id TEXT,
+                user_text TEXT,
+                user_tokens INTEGER NOT NULL,
+                assistant_item_id TEXT,
+                assistant_text TEXT,
+                assistant_tokens INTEGER NOT NULL,
+                created_at TEXT NOT NULL,
+                prompt_manifest TEXT
+            )""",
+            "CREATE INDEX turns_by_thread ON turns (thread_id, seq) INCLUDE (turn_id)",
+            """CREATE TABLE artifact_refs (
+                turn_id TEXT NOT NULL REFERENCES turns(turn_id),
+                side TEXT NOT NULL CHECK (side IN ('user', 'assistant')),
+                position INTEGER NOT NULL,
+                artifact_id TEXT NOT NULL,
+                version_id TEXT,
+                display_name TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                mime_type TEXT,
+                size_bytes BIGINT,
+                sha256 TEXT,
+                role TEXT,
+                message_id TEXT,
+                turn_item_id TEXT,
+                PRIMARY KEY (turn_id, side, position)
+            )""",
+            """CREATE TABLE turn_records (
+                turn_id TEXT PRIMARY KEY REFERENCES turns(turn_id),
+                thread_id TEXT NOT NULL REFERENCES threads(thread_id),
+                mode TEXT NOT NULL CHECK (mode IN ('chat', 'agent')),
+                history TEXT,
+                permissions TEXT,
+                skills TEXT,
+                created_at TEXT NOT NULL
+            )""",
+            """CREATE TABLE turn_rounds (
+                turn_id TEXT NOT NULL REFERENCES turn_records(turn_id),
+                round INTEGER NOT NULL CHECK (round >= 1),
+                manifest TEXT NOT NULL,
+                visible_tools TEXT NOT NULL,
+                hidden_domains TEXT NOT NULL,
+                provider TEXT NOT NULL,
+                calls TEXT NOT NULL,
+                PRIMARY KEY (turn_id, round)
+            )""",
+            """CREATE TABLE episodic_snippets (
+                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                thread_id TEXT NOT NULL,
+                turn_id TEXT NOT NULL,
+                item_id TEXT NOT NULL,
+                chunk_id TEXT NOT NULL,
+                role TEXT NOT NULL CHECK (role IN
+                    ('user', 'assistant', 'task_summary', 'generated_summary')),
+                seq BIGINT NOT NULL,
+                text TEXT NOT NULL,
+                search TSVECTOR NOT NULL,
+                UNIQUE (turn_id, item_id, chunk_id)
+            )""",
+            "CREATE INDEX episodic_by_thread ON episodic_snippets (thread_id, role, seq)",
+            "CREATE INDEX episodic_search ON episodic_snippets USING GIN (search)",
+            """CREATE TABLE episodic_task_summaries (
+                thread_id TEXT NOT NULL,
+                turn_id TEXT NOT NULL REFERENCES turns(turn_id),
+                item_id TEXT NOT NULL,
+                text TEXT NOT NULL,
+                PRIMARY KEY (turn_id, item_id)
+            )""",
+        ),
+    ),
+)

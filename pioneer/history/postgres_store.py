@@ -1,0 +1,239 @@
+"""The conversation store for several nodes: PostgreSQL through psycopg 3 and a pool.
+
+Takes a ``postgresql://`` URL (any libpq connection string; ``options=-csearch_path=…``
+puts the tables in a schema of their own) and a token counter; implements
+:class:`~pioneer.history.store.CrudStore` and
+:class:`~pioneer.history.store.DatabaseStore` with the SQL it shares with the SQLite
+store (:mod:`.sql_store`). Needs the ``postgres`` extra.
+
+Transactions: a write is one ``READ COMMITTED`` transaction that first holds the thread's
+row (``SELECT … FOR NO KEY UPDATE``), so the turns of one thread get their positions in
+commit order whichever node writes them, and a summary's coverage is a conditional update
+that never moves it back; a read is one ``REPEATABLE READ READ ONLY`` transaction, so a
+history window (summary plus the turns after it) is one snapshot. No lock is held in the
+application.
+
+Faults: a connection the server ended (``pg_terminate_backend``, a restart, a network
+cut) is a :class:`~.sql_store.ConnectionLost`; the unit of work then runs again from the
+start on a fresh connection, a few times with a growing pause, and is a
+:class:`StoreError` when the server stays away. The pool checks each connection as it
+hands it out. A serialization failure or deadlock is retried the same way. Everything
+else PostgreSQL refuses is a :class:`StoreError` with its message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any
+
+import psycopg
+import psycopg.errors
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ..errors import StoreError
+from ..tokens import TokenCounter
+from .migrations import Migration, tables_of
+from .open import redact_url
+from .postgres_migrations import MIGRATION_LOCK, MIGRATIONS
+from .sql_store import ConnectionLost, SqlStore
+from .store import Cursor, Dialect, StoreTimeout, StoreTransaction
+
+__all__ = ["PostgresStore"]
+
+# Errors after which the transaction is gone but repeating it is safe.
+_RETRYABLE = (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected,
+              psycopg.errors.AdminShutdown, psycopg.errors.CrashShutdown,
+              psycopg.errors.CannotConnectNow)
+
+
+def _sql(statement: str, params: Sequence[Any]) -> tuple[str, Sequence[Any] | None]:
+    # The shared SQL uses "?" placeholders; psycopg's are "%s" (and "%" is then "%%").
+    if not params:
+        return statement, None
+    return statement.replace("%", "%%").replace("?", "%s"), params
+
+
+class _Transaction:
+    """A :class:`StoreTransaction` on one psycopg connection."""
+
+    dialect: Dialect = "postgresql"
+
+    def __init__(self, conn: psycopg.Connection[Any], where: str) -> None:
+        self.conn = conn
+        self.where = where
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        query, values = _sql(sql, params)
+        return self.conn.execute(query, values)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        query, _ = _sql(sql, rows[0] if rows else ())
+        with self.conn.cursor() as cursor:
+            cursor.executemany(query, rows)
+
+    @contextmanager
+    def time_limit(self, milliseconds: int | None) -> Iterator[None]:
+        if milliseconds is None:
+            yield
+            return
+        # 0 would mean "no limit" to PostgreSQL; the shortest real limit is 1 ms.
+        self.conn.execute(f"SET LOCAL statement_timeout = {max(1, int(milliseconds))}")
+        try:
+            yield
+        except psycopg.errors.QueryCanceled:
+            raise StoreTimeout(
+                f"{self.where}: the query stopped at its {milliseconds} ms time limit"
+            ) from None
+        self.conn.execute("SET LOCAL statement_timeout = DEFAULT")
+
+
+def _message(error: psycopg.Error) -> str:
+    primary = getattr(error.diag, "message_primary", None)
+    return str(primary or error).strip()
+
+
+class PostgresStore(SqlStore):
+    """Conversation history in a PostgreSQL database (its schema migrated on open)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        counter: TokenCounter | None = None,
+        read_only: bool = False,
+        cache_size: int = 4096,
+        pool_size: int = 8,
+        connect_timeout: float = 5.0,
+        migrations: Sequence[Migration] = MIGRATIONS,
+    ) -> None:
+        super().__init__(dialect="postgresql", where=redact_url(url), counter=counter,
+                         cache_size=cache_size, read_only=read_only)
+        self.url = url
+        self._connect_timeout = connect_timeout
+        # One direct connection first: a wrong URL, a refused connection or a missing
+        # database is reported with the server's reason, not as a pool timeout.
+        try:
+            with psycopg.connect(url, autocommit=True,
+                                 connect_timeout=max(1, round(connect_timeout))) as conn:
+                if read_only:
+                    self._check_known(conn, migrations, upgrade=False)
+                else:
+                    self._migrate(conn, migrations)
+        except psycopg.Error as error:
+            raise StoreError(f"{self._where}: {_message(error)}") from None
+        except UnicodeEncodeError:
+            raise StoreError(f"{self._where}: text that is not valid Unicode (a lone "
+                             "surrogate) cannot be stored") from None
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            url, min_size=1, max_size=pool_size, open=False, timeout=connect_timeout,
+            kwargs={"autocommit": True}, configure=self._configure,
+            check=ConnectionPool.check_connection, name=f"pioneer {self._where}",
+        )
+        self._pool.open()
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        if self._read_only:
+            conn.execute("SET default_transaction_read_only = on")
+
+    # -- schema ----------------------------------------------------------------------
+
+    def _check_known(self, conn: psycopg.Connection[Any], steps: Sequence[Migration], *,
+                     upgrade: bool) -> int:
+        latest = len(steps)
+        if conn.execute("SELECT to_regclass('pioneer_schema')").fetchone() == (None,):
+            tables = conn.execute(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
+            ).fetchone()
+            if not upgrade:
+                raise StoreError(f"{self._where}: not a pioneer conversation store (no "
+                                 "pioneer_schema table)")
+            if tables is not None and tables[0]:
+                raise StoreError(f"{self._where}: not a pioneer conversation store (its "
+                                 "schema has tables but no pioneer_schema); refusing to "
+                                 "add tables to it")
+            return 0
+        rows = conn.execute("SELECT version FROM pioneer_schema").fetchall()
+        if len(rows) != 1 or not isinstance(rows[0][0], int):
+            raise StoreError(f"{self._where}: not a pioneer conversation store "
+                             f"(pioneer_schema holds {len(rows)} rows, expected one version)")
+        version = int(rows[0][0])
+        if version > latest:
+            raise StoreError(f"{self._where}: schema version {version} is newer than this "
+                             f"pioneer supports ({latest}); upgrade pioneer")
+        if version < 1:
+            raise StoreError(f"{self._where}: not a pioneer conversation store (schema "
+                             f"version {version})")
+        for table in sorted(tables_of(steps[:version])):
+            if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone() == (None,):
+                raise StoreError(f"{self._where}: not a pioneer conversation store (schema "
+                                 f"version {version} but no table {table!r})")
+        if version < latest and not upgrade:
+            raise StoreError(f"{self._where}: schema version {version} is older than this "
+                             f"pioneer's ({latest}); a read command does not upgrade it "
+                             "(open it once for writing)")
+        return version
+
+    def _migrate(self, conn: psycopg.Connection[Any], steps: Sequence[Migration]) -> None:
+        for expected, step in enumerate(steps, start=1):
+            if step.version != expected:
+                raise StoreError(f"migration steps must be numbered 1, 2, 3…; step "
+                                 f"{expected} has version {step.version}")
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            current = self._check_known(conn, steps, upgrade=True)
+            if current == 0:
+                conn.execute("CREATE TABLE pioneer_schema (version INTEGER NOT NULL)")
+                conn.execute("INSERT INTO pioneer_schema (version) VALUES (0)")
+            for step in steps[current:]:
+                for statement in step.statements:
+                    conn.execute(statement)
+                conn.execute("UPDATE pioneer_schema SET version = %s", (step.version,))
+
+    # -- transactions ----------------------------------------------------------------
+
+    def _lock_thread(self, tx: StoreTransaction, thread_id: str) -> bool:
+        return tx.execute("SELECT 1 FROM threads WHERE thread_id = ? FOR NO KEY UPDATE",
+                          (thread_id,)).fetchone() is not None
+
+    @contextmanager
+    def _transaction(self, write: bool) -> Iterator[StoreTransaction]:
+        if self._pool.closed:
+            raise StoreError(f"{self._where}: the store is closed")
+        try:
+            with self._pool.connection() as conn:
+                try:
+                    conn.execute("BEGIN" if write else
+                                 "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    yield _Transaction(conn, self._where)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if not conn.broken and not conn.closed:
+                        with suppress(psycopg.Error):
+                            conn.execute("ROLLBACK")
+                    raise
+        except PoolTimeout:
+            raise ConnectionLost(f"{self._where}: no connection to the server within "
+                                 f"{self._connect_timeout:g} s") from None
+        except _RETRYABLE as error:
+            raise ConnectionLost(f"{self._where}: {_message(error)}") from None
+        except psycopg.OperationalError as error:
+            if isinstance(error, psycopg.errors.QueryCanceled):
+                raise StoreError(f"{self._where}: {_message(error)}") from None
+            # Anything else operational (the connection broke, the server went away).
+            raise ConnectionLost(f"{self._where}: {_message(error)}") from None
+        except psycopg.Error as error:
+            raise StoreError(f"{self._where}: {_message(error)}") from None
+        except UnicodeEncodeError:
+            raise StoreError(f"{self._where}: text that is not valid Unicode (a lone "
+                             "surrogate) cannot be stored") from None
+
+    def _recover(self) -> None:
+        self._pool.check()
+
+    def close(self) -> None:
+        """Close the pool and its connections."""
+        self._pool.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
