@@ -10,7 +10,7 @@ import pytest
 from pioneer import StoreError
 from pioneer.audit import TurnAudit, TurnRecord, TurnRecords
 from pioneer.history import SqliteStore
-from pioneer.history.store import StoreEvent, StoreTransaction, SummaryWritten, TurnWritten
+from pioneer.history.store import StoreEvent, StoreTransaction, TurnWritten
 
 
 def _store(tmp_path: Path) -> SqliteStore:
