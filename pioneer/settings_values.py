@@ -88,7 +88,8 @@ class SettingsValues(BaseModel):
         "summary message alone).",
     )
     store_url: str | None = Field(
-        None, description="PostgreSQL conversation store (postgresql://…); wins over store_path."
+        default=None,
+        description="PostgreSQL conversation store (postgresql://…); wins over store_path.",
     )
 
     @field_validator("store_url")
