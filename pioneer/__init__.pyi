@@ -5,6 +5,9 @@ and the CLI load only the stages they touch; type checkers read it as the packag
 """
 
 from .audit import (
+    ReportedUsage as ReportedUsage,
+)
+from .audit import (
     TurnAudit as TurnAudit,
 )
 from .audit import (

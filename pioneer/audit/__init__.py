@@ -2,9 +2,10 @@
 
 :mod:`.record` holds the stored models (:class:`TurnRecord` and its parts),
 :mod:`.provider_shape` reads the shape of a sent provider body, :mod:`.recorder` collects
-a turn's rounds while it runs, and :mod:`.store` keeps records in the conversation
-store's database (:class:`TurnRecords`, on SQLite or PostgreSQL). ``pioneer explain``
-reads the record back (:mod:`pioneer.audit.explain`).
+a turn's rounds while it runs, :mod:`.store` keeps records in the conversation store's
+database (:class:`TurnRecords`, on SQLite or PostgreSQL) and :mod:`.telemetry` turns each
+round into an OpenTelemetry span. ``pioneer explain`` reads the record back
+(:mod:`pioneer.audit.explain`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .record import (
 )
 from .recorder import TurnAudit
 from .store import TurnRecords
+from .telemetry import ReportedUsage
 
 __all__ = [
     "CARRIERS",
@@ -32,6 +34,7 @@ __all__ = [
     "HistoryMessageRecord",
     "HistorySnapshot",
     "ProviderShape",
+    "ReportedUsage",
     "RoundRecord",
     "SkillRecord",
     "SkillsSnapshot",

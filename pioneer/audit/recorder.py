@@ -4,7 +4,10 @@ An agent loop makes a :class:`TurnAudit` when the turn starts (mode, history dec
 permissions, skills), calls :meth:`TurnAudit.add_round` with what each round sent (the
 compiled manifest, the tool round, the request and the provider body) and
 :meth:`TurnAudit.record` at the end with the judged tool calls; the store keeps the
-resulting :class:`~pioneer.audit.record.TurnRecord`. ``add_round`` refuses a request
+resulting :class:`~pioneer.audit.record.TurnRecord`. With OpenTelemetry installed each
+round is also a GenAI client span (:mod:`pioneer.audit.telemetry`), open from
+``add_round`` until :meth:`TurnAudit.report_usage` gives the provider's usage or the turn
+is recorded. ``add_round`` refuses a request
 whose tools are not exactly the round's visible tools, so the record can never claim a
 tool set that was not sent.
 """
@@ -28,6 +31,7 @@ from .record import (
     ToolCallRecord,
     TurnRecord,
 )
+from .telemetry import ReportedUsage, end_round_span, start_round_span
 
 if TYPE_CHECKING:
     from ..tools.visibility import CallOutcome, ToolRound
@@ -55,6 +59,7 @@ class TurnAudit:
         self.permissions = permissions
         self.skills = skills
         self._rounds: list[RoundRecord] = []
+        self._spans: dict[int, Any] = {}  # round → its open span (None without the API)
 
     def add_round(
         self,
@@ -90,7 +95,18 @@ class TurnAudit:
             provider=provider_shape(provider, request, body),
         )
         self._rounds.append(record)
+        self._spans[number] = start_round_span(record, request, provider, turn_id=self.turn_id,
+                                               thread_id=self.thread_id, history=self.history)
         return record
+
+    def report_usage(self, round_number: int, usage: ReportedUsage) -> None:
+        """The usage the provider reported for a round: it goes on the round's span,
+        which ends here. Reporting a round twice, or one not added, is an error."""
+        if round_number not in self._spans:
+            state = "already reported" if 1 <= round_number <= len(self._rounds) else "not added"
+            raise InputError(f"round {round_number}: usage {state} "
+                             f"(the turn has {len(self._rounds)} round(s))")
+        end_round_span(self._spans.pop(round_number), usage)
 
     def record(self, calls: Sequence[CallOutcome] = ()) -> TurnRecord:
         """The turn record, each judged call filed under the round it was made in."""
@@ -102,6 +118,8 @@ class TurnAudit:
             by_round.setdefault(outcome.round, []).append(ToolCallRecord.from_outcome(outcome))
         rounds = [r.model_copy(update={"calls": by_round.get(r.round, [])})
                   for r in self._rounds]
+        for number in list(self._spans):
+            end_round_span(self._spans.pop(number), None)
         return TurnRecord(turn_id=self.turn_id, thread_id=self.thread_id, mode=self.mode,
                           history=self.history, permissions=self.permissions,
                           skills=self.skills, rounds=rounds)

@@ -15,18 +15,26 @@ own ``max_chars``) cut it, ``prompt`` when the compiled prompt does not hold all
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
+from .. import telemetry
+from ..compile.boundary import strip_prompt_cache_boundary
 from ..compile.bootstrap import sanitize
 from ..compile.compiler import PromptCompiler
 from ..compile.inputs import PromptCompileInput, RuntimeSectionInput
-from ..compile.manifest import CompiledPromptPayload, CompiledSection, Diagnostic, HookSourceEntry
+from ..compile.manifest import (
+    CompiledPromptPayload,
+    CompiledSection,
+    Diagnostic,
+    HookSourceEntry,
+    PromptManifest,
+)
 from ..hooks.registry import TURN_PROMPT_PHASES, CollectedContribution, HookRegistry, TurnContext
 from ..sections.permissions import PermissionProfile, render_current_permissions
 from ..sections.tool_domains import SECTION_ID as HIDDEN_DOMAINS_ID
 from ..sections.tool_domains import render_hidden_tool_domains
 
-__all__ = ["compile_turn"]
+__all__ = ["compile_attributes", "compile_turn", "manifest_attributes"]
 
 Truncation = Literal["none", "hook", "prompt", "hook_and_prompt"]
 _TRUNCATION: dict[tuple[bool, bool], Truncation] = {
@@ -47,7 +55,25 @@ def compile_turn(
     hidden_tool_domains: Mapping[str, Sequence[str]] | None = None,
     phases: Sequence[str] = TURN_PROMPT_PHASES,
 ) -> CompiledPromptPayload:
-    """Run the hook phases for one turn, then compile it."""
+    """Run the hook phases for one turn, then compile it (inside a ``pioneer.compile_turn``
+    span when OpenTelemetry is installed, see :mod:`pioneer.telemetry`)."""
+    with telemetry.span("pioneer.compile_turn") as current:
+        compiled = _compile_turn(compiler, compile_input, hooks, turn, permissions,
+                                 hidden_tool_domains, phases)
+        if current is not None and current.is_recording():
+            telemetry.set_attributes(current, compile_attributes(compiled))
+        return compiled
+
+
+def _compile_turn(
+    compiler: PromptCompiler,
+    compile_input: PromptCompileInput,
+    hooks: HookRegistry | None,
+    turn: TurnContext | None,
+    permissions: PermissionProfile | None,
+    hidden_tool_domains: Mapping[str, Sequence[str]] | None,
+    phases: Sequence[str],
+) -> CompiledPromptPayload:
     turn = turn or TurnContext()
     hooks = hooks or HookRegistry()
     env = compiler.templates.env
@@ -87,6 +113,36 @@ def compile_turn(
         "diagnostics": [*compiled.manifest.diagnostics, *hook_diagnostics],
     })
     return compiled.model_copy(update={"manifest": manifest})
+
+
+def manifest_attributes(manifest: PromptManifest) -> dict[str, Any]:
+    """pioneer's own span attributes of a compiled prompt (ids and counts, no content)."""
+    stable = [s.id for s in manifest.sections if s.stability == "stable"]
+    return {
+        "pioneer.profile": manifest.profile,
+        "pioneer.profile_fingerprint": manifest.profile_fingerprint,
+        "pioneer.fingerprint_stable": manifest.fingerprint_stable,
+        "pioneer.fingerprint_dynamic": manifest.fingerprint_dynamic,
+        "pioneer.section_ids": list(manifest.section_ids),
+        "pioneer.stable_section_ids": stable,
+        "pioneer.dynamic_section_ids": [i for i in manifest.section_ids if i not in stable],
+        "pioneer.diagnostics.count": len(manifest.diagnostics),
+        "pioneer.diagnostic_codes": sorted({d.code for d in manifest.diagnostics}),
+    }
+
+
+def compile_attributes(payload: CompiledPromptPayload) -> dict[str, Any]:
+    """The compile span's attributes; the stable and dynamic text as
+    ``gen_ai.system_instructions`` only when :func:`pioneer.telemetry.capture_content`."""
+    attributes = manifest_attributes(payload.manifest)
+    attributes["pioneer.stable.chars"] = len(payload.stable_system_text)
+    attributes["pioneer.dynamic.chars"] = len(payload.dynamic_system_text)
+    if telemetry.capture_content():
+        attributes["gen_ai.system_instructions"] = telemetry.system_instructions(
+            strip_prompt_cache_boundary(text).strip()
+            for text in (payload.stable_system_text, payload.dynamic_system_text)
+        )
+    return attributes
 
 
 def _hook_sections(collected: Sequence[CollectedContribution]) -> list[RuntimeSectionInput]:

@@ -1,0 +1,132 @@
+"""The provider round as an OpenTelemetry GenAI client span (``chat {model}``).
+
+:class:`~pioneer.audit.recorder.TurnAudit` starts one span per round in ``add_round``
+(the request is about to be sent) and ends it when the application reports the provider's
+usage (``TurnAudit.report_usage``) or, at the latest, when the turn is recorded. The span
+carries the request side at once (``gen_ai.request.model``, the provider, pioneer's
+manifest attributes, the history mode) and the ``gen_ai.usage.*`` counts once reported:
+``gen_ai.usage.input_tokens`` is the whole prompt, cached tokens included, whatever the
+provider calls it (docs/telemetry.md has the mapping). With
+:data:`~pioneer.telemetry.CAPTURE_ENV` on, the stable and dynamic text go into
+``gen_ai.system_instructions``. Without ``opentelemetry-api`` every function here is a
+no-op that imports nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .. import telemetry
+from ..providers.request import ChatRequest
+from ..providers.system import prompt_parts
+from ..turn.run import manifest_attributes
+from .record import HistorySnapshot, RoundRecord
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
+__all__ = ["PROVIDER_NAMES", "ReportedUsage", "end_round_span", "start_round_span"]
+
+#: pioneer's provider names → ``gen_ai.provider.name`` values of the conventions.
+PROVIDER_NAMES = {
+    "anthropic": "anthropic",
+    "openai-chat": "openai",
+    "openai-responses": "openai",
+    "gemini": "gcp.gemini",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ReportedUsage:
+    """What a provider reported for one round, in the conventions' terms.
+
+    ``input_tokens`` counts the whole prompt, the cached part included (Anthropic reports
+    the uncached rest separately: add its three input counts).
+    """
+
+    input_tokens: int
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+
+    @classmethod
+    def from_response(cls, provider: str, usage: Mapping[str, Any]) -> ReportedUsage:
+        """The usage object of a provider's response (JSON as the API sends it)."""
+        if provider == "anthropic":
+            read = _int(usage, "cache_read_input_tokens")
+            written = _int(usage, "cache_creation_input_tokens")
+            rest = _int(usage, "input_tokens") or 0
+            return cls(rest + (read or 0) + (written or 0), _int(usage, "output_tokens"),
+                       read, written)
+        if provider == "openai-chat":
+            details = usage.get("prompt_tokens_details") or {}
+            return cls(_int(usage, "prompt_tokens") or 0, _int(usage, "completion_tokens"),
+                       _int(details, "cached_tokens"))
+        if provider == "openai-responses":
+            details = usage.get("input_tokens_details") or {}
+            return cls(_int(usage, "input_tokens") or 0, _int(usage, "output_tokens"),
+                       _int(details, "cached_tokens"))
+        if provider == "gemini":
+            return cls(_int(usage, "promptTokenCount") or 0,
+                       _int(usage, "candidatesTokenCount"),
+                       _int(usage, "cachedContentTokenCount"))
+        raise ValueError(f"unknown provider {provider!r}; expected one of "
+                         f"{', '.join(PROVIDER_NAMES)}")
+
+    def attributes(self) -> dict[str, Any]:
+        """The ``gen_ai.usage.*`` attributes (the ones reported)."""
+        return {
+            "gen_ai.usage.input_tokens": self.input_tokens,
+            "gen_ai.usage.output_tokens": self.output_tokens,
+            "gen_ai.usage.cache_read.input_tokens": self.cache_read_input_tokens,
+            "gen_ai.usage.cache_creation.input_tokens": self.cache_creation_input_tokens,
+        }
+
+
+def _int(data: Mapping[str, Any], key: str) -> int | None:
+    value = data.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def start_round_span(
+    record: RoundRecord, request: ChatRequest, provider: str, *,
+    turn_id: str, thread_id: str, history: HistorySnapshot | None,
+) -> Span | None:
+    """A started client span for a round about to be sent, or None without the API."""
+    started = telemetry.start_span(f"chat {request.model}", client=True)
+    if started is None or not started.is_recording():
+        return started
+    sampling = request.sampling
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": PROVIDER_NAMES.get(provider, provider),
+        "gen_ai.request.model": request.model,
+        "gen_ai.request.max_tokens": sampling.max_tokens,
+        "gen_ai.request.temperature": sampling.temperature,
+        "gen_ai.request.top_p": sampling.top_p,
+        "gen_ai.request.stop_sequences": sampling.stop or None,
+        **manifest_attributes(record.manifest),
+        "pioneer.turn_id": turn_id,
+        "pioneer.thread_id": thread_id,
+        "pioneer.round": record.round,
+        "pioneer.history.mode": history.mode if history is not None else None,
+        "pioneer.history.sent_tokens": history.sent_tokens if history is not None else None,
+        "pioneer.tools": record.visible_tools,
+        "pioneer.body_sha256": record.provider.body_sha256,
+    }
+    if telemetry.capture_content():
+        attributes["gen_ai.system_instructions"] = telemetry.system_instructions(
+            part.text for part in prompt_parts(request))
+    telemetry.set_attributes(started, attributes)
+    return started
+
+
+def end_round_span(started: Span | None, usage: ReportedUsage | None) -> None:
+    """Set the reported usage (when any) and end the span."""
+    if started is None:
+        return
+    if usage is not None:
+        telemetry.set_attributes(started, usage.attributes())
+    started.end()

@@ -1,0 +1,291 @@
+"""OpenTelemetry spans: compile_turn and each provider round, read back from the SDK's
+in-memory exporter, with content capture off and on; and no cost without the API."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from pioneer import (
+    ChatMessage,
+    ChatRequest,
+    CompiledPromptPayload,
+    HookRegistry,
+    PromptCompileInput,
+    PromptCompiler,
+    RuntimeSectionInput,
+    SamplingOptions,
+    ToolSpec,
+    compile_turn,
+)
+from pioneer.audit import HistorySnapshot, ReportedUsage, TurnAudit
+from pioneer.errors import InputError
+from pioneer.providers import build_request_body
+from pioneer.telemetry import CAPTURE_ENV
+
+_EXPORTER = InMemorySpanExporter()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _provider() -> None:
+    # The API takes one global provider per process; this module is the only one to set it.
+    if not isinstance(trace.get_tracer_provider(), TracerProvider):
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
+        trace.set_tracer_provider(provider)
+
+
+@pytest.fixture
+def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
+    monkeypatch.delenv(CAPTURE_ENV, raising=False)
+    _EXPORTER.clear()
+    yield _EXPORTER
+    _EXPORTER.clear()
+
+
+def _one(exporter: InMemorySpanExporter, name: str) -> ReadableSpan:
+    found = [s for s in exporter.get_finished_spans() if s.name == name]
+    assert len(found) == 1, [s.name for s in exporter.get_finished_spans()]
+    return found[0]
+
+
+def _input(home: Path) -> PromptCompileInput:
+    return PromptCompileInput(
+        workspace_root=home, profile="minimal", dynamic_context="Monday.",
+        runtime_sections=[RuntimeSectionInput(id="x" * 3, content="y" * 9000)],
+    )
+
+
+def test_compile_turn_is_one_span_with_the_manifest_attributes(
+    spans: InMemorySpanExporter, compiler: PromptCompiler, home: Path,
+) -> None:
+    payload = compile_turn(compiler, _input(home), HookRegistry())
+    span = _one(spans, "pioneer.compile_turn")
+    manifest = payload.manifest
+    attributes = dict(span.attributes or {})
+    assert span.kind is trace.SpanKind.INTERNAL
+    assert attributes["pioneer.profile"] == "minimal"
+    assert attributes["pioneer.fingerprint_stable"] == manifest.fingerprint_stable
+    assert attributes["pioneer.fingerprint_dynamic"] == manifest.fingerprint_dynamic
+    assert attributes["pioneer.section_ids"] == tuple(manifest.section_ids)
+    assert attributes["pioneer.stable_section_ids"] == tuple(
+        s.id for s in manifest.sections if s.stability == "stable")
+    assert "dynamic_context" in attributes["pioneer.dynamic_section_ids"]
+    assert attributes["pioneer.diagnostics.count"] == len(manifest.diagnostics) == 4
+    assert attributes["pioneer.diagnostic_codes"] == ("dynamic_section_truncated",
+                                                      "missing_file")
+    assert attributes["pioneer.stable.chars"] == len(payload.stable_system_text)
+    assert "gen_ai.system_instructions" not in attributes  # content capture is off
+
+
+@pytest.mark.parametrize("value", ["true", "SPAN_ONLY", "span_and_event"])
+def test_with_capture_on_the_compile_span_carries_stable_and_dynamic_text(
+    spans: InMemorySpanExporter, compiler: PromptCompiler, home: Path,
+    monkeypatch: pytest.MonkeyPatch, value: str,
+) -> None:
+    monkeypatch.setenv(CAPTURE_ENV, value)
+    payload = compile_turn(compiler, _input(home))
+    instructions = json.loads(str(_one(spans, "pioneer.compile_turn").attributes[
+        "gen_ai.system_instructions"]))  # type: ignore[index]
+    assert instructions == [
+        {"type": "text", "content": payload.stable_system_text},
+        {"type": "text", "content": payload.dynamic_system_text},
+    ]
+
+
+@pytest.mark.parametrize("value", ["NO_CONTENT", "EVENT_ONLY", "false", ""])
+def test_other_capture_values_keep_content_off_spans(
+    spans: InMemorySpanExporter, compiler: PromptCompiler, home: Path,
+    monkeypatch: pytest.MonkeyPatch, value: str,
+) -> None:
+    monkeypatch.setenv(CAPTURE_ENV, value)
+    compile_turn(compiler, _input(home))
+    assert "gen_ai.system_instructions" not in (
+        _one(spans, "pioneer.compile_turn").attributes or {})
+
+
+def test_a_failing_compile_turn_span_records_the_error(
+    spans: InMemorySpanExporter, compiler: PromptCompiler, home: Path,
+) -> None:
+    with pytest.raises(Exception, match="nope"):
+        compile_turn(compiler, PromptCompileInput(workspace_root=home, profile="nope"))
+    span = _one(spans, "pioneer.compile_turn")
+    assert span.status.status_code is trace.StatusCode.ERROR
+    assert [event.name for event in span.events] == ["exception"]
+
+
+@pytest.fixture(scope="module")
+def payload(tmp_path_factory: pytest.TempPathFactory) -> CompiledPromptPayload:
+    home = tmp_path_factory.mktemp("home")
+    return PromptCompiler().compile(PromptCompileInput(workspace_root=home, profile="minimal",
+                                                       dynamic_context="Monday."))
+
+
+_HISTORY = HistorySnapshot(
+    mode="truncate", reason="r", budget=100, threshold=80, summary_target=10,
+    total_tokens=90, sent_tokens=40, turns_loaded=3, turns_sent=2, summary_sent=False,
+    summary_stored=False, summary_turn_count=0, artifact_ref_count=0, messages=[],
+)
+
+
+def _audit(payload: CompiledPromptPayload, provider: str = "anthropic") -> TurnAudit:
+    request = ChatRequest(
+        model="claude-x", compiled_prompt=payload, messages=[ChatMessage.user("Hi")],
+        tools=[ToolSpec(name="read_file")],
+        sampling=SamplingOptions(max_tokens=512, stop=["END"]),
+    )
+    audit = TurnAudit("u1", "t1", "agent", history=_HISTORY)
+    audit.add_round(payload.manifest, request, provider, build_request_body(provider, request))
+    return audit
+
+
+def test_a_round_is_a_client_chat_span_ended_with_the_reported_usage(
+    spans: InMemorySpanExporter, payload: CompiledPromptPayload,
+) -> None:
+    audit = _audit(payload)
+    assert spans.get_finished_spans() == ()  # open while the provider answers
+    audit.report_usage(1, ReportedUsage.from_response("anthropic", {
+        "input_tokens": 20, "cache_read_input_tokens": 1500,
+        "cache_creation_input_tokens": 300, "output_tokens": 42}))
+    span = _one(spans, "chat claude-x")
+    attributes = dict(span.attributes or {})
+    assert span.kind is trace.SpanKind.CLIENT
+    assert {key: attributes[key] for key in (
+        "gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model",
+        "gen_ai.request.max_tokens", "gen_ai.request.stop_sequences",
+        "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
+        "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_creation.input_tokens",
+        "pioneer.profile", "pioneer.fingerprint_stable", "pioneer.history.mode",
+        "pioneer.diagnostics.count", "pioneer.round", "pioneer.turn_id", "pioneer.tools",
+    )} == {
+        "gen_ai.operation.name": "chat", "gen_ai.provider.name": "anthropic",
+        "gen_ai.request.model": "claude-x", "gen_ai.request.max_tokens": 512,
+        "gen_ai.request.stop_sequences": ("END",),
+        "gen_ai.usage.input_tokens": 1820, "gen_ai.usage.output_tokens": 42,
+        "gen_ai.usage.cache_read.input_tokens": 1500,
+        "gen_ai.usage.cache_creation.input_tokens": 300,
+        "pioneer.profile": "minimal",
+        "pioneer.fingerprint_stable": payload.manifest.fingerprint_stable,
+        "pioneer.history.mode": "truncate", "pioneer.diagnostics.count": 3,
+        "pioneer.round": 1, "pioneer.turn_id": "u1", "pioneer.tools": ("read_file",),
+    }
+    assert "gen_ai.request.temperature" not in attributes  # not set, not sent
+    assert "gen_ai.system_instructions" not in attributes
+    assert attributes["pioneer.section_ids"] == tuple(payload.manifest.section_ids)
+
+
+def test_an_unreported_round_ends_when_the_turn_is_recorded_without_usage(
+    spans: InMemorySpanExporter, payload: CompiledPromptPayload,
+) -> None:
+    audit = _audit(payload, "openai-chat")
+    audit.record()
+    attributes = dict(_one(spans, "chat claude-x").attributes or {})
+    assert attributes["gen_ai.provider.name"] == "openai"
+    assert not [key for key in attributes if key.startswith("gen_ai.usage.")]
+
+
+def test_with_capture_on_the_round_span_carries_the_system_parts_sent(
+    spans: InMemorySpanExporter, payload: CompiledPromptPayload,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(CAPTURE_ENV, "SPAN_ONLY")
+    _audit(payload, "gemini").record()
+    attributes = dict(_one(spans, "chat claude-x").attributes or {})
+    assert attributes["gen_ai.provider.name"] == "gcp.gemini"
+    assert json.loads(str(attributes["gen_ai.system_instructions"])) == [
+        {"type": "text", "content": payload.stable_system_text.strip()},
+        {"type": "text", "content": payload.dynamic_system_text.strip()},
+    ]
+
+
+def test_usage_is_reported_once_per_added_round(
+    spans: InMemorySpanExporter, payload: CompiledPromptPayload,
+) -> None:
+    audit = _audit(payload)
+    usage = ReportedUsage(input_tokens=10)
+    audit.report_usage(1, usage)
+    with pytest.raises(InputError, match=r"^round 1: usage already reported \(the turn has 1 "
+                                         r"round\(s\)\)$"):
+        audit.report_usage(1, usage)
+    with pytest.raises(InputError, match=r"^round 2: usage not added"):
+        audit.report_usage(2, usage)
+    audit.record()
+    assert len(spans.get_finished_spans()) == 1
+
+
+@pytest.mark.parametrize(("provider", "usage", "expected"), [
+    ("anthropic", {"input_tokens": 7, "cache_read_input_tokens": 3, "output_tokens": 2},
+     ReportedUsage(10, 2, 3, None)),
+    ("openai-chat", {"prompt_tokens": 2000, "completion_tokens": 5,
+                     "prompt_tokens_details": {"cached_tokens": 1920}},
+     ReportedUsage(2000, 5, 1920)),
+    ("openai-responses", {"input_tokens": 1300, "output_tokens": 9,
+                          "input_tokens_details": {"cached_tokens": 1024}},
+     ReportedUsage(1300, 9, 1024)),
+    ("gemini", {"promptTokenCount": 4000, "candidatesTokenCount": 11,
+                "cachedContentTokenCount": 2048}, ReportedUsage(4000, 11, 2048)),
+    ("openai-chat", {"prompt_tokens": 12}, ReportedUsage(12, None, None)),
+])
+def test_reported_usage_reads_each_providers_usage_object(
+    provider: str, usage: dict[str, object], expected: ReportedUsage,
+) -> None:
+    assert ReportedUsage.from_response(provider, usage) == expected
+
+
+def test_an_unknown_provider_usage_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown provider 'x'; expected one of anthropic"):
+        ReportedUsage.from_response("x", {})
+
+
+_BLOCK_OTEL = textwrap.dedent("""
+    import importlib.abc, sys
+    class Block(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "opentelemetry" or name.startswith("opentelemetry."):
+                raise ModuleNotFoundError(f"No module named {name!r}")
+            return None
+    sys.meta_path.insert(0, Block())
+""")
+
+
+def _run(code: str, tmp_path: Path) -> list[str]:
+    script = code + "\nimport sys\nprint('\\n'.join(sorted(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            check=True, cwd=tmp_path)
+    return [name for name in result.stdout.split() if name.startswith("opentelemetry")]
+
+
+def test_import_pioneer_and_pioneer_compile_import_no_opentelemetry(tmp_path: Path) -> None:
+    home = str(tmp_path / "home")
+    assert _run("import pioneer", tmp_path) == []
+    assert _run("import io\nfrom pioneer.cli import main\n"
+                f"assert main(['compile', '--home', {home!r}], stdout=io.StringIO()) == 0",
+                tmp_path) == []
+
+
+def test_without_the_api_a_turn_compiles_and_records_without_spans(tmp_path: Path) -> None:
+    home = str(tmp_path / "home")
+    loaded = _run(_BLOCK_OTEL + textwrap.dedent(f"""
+        from pioneer import (ChatMessage, ChatRequest, PromptCompileInput, PromptCompiler,
+                             TurnAudit, compile_turn)
+        from pioneer.providers import build_request_body
+        payload = compile_turn(PromptCompiler(), PromptCompileInput(workspace_root={home!r}))
+        request = ChatRequest(model="m", compiled_prompt=payload,
+                              messages=[ChatMessage.user("Hi")])
+        audit = TurnAudit("u", "t", "chat")
+        audit.add_round(payload.manifest, request, "anthropic",
+                        build_request_body("anthropic", request))
+        assert audit.record().rounds[0].manifest == payload.manifest.with_token_counts(
+            payload.sections)
+    """), tmp_path)
+    assert loaded == []
