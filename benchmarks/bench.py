@@ -53,6 +53,7 @@ from pioneer.compile.inputs import parse_compile_input
 from pioneer.history import HistoryBudgeter, HistoryLimits, HistoryWindow, SqliteStore
 from pioneer.resources import builtin_dir
 from pioneer.sections.artifacts import render_message
+from pioneer.terminal import progress
 from pioneer.tokens import TiktokenCounter, message_tokens
 
 #: A fixed past mtime for the workload files (whole seconds, so no filesystem rounds it).
@@ -401,7 +402,8 @@ def history_rows(work: Workload) -> tuple[Row, Row]:
 
 
 def run_interleaved(
-    rows: list[Row], rounds: int, *, keep_gc: bool = False, cold: bool = False
+    rows: list[Row], rounds: int, *, keep_gc: bool = False, cold: bool = False,
+    update: Callable[[int, int], None] = lambda _done, _total: None,
 ) -> None:
     """Each round runs every row once, in an order shuffled from a fixed seed, so drift
     in the machine hits all rows alike and no row always follows the same neighbour.
@@ -412,7 +414,8 @@ def run_interleaved(
     ``cold`` skips that warm-up. Round 0 only warms up and is not counted. As ``timeit``
     does, the garbage collector is off while rows run (a collection is charged to
     whichever row allocates past the threshold, whoever made the garbage) and collects
-    between rounds, untimed; ``keep_gc`` leaves it on.
+    between rounds, untimed; ``keep_gc`` leaves it on. ``update(done, rounds)`` runs after
+    each round, untimed (the progress bar on a terminal).
     """
     clock = time.perf_counter_ns
     order = random.Random(0)
@@ -436,6 +439,7 @@ def run_interleaved(
         gc.enable()
         if not keep_gc:
             gc.collect()
+        update(turn + 1, rounds)
 
 
 STARTUP = {
@@ -559,7 +563,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The setup's objects (every turn's reference payload) are not the rows' garbage.
         gc.collect()
         gc.freeze()
-        run_interleaved(rows, args.rounds, keep_gc=args.keep_gc, cold=args.cold)
+        with progress(sys.stderr, "timing rounds", args.rounds) as update:
+            run_interleaved(rows, args.rounds, keep_gc=args.keep_gc, cold=args.cold,
+                            update=update)
         start = startup(work.home, args.startup_runs) if args.startup_runs else None
         p = work.payloads[0]
         print(f"workload: full profile, {len(p.stable_system_text):,} stable + "

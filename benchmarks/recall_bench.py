@@ -39,6 +39,7 @@ from pioneer.episodic import (
     recall,
 )
 from pioneer.history import ArtifactRef, SqliteStore
+from pioneer.terminal import progress
 
 _COMMON = """the a to of and in is it you that for on with this be are as have not at
 your we can do if or but will my from so what about all one there up out would like
@@ -81,10 +82,12 @@ def build(path: Path, snippets: int, seed: int) -> tuple[list[str], list[float],
     words = _vocabulary(rng)
     weights = [1.0 / (rank + 1) ** 1.05 for rank in range(len(words))]
     started = time.perf_counter()
-    with SqliteStore(path) as store:
+    with SqliteStore(path) as store, progress(sys.stderr, "writing turns", snippets) as update:
         for thread in ("bench", "other"):
             store.ensure_thread(thread)
             for n in range(snippets // 2):
+                if n % 100 == 0:
+                    update(n + (snippets // 2 if thread == "other" else 0), snippets)
                 refs = ([ArtifactRef(f"a{n}", f"report {n}.pdf", "document", version_id="v1",
                                      size_bytes=1024 * n)] if n % 25 == 0 else [])
                 store.add_turn(

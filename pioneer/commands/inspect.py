@@ -8,6 +8,7 @@ from typing import TextIO
 
 from ..compile.inputs import PromptCompileInput, load_compile_input
 from ..review.inspect import inspect_prompt, render_json, render_table
+from ..terminal import painter
 from ._common import add_compiler_options, make_compiler
 
 NAME = "inspect"
@@ -33,5 +34,6 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         updates["workspace_root"] = compiler.settings.home
     compile_input = compile_input.model_copy(update=updates)
     inspection = inspect_prompt(compiler, compile_input)
-    out.write((render_json(inspection) if args.json else render_table(inspection)) + "\n")
+    text = render_json(inspection) if args.json else render_table(inspection, painter(out))
+    out.write(text + "\n")
     return 0

@@ -11,6 +11,7 @@ from ..episodic.recall import MIN_SCORE, MIN_SHARE_OF_BEST, Recall, recall
 from ..errors import InputError, StoreError
 from ..sections.artifacts import ref_line
 from ..sections.thread_context import ThreadSnippet
+from ..terminal import progress
 from ._common import add_store_options, make_settings, open_command_store
 
 NAME = "recall"
@@ -47,7 +48,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with open_command_store(args, settings, write=args.reindex) as store, \
             EpisodicIndex(store) as index:
         if args.reindex:
-            count = index.reindex_thread(args.thread)
+            with progress(err, f"reindexing thread {args.thread}") as update:
+                count = index.reindex_thread(args.thread, update)
             print(f"reindexed thread {args.thread}: {count} snippets", file=err)
         elif not index.thread_exists(args.thread):
             raise StoreError(f"{index.path}: thread {args.thread!r} does not exist")

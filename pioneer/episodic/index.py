@@ -23,7 +23,7 @@ by its hook's deadline does not keep working in the background.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -295,11 +295,14 @@ class EpisodicIndex:
 
         return self._store.write(work)
 
-    def reindex_thread(self, thread_id: str) -> int:
+    def reindex_thread(
+        self, thread_id: str, progress: Callable[[int, int], None] | None = None
+    ) -> int:
         """Rebuild a thread's snippets from what is stored; return how many it has.
 
         Idempotent: running it again, or after the snippets were written turn by turn,
-        gives the same snippets with the same provenance ids.
+        gives the same snippets with the same provenance ids. ``progress(done, total)``
+        is called after each turn (a terminal's progress bar).
         """
         self._check_open()
 
@@ -316,10 +319,14 @@ class EpisodicIndex:
                 "SELECT turn_id, seq, user_item_id, user_text, assistant_item_id, "
                 "assistant_text FROM turns WHERE thread_id = ? ORDER BY seq", (thread_id,)
             ).fetchall()
-            for turn_id, seq, user_item, user_text, reply_item, reply in turns:
+            for done, (turn_id, seq, user_item, user_text, reply_item, reply) in enumerate(
+                turns, start=1
+            ):
                 count += index_turn(tx, thread_id, turn_id, seq, user_item_id=user_item,
                                     user_text=user_text, assistant_item_id=reply_item,
                                     assistant_text=reply)
+                if progress is not None:
+                    progress(done, len(turns))
             summary, through_seq, through_turn = thread
             if summary is not None:
                 count += index_thread_summary(tx, thread_id, through_turn, through_seq,

@@ -21,6 +21,7 @@ from ..compile.inputs import PromptCompileInput
 from ..compile.manifest import CompiledPromptPayload, Diagnostic, ManifestSection
 from ..compile.profile import SectionSpec
 from ..errors import counted
+from ..terminal import Painter, plain
 from ..tokens import TokenCounter, default_counter
 
 __all__ = ["Inspection", "Row", "Totals", "inspect_prompt", "render_json", "render_table"]
@@ -207,28 +208,42 @@ def render_json(inspection: Inspection) -> str:
 _HEAD = ("SECTION", "STABILITY", "CHARS", "TOKENS", "SOURCE", "STATUS")
 
 
-def render_table(inspection: Inspection) -> str:
-    """The inspection as an aligned table with totals, for people."""
+def render_table(inspection: Inspection, paint: Painter = plain) -> str:
+    """The inspection as an aligned table with totals, for people.
+
+    ``paint`` colours the stability and status cells (see :mod:`pioneer.terminal`); the
+    default leaves the text plain.
+    """
     cells = [_HEAD] + [
         (row.id, row.stability, _number(row.chars), _number(row.tokens), row.source or "-",
          row.status + (f": {row.reason}" if row.reason else ""))
         for row in inspection.rows
     ]
     widths = [max(len(line[column]) for line in cells) for column in range(len(_HEAD) - 1)]
+    styles = [("heading", "heading")] + [(row.stability, row.status) for row in inspection.rows]
     lines = [f"profile {inspection.profile}  fingerprint {inspection.profile_fingerprint[:12]}"]
-    lines += [_line(line, widths) for line in cells]
+    lines += [_line(line, widths, style, paint) for line, style in zip(cells, styles,
+                                                                        strict=True)]
     for side, totals in (("stable", inspection.stable), ("dynamic", inspection.dynamic)):
         lines.append(f"{side:<8} {counted(totals.sections, 'section')}, "
                      f"{counted(totals.chars, 'char')}, {counted(totals.tokens, 'token')}")
     return "\n".join(lines)
 
 
-def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
+def _line(cells: Sequence[str], widths: Sequence[int], styles: tuple[str, str],
+          paint: Painter) -> str:
     parts = []
     for column, width in enumerate(widths):
         numeric = _HEAD[column] in ("CHARS", "TOKENS")
         parts.append(cells[column].rjust(width) if numeric else cells[column].ljust(width))
-    return "  ".join([*parts, cells[-1]]).rstrip()
+    last = cells[-1]
+    if paint is plain or styles[0] == "heading":
+        line = "  ".join([*parts, last]).rstrip()
+        return line if styles[0] != "heading" else paint(line, "heading")
+    # The stability cell keeps its padding outside the colour; the status word is painted.
+    stability = paint(cells[1], styles[0]) + parts[1][len(cells[1]):]
+    word, colon, reason = last.partition(":")
+    return "  ".join([*parts[:1], stability, *parts[2:], paint(word, styles[1]) + colon + reason])
 
 
 def _number(value: int | None) -> str:

@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from .. import telemetry
-from ..compile.boundary import strip_prompt_cache_boundary
 from ..compile.bootstrap import sanitize
+from ..compile.boundary import strip_prompt_cache_boundary
 from ..compile.compiler import PromptCompiler
 from ..compile.inputs import PromptCompileInput, RuntimeSectionInput
 from ..compile.manifest import (

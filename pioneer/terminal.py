@@ -1,0 +1,93 @@
+"""The terminal: colour for tables and a progress bar, only where a person watches.
+
+Colour is on when the stream is a terminal, ``NO_COLOR`` is unset or empty and ``TERM``
+is not ``dumb`` (https://no-color.org); anything piped or redirected gets plain text,
+byte for byte what the tables print without colour. Cells are padded before they are
+painted, so the escape codes never disturb the alignment. The palette keeps to blue and
+orange for the two cache sides (told apart by the common forms of colour blindness),
+with bold and dim for cut and omitted rows, so no state is carried by hue alone.
+
+The progress bar is Rich's, imported only when a bar is actually drawn: a command run
+without a terminal, and every command that draws none, never loads it (start-up time).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import IO, Any
+
+__all__ = ["Painter", "colour_enabled", "painter", "plain", "progress"]
+
+#: Paints ``text`` in a named style; the plain painter returns it unchanged.
+Painter = Callable[[str, str], str]
+
+#: Style name → SGR parameters. Names are the words the tables print.
+STYLES: dict[str, str] = {
+    "stable": "38;5;33",  # blue
+    "dynamic": "38;5;208",  # orange
+    "kept": "",
+    "truncated": "1;38;5;208",  # bold orange: a budget cut it
+    "omitted": "2",  # dim: not in the prompt
+    "changed": "1;38;5;208",
+    "breaks": "1;4;38;5;208",  # bold underlined: the provider cache breaks
+    "heading": "1",
+}
+
+
+def colour_enabled(stream: IO[str] | Any) -> bool:
+    """Whether ``stream`` is a terminal that wants colour."""
+    return not (os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb") \
+        and _tty(stream)
+
+
+def plain(text: str, style: str) -> str:
+    """No colour."""
+    return text
+
+
+def _ansi(text: str, style: str) -> str:
+    code = STYLES.get(style, "")
+    return f"\x1b[{code}m{text}\x1b[0m" if code and text else text
+
+
+def painter(stream: IO[str] | Any) -> Painter:
+    """The painter for ``stream``: ANSI colour on a terminal, :func:`plain` otherwise."""
+    return _ansi if colour_enabled(stream) else plain
+
+
+@contextmanager
+def progress(stream: IO[str] | Any, description: str,
+             total: int | None = None) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on ``stream`` while the block runs; yields ``update(done, total)``.
+
+    Off a terminal the update does nothing and nothing is imported; with ``NO_COLOR`` the
+    bar is drawn without colour.
+    """
+    if not _tty(stream):
+        yield lambda _done, _total: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    console = Console(file=stream, no_color=not colour_enabled(stream))
+    # No refresh thread: the bar is redrawn only when the work reports, so a benchmark's
+    # timings never share the process with it.
+    with Progress("[progress.description]{task.description}", BarColumn(),
+                  MofNCompleteColumn(), TimeRemainingColumn(), console=console,
+                  transient=True, auto_refresh=False) as bar:
+        task = bar.add_task(description, total=total)
+
+        def update(done: int, of: int) -> None:
+            bar.update(task, completed=done, total=of, refresh=True)
+
+        yield update
+
+
+def _tty(stream: IO[str] | Any) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except ValueError:  # a closed stream
+        return False

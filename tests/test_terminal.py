@@ -1,0 +1,152 @@
+"""The terminal: coloured tables and a progress bar on a pseudo-terminal, plain text when
+piped or with NO_COLOR, and nothing drawn (or imported) off a terminal."""
+
+from __future__ import annotations
+
+import io
+import os
+import pty
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support import run_cli
+
+from pioneer.episodic import EpisodicIndex
+from pioneer.history import SqliteStore
+from pioneer.terminal import colour_enabled, painter, plain, progress
+
+ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _environment(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PIONEER_") and k not in ("NO_COLOR", "TERM")}
+    return {**env, "TERM": "xterm-256color", **extra}
+
+
+def _on_pty(argv: list[str], *, stream: str = "stdout", **env: str) -> tuple[str, str]:
+    """Run ``python -m pioneer ARGV`` with ``stream`` on a pseudo-terminal: (pty, other)."""
+    controller, terminal = pty.openpty()
+    other = subprocess.PIPE
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pioneer", *argv],
+        stdout=terminal if stream == "stdout" else other,
+        stderr=terminal if stream == "stderr" else other,
+        env=_environment(**env),
+    )
+    os.close(terminal)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # the terminal side closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(controller)
+    out, err = process.communicate(timeout=60)
+    rest = (err if stream == "stdout" else out).decode()
+    assert process.returncode == 0, rest
+    return b"".join(chunks).decode().replace("\r\n", "\n"), rest
+
+
+def _piped(argv: list[str], **env: str) -> str:
+    result = subprocess.run([sys.executable, "-m", "pioneer", *argv], capture_output=True,
+                            text=True, env=_environment(**env), check=True)
+    return result.stdout
+
+
+@pytest.fixture
+def inspect_args(tmp_path: Path) -> list[str]:
+    (tmp_path / "input.json").write_text(
+        '{"profile": "full", "dynamic_context": "Monday.", "runtime_sections": '
+        '[{"id": "big", "content": "' + "x" * 9000 + '"}]}')
+    return ["inspect", "--home", str(tmp_path / "home"), "--input", str(tmp_path / "input.json")]
+
+
+def test_inspect_on_a_terminal_paints_stability_and_status(inspect_args: list[str]) -> None:
+    coloured, _ = _on_pty(inspect_args)
+    plain_text = _piped(inspect_args)
+    assert "\x1b[38;5;33mstable\x1b[0m" in coloured  # blue
+    assert "\x1b[38;5;208mdynamic\x1b[0m" in coloured  # orange
+    assert "\x1b[1;38;5;208mtruncated\x1b[0m: dynamic prompt section `big`" in coloured
+    assert "\x1b[2momitted\x1b[0m: condition" in coloured  # dim
+    assert "\x1b[1mSECTION" in coloured
+    # The colour is all there is to it: without the escapes, the text is the piped one.
+    assert ESCAPE.sub("", coloured) == plain_text
+
+
+def test_inspect_is_plain_when_piped_or_with_no_color(inspect_args: list[str]) -> None:
+    piped = _piped(inspect_args)
+    assert "\x1b" not in piped and "truncated: dynamic prompt section `big`" in piped
+    no_colour, _ = _on_pty(inspect_args, NO_COLOR="1")
+    assert no_colour == piped
+    dumb, _ = _on_pty(inspect_args, TERM="dumb")
+    assert dumb == piped
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    path = tmp_path / "pioneer.db"
+    with SqliteStore(path) as opened:
+        opened.ensure_thread("demo")
+        for n in range(30):
+            opened.add_turn("demo", user_text=f"question {n} about the gateway",
+                            assistant_text=f"answer {n}", turn_id=f"t{n}")
+    return path
+
+
+def test_recall_reindex_draws_a_progress_bar_on_a_terminal(store: Path) -> None:
+    argv = ["recall", "demo", "gateway", "--db", str(store), "--reindex"]
+    drawn, out = _on_pty(argv, stream="stderr")
+    assert "reindexing thread demo" in drawn
+    assert "30/30" in drawn  # the bar's count of turns
+    assert drawn.rstrip().endswith("reindexed thread demo: 60 snippets")
+    assert out == _piped(argv)
+
+
+def test_recall_reindex_piped_prints_only_its_summary_line(store: Path) -> None:
+    code, _, err = run_cli("recall", "demo", "gateway", "--db", str(store), "--reindex")
+    assert (code, err) == (0, "reindexed thread demo: 60 snippets\n")
+
+
+def test_reindex_reports_each_turn(store: Path) -> None:
+    seen: list[tuple[int, int]] = []
+    with EpisodicIndex(store, create=False) as index:
+        assert index.reindex_thread("demo", lambda done, total: seen.append((done, total))) == 60
+    assert seen == [(n, 30) for n in range(1, 31)]
+
+
+def test_off_a_terminal_progress_draws_nothing_and_imports_nothing() -> None:
+    code = ("import io, sys\nfrom pioneer.terminal import progress\n"
+            "with progress(io.StringIO(), 'work', 3) as update:\n    update(1, 3)\n"
+            "assert not [m for m in sys.modules if m.startswith('rich')]")
+    subprocess.run([sys.executable, "-c", code], check=True, env=_environment())
+    stream = io.StringIO()
+    with progress(stream, "work", 2) as update:
+        update(2, 2)
+    assert stream.getvalue() == ""
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({}, True), ({"NO_COLOR": "1"}, False), ({"NO_COLOR": ""}, True), ({"TERM": "dumb"}, False),
+])
+def test_colour_follows_no_color_and_term(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], expected: bool,
+) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert colour_enabled(_Terminal()) is expected
+    assert colour_enabled(io.StringIO()) is False
+    assert (painter(_Terminal()) is plain) is not expected
