@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# telemetry: the span helpers both the turn stage and the audit use; terminal: colour and
+# progress for the review tables, the commands and the benchmarks.
 BASICS = {"__init__", "__main__", "cli", "deadline", "errors", "resources", "settings",
-          "settings_values", "text", "tokens"}
+          "settings_values", "telemetry", "terminal", "text", "tokens"}
 
 
 def test_the_layers_contract_is_kept() -> None:

@@ -38,11 +38,12 @@ _EXPORTER = InMemorySpanExporter()
 
 @pytest.fixture(scope="module", autouse=True)
 def _provider() -> None:
-    # The API takes one global provider per process; this module is the only one to set it.
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
+    # The API takes one global provider per process: set it, or join the one already set.
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
         provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
         trace.set_tracer_provider(provider)
+    provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
 
 
 @pytest.fixture
