@@ -220,22 +220,25 @@ def test_usage_is_reported_once_per_added_round(
         audit.report_usage(1, usage)
     with pytest.raises(InputError, match=r"^round 2: usage not added"):
         audit.report_usage(2, usage)
-    audit.record()
+    assert audit.record().rounds[0].usage == usage  # the record keeps it for explain
     assert len(spans.get_finished_spans()) == 1
 
 
 @pytest.mark.parametrize(("provider", "usage", "expected"), [
     ("anthropic", {"input_tokens": 7, "cache_read_input_tokens": 3, "output_tokens": 2},
-     ReportedUsage(10, 2, 3, None)),
+     ReportedUsage(input_tokens=10, output_tokens=2, cache_read_input_tokens=3)),
     ("openai-chat", {"prompt_tokens": 2000, "completion_tokens": 5,
                      "prompt_tokens_details": {"cached_tokens": 1920}},
-     ReportedUsage(2000, 5, 1920)),
+     ReportedUsage(input_tokens=2000, output_tokens=5,
+                   cache_read_input_tokens=1920)),
     ("openai-responses", {"input_tokens": 1300, "output_tokens": 9,
                           "input_tokens_details": {"cached_tokens": 1024}},
-     ReportedUsage(1300, 9, 1024)),
+     ReportedUsage(input_tokens=1300, output_tokens=9,
+                   cache_read_input_tokens=1024)),
     ("gemini", {"promptTokenCount": 4000, "candidatesTokenCount": 11,
-                "cachedContentTokenCount": 2048}, ReportedUsage(4000, 11, 2048)),
-    ("openai-chat", {"prompt_tokens": 12}, ReportedUsage(12, None, None)),
+                "cachedContentTokenCount": 2048}, ReportedUsage(
+        input_tokens=4000, output_tokens=11, cache_read_input_tokens=2048)),
+    ("openai-chat", {"prompt_tokens": 12}, ReportedUsage(input_tokens=12)),
 ])
 def test_reported_usage_reads_each_providers_usage_object(
     provider: str, usage: dict[str, object], expected: ReportedUsage,

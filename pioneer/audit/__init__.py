@@ -16,6 +16,7 @@ from .record import (
     HistoryMessageRecord,
     HistorySnapshot,
     ProviderShape,
+    ReportedUsage,
     RoundRecord,
     SkillRecord,
     SkillsSnapshot,
@@ -26,7 +27,6 @@ from .record import (
 )
 from .recorder import TurnAudit
 from .store import TurnRecords
-from .telemetry import ReportedUsage
 
 __all__ = [
     "CARRIERS",

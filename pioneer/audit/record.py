@@ -11,8 +11,8 @@ generated from :class:`TurnRecord`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -26,10 +26,12 @@ if TYPE_CHECKING:
     from ..tools.visibility import CallOutcome
 
 __all__ = [
+    "PROVIDER_NAMES",
     "HiddenDomain",
     "HistoryMessageRecord",
     "HistorySnapshot",
     "ProviderShape",
+    "ReportedUsage",
     "RoundRecord",
     "SkillRecord",
     "SkillsSnapshot",
@@ -181,6 +183,67 @@ class ProviderShape(BaseModel):
     body_sha256: str = Field(description="sha256 of the body as canonical JSON.")
 
 
+#: pioneer's provider names → ``gen_ai.provider.name`` values of the OpenTelemetry GenAI
+#: conventions (docs/telemetry.md).
+PROVIDER_NAMES = {
+    "anthropic": "anthropic",
+    "openai-chat": "openai",
+    "openai-responses": "openai",
+    "gemini": "gcp.gemini",
+}
+
+
+class ReportedUsage(BaseModel):
+    """The token usage a provider reported for one round, in one set of terms.
+
+    ``input_tokens`` counts the whole prompt, the cached part included (Anthropic reports
+    the uncached rest apart: its three input counts are added); docs/telemetry.md has the
+    mapping per provider.
+    """
+
+    model_config = _FROZEN
+    input_tokens: int = Field(ge=0, description="Prompt tokens, cached ones included.")
+    output_tokens: int | None = Field(None, ge=0, description="Reply tokens.")
+    cache_read_input_tokens: int | None = Field(
+        None, ge=0, description="Prompt tokens served from the provider's cache."
+    )
+    cache_creation_input_tokens: int | None = Field(
+        None, ge=0, description="Prompt tokens written to the cache (Anthropic)."
+    )
+
+    @classmethod
+    def from_response(cls, provider: str, usage: Mapping[str, Any]) -> ReportedUsage:
+        """The ``usage`` object of a provider's response (JSON as the API sends it)."""
+        if provider == "anthropic":
+            read = _int(usage, "cache_read_input_tokens")
+            written = _int(usage, "cache_creation_input_tokens")
+            rest = _int(usage, "input_tokens") or 0
+            return cls(input_tokens=rest + (read or 0) + (written or 0),
+                       output_tokens=_int(usage, "output_tokens"),
+                       cache_read_input_tokens=read, cache_creation_input_tokens=written)
+        if provider == "openai-chat":
+            details = usage.get("prompt_tokens_details") or {}
+            return cls(input_tokens=_int(usage, "prompt_tokens") or 0,
+                       output_tokens=_int(usage, "completion_tokens"),
+                       cache_read_input_tokens=_int(details, "cached_tokens"))
+        if provider == "openai-responses":
+            details = usage.get("input_tokens_details") or {}
+            return cls(input_tokens=_int(usage, "input_tokens") or 0,
+                       output_tokens=_int(usage, "output_tokens"),
+                       cache_read_input_tokens=_int(details, "cached_tokens"))
+        if provider == "gemini":
+            return cls(input_tokens=_int(usage, "promptTokenCount") or 0,
+                       output_tokens=_int(usage, "candidatesTokenCount"),
+                       cache_read_input_tokens=_int(usage, "cachedContentTokenCount"))
+        raise ValueError(f"unknown provider {provider!r}; expected one of "
+                         f"{', '.join(PROVIDER_NAMES)}")
+
+
+def _int(data: Mapping[str, Any], key: str) -> int | None:
+    value = data.get(key) if isinstance(data, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 class RoundRecord(BaseModel):
     """One provider round of the turn."""
 
@@ -194,6 +257,9 @@ class RoundRecord(BaseModel):
     provider: ProviderShape = Field(description="The provider shape sent.")
     calls: list[ToolCallRecord] = Field(
         default_factory=list, description="Tool calls the model made in this round."
+    )
+    usage: ReportedUsage | None = Field(
+        None, description="Token usage the provider reported for the round, when given."
     )
 
 

@@ -25,13 +25,14 @@ from .provider_shape import provider_shape
 from .record import (
     HiddenDomain,
     HistorySnapshot,
+    ReportedUsage,
     RoundRecord,
     SkillsSnapshot,
     ThreadMode,
     ToolCallRecord,
     TurnRecord,
 )
-from .telemetry import ReportedUsage, end_round_span, start_round_span
+from .telemetry import end_round_span, start_round_span
 
 if TYPE_CHECKING:
     from ..tools.visibility import CallOutcome, ToolRound
@@ -100,12 +101,15 @@ class TurnAudit:
         return record
 
     def report_usage(self, round_number: int, usage: ReportedUsage) -> None:
-        """The usage the provider reported for a round: it goes on the round's span,
-        which ends here. Reporting a round twice, or one not added, is an error."""
+        """The usage the provider reported for a round: it is kept on the round's record
+        and goes on the round's span, which ends here. Reporting a round twice, or one not
+        added, is an error."""
         if round_number not in self._spans:
             state = "already reported" if 1 <= round_number <= len(self._rounds) else "not added"
             raise InputError(f"round {round_number}: usage {state} "
                              f"(the turn has {len(self._rounds)} round(s))")
+        index = round_number - 1
+        self._rounds[index] = self._rounds[index].model_copy(update={"usage": usage})
         end_round_span(self._spans.pop(round_number), usage)
 
     def record(self, calls: Sequence[CallOutcome] = ()) -> TurnRecord:

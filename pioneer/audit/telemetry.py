@@ -14,81 +14,18 @@ no-op that imports nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import telemetry
 from ..providers.request import ChatRequest
 from ..providers.system import prompt_parts
 from ..turn.run import manifest_attributes
-from .record import HistorySnapshot, RoundRecord
+from .record import PROVIDER_NAMES, HistorySnapshot, ReportedUsage, RoundRecord
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
 __all__ = ["PROVIDER_NAMES", "ReportedUsage", "end_round_span", "start_round_span"]
-
-#: pioneer's provider names → ``gen_ai.provider.name`` values of the conventions.
-PROVIDER_NAMES = {
-    "anthropic": "anthropic",
-    "openai-chat": "openai",
-    "openai-responses": "openai",
-    "gemini": "gcp.gemini",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class ReportedUsage:
-    """What a provider reported for one round, in the conventions' terms.
-
-    ``input_tokens`` counts the whole prompt, the cached part included (Anthropic reports
-    the uncached rest separately: add its three input counts).
-    """
-
-    input_tokens: int
-    output_tokens: int | None = None
-    cache_read_input_tokens: int | None = None
-    cache_creation_input_tokens: int | None = None
-
-    @classmethod
-    def from_response(cls, provider: str, usage: Mapping[str, Any]) -> ReportedUsage:
-        """The usage object of a provider's response (JSON as the API sends it)."""
-        if provider == "anthropic":
-            read = _int(usage, "cache_read_input_tokens")
-            written = _int(usage, "cache_creation_input_tokens")
-            rest = _int(usage, "input_tokens") or 0
-            return cls(rest + (read or 0) + (written or 0), _int(usage, "output_tokens"),
-                       read, written)
-        if provider == "openai-chat":
-            details = usage.get("prompt_tokens_details") or {}
-            return cls(_int(usage, "prompt_tokens") or 0, _int(usage, "completion_tokens"),
-                       _int(details, "cached_tokens"))
-        if provider == "openai-responses":
-            details = usage.get("input_tokens_details") or {}
-            return cls(_int(usage, "input_tokens") or 0, _int(usage, "output_tokens"),
-                       _int(details, "cached_tokens"))
-        if provider == "gemini":
-            return cls(_int(usage, "promptTokenCount") or 0,
-                       _int(usage, "candidatesTokenCount"),
-                       _int(usage, "cachedContentTokenCount"))
-        raise ValueError(f"unknown provider {provider!r}; expected one of "
-                         f"{', '.join(PROVIDER_NAMES)}")
-
-    def attributes(self) -> dict[str, Any]:
-        """The ``gen_ai.usage.*`` attributes (the ones reported)."""
-        return {
-            "gen_ai.usage.input_tokens": self.input_tokens,
-            "gen_ai.usage.output_tokens": self.output_tokens,
-            "gen_ai.usage.cache_read.input_tokens": self.cache_read_input_tokens,
-            "gen_ai.usage.cache_creation.input_tokens": self.cache_creation_input_tokens,
-        }
-
-
-def _int(data: Mapping[str, Any], key: str) -> int | None:
-    value = data.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
 
 def start_round_span(
     record: RoundRecord, request: ChatRequest, provider: str, *,
@@ -128,5 +65,10 @@ def end_round_span(started: Span | None, usage: ReportedUsage | None) -> None:
     if started is None:
         return
     if usage is not None:
-        telemetry.set_attributes(started, usage.attributes())
+        telemetry.set_attributes(started, {
+            "gen_ai.usage.input_tokens": usage.input_tokens,
+            "gen_ai.usage.output_tokens": usage.output_tokens,
+            "gen_ai.usage.cache_read.input_tokens": usage.cache_read_input_tokens,
+            "gen_ai.usage.cache_creation.input_tokens": usage.cache_creation_input_tokens,
+        })
     started.end()
