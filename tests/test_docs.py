@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from pioneer import PromptCompileInput, PromptManifest
 from pioneer.compile.ids import BUILT_IN_SECTION_IDS, RUNTIME_BUILT_IN_IDS
 from pioneer.compile.manifest import DiagnosticCode
+from pioneer.sections.permissions import GUIDANCE_AXES
 from pioneer.sections.tool_domains import DEFAULT_TOOL_DOMAINS
 
 PAGES = pages()
@@ -210,6 +211,10 @@ def test_contribution_ids_are_listed() -> None:
     assert _code_list("built-in-ids", text) == sorted(BUILT_IN_SECTION_IDS)
 
 
+def test_permission_axes_are_listed_in_order() -> None:
+    assert _code_list("permission-axes", page("hooks-and-sections.md")) == list(GUIDANCE_AXES)
+
+
 def test_tool_domains_are_listed() -> None:
     found = re.search(r"<!-- tool-domains -->\n((?:\|.*\n)+)", page("explain.md"))
     assert found is not None
@@ -229,3 +234,28 @@ def test_every_command_is_documented() -> None:
     assert re.findall(r"^pioneer (\w+)", overview, flags=re.M) == sorted(names, key=[
         "init", "compile", "check", "inspect", "diff", "lock", "history", "recall",
         "explain"].index)
+
+
+# Code that points here -----------------------------------------------------------------------
+
+SOURCES = sorted((ROOT / "pioneer").rglob("*.py"))
+
+
+def _headings(path: Path) -> set[str]:
+    text = re.sub(r"^```.*?^```$", "", path.read_text("utf-8"), flags=re.S | re.M)
+    return {h.strip() for h in re.findall(r"^#+ (.*)$", text, flags=re.M)}
+
+
+def test_code_points_to_docs_that_exist() -> None:
+    problems = []
+    for source in SOURCES:
+        text, name = source.read_text("utf-8"), source.relative_to(ROOT).as_posix()
+        if re.search(r"REFERENCE(\.md)? §|DESIGN\.md", text):
+            problems.append(f"{name} cites a document outside the repository")
+        for page_name in re.findall(r"\bdocs/([\w.-]+\.md)", text):
+            if not (DOCS / page_name).is_file():
+                problems.append(f"{name} points to docs/{page_name}, which is missing")
+        for page_name, heading in re.findall(r'\bdocs/([\w.-]+\.md),[\s#:]+"([^"]+)"', text):
+            if (DOCS / page_name).is_file() and heading not in _headings(DOCS / page_name):
+                problems.append(f'{name} points to docs/{page_name}, "{heading}": no such heading')
+    assert not problems, "\n".join(problems)

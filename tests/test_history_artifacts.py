@@ -1,4 +1,4 @@
-"""Artifact reference blocks on history messages (REFERENCE.md §9.1)."""
+"""Artifact reference blocks on history messages (docs/history.md, "Artifact blocks")."""
 
 from __future__ import annotations
 

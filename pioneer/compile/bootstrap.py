@@ -3,13 +3,14 @@
 The identity files (``SOUL.md``, ``IDENTITY.md``, ``USER.md``) are read from the
 workspace root in the order the profile declares them, sanitised (CRLF and CR become LF,
 then trimmed), cut to the per-file budget and then to what is left of the total budget,
-all counted in characters (REFERENCE §4). A file that is missing, unreadable, not a
-regular file, not UTF-8 or reached through a symlink that leaves the workspace root
-becomes a diagnostic; compiling never fails because of one. Reads stream through an
-incremental decoder, so a huge file costs no more memory than its budget, and counting
-stops after :data:`COUNT_LIMIT` bytes (or four bytes per budgeted char, if more), so a
-multi-gigabyte or sparse file costs no more time either: its truncation diagnostic
-then gives the count so far as a lower bound ("at least N -> kept chars").
+all counted in characters (docs/compile-input-and-manifest.md, "Identity files"). A file
+that is missing, unreadable, not a regular file, not UTF-8 or reached through a symlink
+that leaves the workspace root becomes a diagnostic; compiling never fails because of
+one. Reads stream through an incremental decoder, so a huge file costs no more memory
+than its budget, and counting stops after :data:`COUNT_LIMIT` bytes (or four bytes per
+budgeted char, if more), so a multi-gigabyte or sparse file costs no more time either:
+its truncation diagnostic then gives the count so far as a lower bound ("at least N ->
+kept chars").
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The cache boundary: joining rendered sections and splitting the full text again.
 
 A section renders as ``## {title}\\n{body}``; sections join with one blank line; the full
-text is ``stable + BOUNDARY + dynamic`` with the reference's rules when a side is empty.
+text is ``stable + BOUNDARY + dynamic``, with the rules for an empty side written down in
+docs/compile-input-and-manifest.md, "Joining sections".
 """
 
 from __future__ import annotations

@@ -14,14 +14,15 @@ __all__ = [
     "check_runtime_id",
 ]
 
-#: Reference profile names accepted on input.
+#: Other names of the built-in profiles, accepted on input (docs/compile-input-and-manifest.md).
 PROFILE_ALIASES = {
     "assistant_full": "full",
     "assistant_minimal": "minimal",
     "assistant_none": "none",
 }
 
-#: Ids of the reference's built-in sections; a dynamic id may not take one of them.
+#: Ids reserved for built-in sections; a dynamic id may not take one of them
+#: (docs/hooks-and-sections.md, "Contribution ids").
 BUILT_IN_SECTION_IDS: frozenset[str] = frozenset(
     """identity_base assistant_safety artifact_output_contract tool_usage_policy soul_core
     identity_core user_persona tool_recovery_policy task_orchestration_policy
@@ -32,7 +33,7 @@ BUILT_IN_SECTION_IDS: frozenset[str] = frozenset(
     dynamic_context extra_system artifact_references""".split()
 )
 
-#: Built-in ids a runtime section may carry (REFERENCE §1.3, runtime table).
+#: Built-in ids a runtime section may carry (docs/hooks-and-sections.md, "Contribution ids").
 RUNTIME_BUILT_IN_IDS: frozenset[str] = frozenset(
     """pioneer_cli_runtime_instructions pioneer_cli_runtime_context agents_md memory_recall
     thread_context selected_skills selected_capabilities current_permissions

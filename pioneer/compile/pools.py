@@ -1,10 +1,11 @@
 """Contribution sections: the two budget pools.
 
 Runtime sections and hook (dynamic) sections arrive with the compile input. Each pool is
-budgeted on its own (REFERENCE §5): a count limit, a character pool, a per-section cap
-that a caller may lower but never raise, and an omission diagnostic for every input that
-is dropped. The output is the list of kept contributions in pool order; where each one
-is placed in the prompt is the profile's business, not this module's.
+budgeted on its own (docs/hooks-and-sections.md, "Contribution budgets"): a count limit,
+a character pool, a per-section cap that a caller may lower but never raise, and an
+omission diagnostic for every input that is dropped. The output is the list of kept
+contributions in pool order; where each one is placed in the prompt is the profile's
+business, not this module's.
 """
 
 from __future__ import annotations

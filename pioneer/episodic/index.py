@@ -42,7 +42,7 @@ from .writer import delete_snippets, index_thread_summary, index_turn, insert_sn
 
 __all__ = ["MAX_CANDIDATES", "EpisodicIndex", "Retained", "SearchResult"]
 
-#: Candidates one search returns at most (REFERENCE §9.2).
+#: Candidates one search returns at most (docs/recall.md, "The recall hook").
 MAX_CANDIDATES = 40
 _REF_KINDS = ("text", "text", "text", "text?", "text?", "int?", "text?", "text?", "text?",
               "text?")

@@ -3,7 +3,7 @@
 :func:`recall` asks the :class:`~.index.EpisodicIndex` for at most 40 candidates for the
 user's message, leaving out what the request's history already carries, and keeps those
 that pass the threshold below. :func:`episodic_recall_subscription` is the built-in
-hook ``thread_episodic.context_recall`` (REFERENCE §9.2): phase
+hook ``thread_episodic.context_recall`` (docs/recall.md, "The recall hook"): phase
 ``turn.pre_prompt_context``, priority -10, a 1500 ms deadline, best-effort. It hands the
 kept snippets, with their scoped artifact refs, to the Thread Context renderer; no kept
 snippet means no contribution and so no section.

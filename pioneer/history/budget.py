@@ -7,8 +7,9 @@ of the budget every loaded turn is kept after the stored summary; at 80% or more
 summarizer compresses the summary and the turns into one system message, stored with
 its coverage so later passes load only newer turns; when it fails (raises, replies with
 nothing or with something that is not text or does not fit, or misses its deadline) the
-newest whole turns that fit the budget are kept (REFERENCE.md §9, steps 4-6). A turn is
-kept or dropped whole, so a user message never loses its reply.
+newest whole turns that fit the budget are kept. A turn is kept or dropped whole, so a
+user message never loses its reply. The rules are written down in docs/history.md,
+"Budgeting".
 """
 
 from __future__ import annotations

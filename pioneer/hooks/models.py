@@ -148,7 +148,8 @@ TURN_PROMPT_PHASES: tuple[str, ...] = (
     "turn.post_preflight_prompt_context",
     "turn.pre_prompt_compile",
 )
-# The reference spells phases with underscores only (turn_pre_prompt_compile).
+# Older hook code spells phases with underscores only (turn_pre_prompt_compile); both
+# spellings are accepted (docs/hooks-and-sections.md, "Hooks and phases").
 _ALIASES = {phase.replace(".", "_", 1): phase for phase in PHASES}
 
 FailurePolicy = Literal["fail_closed", "best_effort"]
@@ -156,7 +157,7 @@ ContributionKind = Literal["prompt_context", "thread_context", "prompt_section"]
 
 
 def canonical_phase(name: str) -> str:
-    """The dotted phase name; the reference's underscore spelling is accepted too."""
+    """The dotted phase name; the underscore-only spelling is accepted too."""
     if name in PHASES:
         return name
     if name in _ALIASES:

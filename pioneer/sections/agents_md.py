@@ -8,7 +8,8 @@ real path leaves the root (through a symlink) is refused without being opened; b
 become diagnostics. :func:`agents_md_subscription` is the built-in hook at
 ``turn.pre_prompt_compile`` (blocking, fail-closed) that renders the document with its
 source folder, a scope line and the document fenced in ``<AGENTS_MD>`` tags
-(REFERENCE §8.1), using ``templates/renderers/agents_md.md.j2``.
+(docs/hooks-and-sections.md, "Built-in structured sections"), using
+``templates/renderers/agents_md.md.j2``.
 """
 
 from __future__ import annotations

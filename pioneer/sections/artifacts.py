@@ -1,9 +1,10 @@
 """Artifact reference blocks: the metadata-only lines appended to a history message.
 
 Takes a message's text and the artifact refs bound to it and returns the text the model
-sees (REFERENCE.md §9.1): the trimmed text, a blank line, a header naming the message's
-side, then one ``- artifactId=…`` line per distinct ``(artifact_id, version_id)``. Only
-metadata is rendered, never the artifact's contents, and no tool is named.
+sees (docs/history.md, "Artifact blocks"): the trimmed text, a blank line, a header
+naming the message's side, then one ``- artifactId=…`` line per distinct ``(artifact_id,
+version_id)``. Only metadata is rendered, never the artifact's contents, and no tool is
+named.
 """
 
 from __future__ import annotations

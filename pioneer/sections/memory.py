@@ -1,11 +1,12 @@
 """Memory Recall: the policy, the memory tools on offer and the recalled items, as text.
 
-Data in (:class:`MemoryRecall`), text out (:func:`render_memory_recall`, or ``None`` when
-no memory tool is available, so the turn gets no section). Each block of items keeps at
-most 5 items and 1500 characters, counting the newlines between them and dropping whole
-items; each item's text is cut to 280 characters followed by ``...`` (REFERENCE §11.2).
-The words come from ``templates/renderers/memory_recall.md.j2``; recalled text is
-framed there as context, never as instructions. Memory ids and scores are never shown.
+Data in (:class:`MemoryRecall`), text out (:func:`render_memory_recall`, or ``None``
+when no memory tool is available, so the turn gets no section). Each block of items
+keeps at most 5 items and 1500 characters, counting the newlines between them and
+dropping whole items; each item's text is cut to 280 characters followed by ``...``
+(docs/hooks-and-sections.md, "Built-in structured sections"). The words come from
+``templates/renderers/memory_recall.md.j2``; recalled text is framed there as context,
+never as instructions. Memory ids and scores are never shown.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 Data in (:class:`PermissionProfile`), text out (:func:`render_current_permissions`). Plain
 full access with nothing narrowed gives ``None``: no section. Otherwise the section lists
 the mode, a word on what the mode means, every behaviour axis that is not ``allow`` (in
-the reference order, ``mcp_read`` left out), the non-empty tool and path lists, and a
-closing line (REFERENCE §11.4). The words come from
+the order of :data:`GUIDANCE_AXES`, ``mcp_read`` left out), the non-empty tool and path
+lists, and a closing line (docs/hooks-and-sections.md, "Current Permissions"). The words
+come from
 ``templates/renderers/current_permissions.md.j2``.
 """
 

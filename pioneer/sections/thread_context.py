@@ -3,10 +3,11 @@
 Data in (:class:`ThreadSnippet` values, best first), text out
 (:func:`render_thread_context`, or ``None`` when nothing remains). Each snippet is one
 entry ``- [thread:<turn>/<item>/<chunk>, role=..., context=..., score=0.00] text``; the
-section keeps at most 5 entries and 2400 characters, dropping whole entries (REFERENCE
-§9.2). A snippet's artifact refs are scoped to it: they follow its text under
-``Available artifacts for <source id>:`` inside the same entry, never as a loose list.
-The words come from ``templates/renderers/thread_context.md.j2``.
+section keeps at most 5 entries and 2400 characters, dropping whole entries
+(docs/hooks-and-sections.md, "Built-in structured sections"). A snippet's artifact refs
+are scoped to it: they follow its text under ``Available artifacts for <source id>:``
+inside the same entry, never as a loose list. The words come from
+``templates/renderers/thread_context.md.j2``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Data in (a mapping of domain → tool names, in the order to list them), text ou
 (:func:`render_hidden_tool_domains`, or ``None`` when nothing is hidden). One line per
 domain, ``- {domain}: {tools joined ", "}.``; names only, never a tool schema. The whole
 body stays within 1200 characters: domain lines that do not fit are left off from the
-end (REFERENCE §11.3). The words come from
+end (docs/hooks-and-sections.md, "Built-in structured sections"). The words come from
 ``templates/renderers/hidden_tool_domains.md.j2``.
 """
 
@@ -21,7 +21,7 @@ __all__ = ["DEFAULT_TOOL_DOMAINS", "MAX_CHARS", "SECTION_ID", "render_hidden_too
 TEMPLATE = "renderers/hidden_tool_domains.md.j2"
 SECTION_ID = "request_tools.hidden_domains"
 MAX_CHARS = 1200
-#: The reference's domain map, in its order.
+#: The built-in domain map, in listing order (docs/explain.md, "Tool visibility").
 DEFAULT_TOOL_DOMAINS: Mapping[str, tuple[str, ...]] = {
     "memory": ("memory_search", "memory_list", "memory_get", "memory_remember", "memory_forget"),
     "task": (

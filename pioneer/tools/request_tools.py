@@ -1,12 +1,13 @@
 """``request_tools``: the one tool that makes a hidden tool domain visible.
 
 Takes the domains still hidden in a provider round; gives the tool definition
-(:class:`~pioneer.providers.ToolSpec` with its JSON Schema) and the argument check.
-The arguments are ``{"domains": [...], "reason": "..."}``: ``domains`` a non-empty list
+(:class:`~pioneer.providers.ToolSpec` with its JSON Schema) and the argument check. The
+arguments are ``{"domains": [...], "reason": "..."}``: ``domains`` a non-empty list
 drawn from the hidden domains, ``reason`` a non-blank string of at most 512 characters,
-no other keys (REFERENCE §11.3). The enum lists only the domains still hidden in the
-round, so the model cannot ask for one it already has; the schema changes only when the
-visible tool list changes too, which breaks any tools cache anyway.
+no other keys (docs/explain.md, "`request_tools`, rounds and refusals"). The enum lists
+only the domains still hidden in the round, so the model cannot ask for one it already
+has; the schema changes only when the visible tool list changes too, which breaks any
+tools cache anyway.
 
 Arguments are checked with jsonschema against that same schema, and every problem is
 reported at once, each naming its field (``arguments → domains[1]``), in words a model

@@ -1,7 +1,8 @@
 """Tool visibility: which tools a provider round offers, and which calls it accepts.
 
 Takes the application's tools (:class:`~pioneer.providers.ToolSpec`) and a domain map
-(REFERENCE §11.3 by default: memory, task, artifact, computer_use); gives, per provider
+(by default the built-in one: memory, task, artifact, computer_use; docs/explain.md,
+"Tool visibility"); gives, per provider
 round, a :class:`ToolRound`: the visible tools (what ``ChatRequest.tools`` carries) and
 the domains still hidden (what the Hidden Tool Domains section lists). Tools outside
 every domain are always visible; a domain's tools stay hidden until the model calls
