@@ -97,6 +97,9 @@ def test_compile_text_loads_only_what_it_uses(tmp_path: Path) -> None:
         "pioneer.review.lock",  # --locked only
         "pydantic_settings",  # nothing to read: no PIONEER_* variable, no pioneer.toml
         "asyncio",  # (pydantic-settings imports it)
+        "rich",  # progress bars only, on a terminal
+        "opentelemetry",  # spans of compile_turn and audited rounds only
+        "pioneer.review.context_map",  # inspect/explain --html only
     }
     assert not loaded & unused
 

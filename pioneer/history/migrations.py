@@ -143,6 +143,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        4,
+        "turn records: the token usage the provider reported for each round",
+        ("ALTER TABLE turn_rounds ADD COLUMN usage TEXT",),
+    ),
 )
 
 

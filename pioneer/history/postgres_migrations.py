@@ -107,4 +107,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        2,
+        "turn records: the token usage the provider reported for each round",
+        ("ALTER TABLE turn_rounds ADD COLUMN usage TEXT",),
+    ),
 )

@@ -1,0 +1,355 @@
+"""The context map: ``inspect --html`` / ``--json`` data (a golden), and the page opened from
+disk in headless Chromium (Debian's ``chromium``; .ci/run installs it): blocks, order and
+tokens against the manifest, keyboard and hover details, no console errors, no network,
+readable without JavaScript, and a screenshot that is not blank."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+from support import run_cli
+
+from pioneer import (
+    ChatMessage,
+    ChatRequest,
+    HistoryBudgeter,
+    HistoryLimits,
+    PromptCompileInput,
+    PromptCompiler,
+    ReportedUsage,
+    SqliteStore,
+    ToolCall,
+    ToolSpec,
+    TurnAudit,
+    TurnRecord,
+    build_request_body,
+    compile_turn,
+    load_compile_input,
+)
+from pioneer.audit import HistorySnapshot, TurnRecords
+from pioneer.providers import load_chat_request
+from pioneer.review import context_map
+from pioneer.tools import ToolCatalog, TurnTools
+
+CASE = Path(__file__).parent / "context_map"
+GOLDENS = Path(__file__).parent / "goldens" / "context_map"
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture
+def case(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The case's runtime home copied to a fixed-depth folder, settings from defaults."""
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in __import__("os").environ if n.startswith("PIONEER_")]:
+        monkeypatch.delenv(name)
+    shutil.copytree(CASE / "home", tmp_path / "home")
+    return tmp_path
+
+
+def _inspect(case: Path, *extra: str) -> tuple[int, str, str]:
+    # A relative home (the test runs in ``case``) keeps the headings, so the counts, fixed.
+    return run_cli("inspect", "--home", "home", "--input", str(CASE / "input.json"),
+                   "--messages", str(CASE / "messages.json"), "--html", str(case / "ctx.html"),
+                   *extra)
+
+
+def test_the_json_data_behind_the_page(case: Path, golden: Callable[[Path, str], None]) -> None:
+    code, out, err = _inspect(case, "--json")
+    assert code == 0, err
+    assert err == f"wrote {case / 'ctx.html'}: 16 blocks, 5560 tokens (1443 expected from cache)\n"
+    golden(GOLDENS / "inspect.json", out.replace(str(case), "<case>"))
+    page = (case / "ctx.html").read_text("utf-8")
+    embedded = page.split('<script type="application/json" id="context-map-data">')[1]
+    assert json.loads(embedded.split("</script>")[0]) == json.loads(out)
+
+
+def _expected(case: Path) -> tuple[list[dict[str, Any]], ChatRequest]:
+    """The blocks as the manifest and the request say they must be, computed apart from
+    the page, in the cache-first layout: tools by name, stable sections, the summary and
+    history, this turn's dynamic sections, the current message and its tool round."""
+    compiler = PromptCompiler(count_tokens=True)
+    compile_input = load_compile_input(CASE / "input.json").model_copy(
+        update={"workspace_root": Path("home")})
+    payload = compiler.compile(compile_input)
+    request = load_chat_request(CASE / "messages.json", compiled_prompt=payload)
+    rows: list[dict[str, Any]] = [{"kind": "tools", "id": name}
+                                  for name in sorted(t.name for t in request.tools)]
+
+    def sections(side: str) -> list[dict[str, Any]]:
+        return [{"kind": side, "id": s.id, "tokens": s.tokens, "truncated": s.truncated}
+                for s in payload.manifest.sections if s.stability == side]
+
+    rows += sections("stable")
+    rows += [{"kind": kind, "id": f"messages[{n}]"}
+             for n, kind in enumerate(["summary", "history", "history"])]
+    rows += sections("dynamic")
+    rows += [{"kind": kind, "id": f"messages[{n}]"}
+             for n, kind in ((3, "current"), (4, "round"), (5, "round"))]
+    return rows, request
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                              args=FLAGS)
+        yield launched
+        launched.close()
+
+
+class Opened:
+    def __init__(self, page: Page, console: list[str], requests: list[str]):
+        self.page, self.console, self.requests = page, console, requests
+
+
+@pytest.fixture
+def opened(case: Path, browser: Browser) -> Iterator[Opened]:
+    code, _, err = _inspect(case)
+    assert code == 0, err
+    yield from _open(browser, case / "ctx.html", javascript=True)
+
+
+def _open(browser: Browser, path: Path, *, javascript: bool) -> Iterator[Opened]:
+    context = browser.new_context(java_script_enabled=javascript,
+                                  viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    console: list[str] = []
+    requests: list[str] = []
+    page.on("console", lambda m: console.append(f"{m.type}: {m.text}") if m.type in (
+        "error", "warning") else None)
+    page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(path.as_uri())
+    yield Opened(page, console, requests)
+    context.close()
+
+
+def _blocks(page: Page) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = page.eval_on_selector_all(
+        ".strip .block", "els => els.map(e => ({...e.dataset, width: "
+        "e.getBoundingClientRect().width}))")
+    return found
+
+
+def test_the_page_shows_every_block_in_provider_order_with_its_tokens(
+    opened: Opened, case: Path,
+) -> None:
+    expected, _ = _expected(case)
+    shown = _blocks(opened.page)
+    assert [(b["kind"], b["id"]) for b in shown] == [(e["kind"], e["id"]) for e in expected]
+    for block, want in zip(shown, expected, strict=True):
+        if "tokens" in want:  # a section's count is the manifest's
+            assert int(block["tokens"]) == want["tokens"], block["id"]
+            assert block["truncated"] == ("yes" if want["truncated"] else "no")
+    assert shown[[b["id"] for b in shown].index("release_notes")]["truncated"] == "yes"
+    # the table has the same blocks, in the same order, with the same numbers
+    rows = opened.page.eval_on_selector_all(
+        "#blocks tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
+    assert [(r[1], r[2], r[6]) for r in rows] == [(b["kind"], b["id"], b["tokens"])
+                                                  for b in shown]
+    total = sum(int(b["tokens"]) for b in shown)
+    assert opened.page.text_content("#total-tokens") == str(total)
+    history = sum(int(b["tokens"]) for b in shown if b["kind"] in ("summary", "history"))
+    assert opened.page.text_content("#history-tokens") == str(history)
+    assert opened.page.get_attribute("#history-window .line", "style") == "left:80%"
+    window = opened.page.get_attribute("#window .line", "style")
+    assert window == f"left:{100 * 89_600 / 128_000:.2f}%"  # 80% of 128000 - 16000
+    assert opened.console == [] and _only_the_file(opened.requests, case)
+
+
+def test_the_cache_status_of_each_block_is_the_plans(opened: Opened, case: Path) -> None:
+    _, request = _expected(case)
+    compiler = PromptCompiler()
+    cmap = context_map.map_request(compiler, request, "anthropic", budget=(128_000, 16_000))
+    shown = _blocks(opened.page)
+    assert [b["cache"] for b in shown] == [b.cache for b in cmap.blocks]
+    # the previous turn sent the tools, the stable sections, the summary and its own
+    # message (messages[1], now history): the prefix before that is read from cache, and
+    # Anthropic writes the rest at its marks
+    newest = [b["id"] for b in shown].index("messages[1]")
+    assert [b["kind"] for b in shown[:newest]][-1] == "summary"
+    assert {b["cache"] for b in shown[:newest]} == {"read"}
+    assert {b["cache"] for b in shown[newest:]} == {"written"}
+    legend = opened.page.text_content(".legend") or ""
+    read = sum(int(b["tokens"]) for b in shown[:newest])
+    assert f"read: {read} tokens" in legend
+
+
+def test_blocks_are_sized_by_their_tokens(opened: Opened) -> None:
+    shown = [b for b in _blocks(opened.page) if int(b["tokens"]) > 500]
+    assert len(shown) >= 2
+    first, second = shown[0], shown[1]
+    ratio = (first["width"] / second["width"]) / (int(first["tokens"]) / int(second["tokens"]))
+    assert 0.9 < ratio < 1.1
+
+
+def test_keyboard_and_hover_show_a_blocks_details(opened: Opened) -> None:
+    page = opened.page
+    page.focus(".strip .block")
+    assert "grep" in (page.text_content("#details") or "")  # tools go by name
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    focused = page.evaluate("document.activeElement.dataset.id")
+    assert focused == "assistant_safety"  # after grep, read_file and identity_base
+    details = page.text_content("#details") or ""
+    assert "assistant_safety" in details and "template: assistant_safety.md.j2" in details
+    assert "origin: built-in" in details
+    assert page.get_attribute("#row-3", "class") == "cache-read-row current"
+    page.keyboard.press("End")
+    assert page.evaluate("document.activeElement.dataset.id") == "messages[5]"
+    page.hover(".block.kind-stable[data-id='soul_core']")
+    details = page.text_content("#details") or ""
+    assert "from: bootstrap file SOUL.md" in details and "file_status: loaded" in details
+    page.hover(".block[data-id='release_notes']")
+    details = page.text_content("#details") or ""
+    assert "truncated" in details and "dynamic_section_truncated" in details
+    assert opened.console == []
+
+
+def test_without_javascript_the_picture_and_the_table_are_there(
+    case: Path, browser: Browser,
+) -> None:
+    assert _inspect(case)[0] == 0
+    for opened in _open(browser, case / "ctx.html", javascript=False):
+        page = opened.page
+        assert page.evaluate("1") == 1  # evaluate still runs; the page's own script did not
+        assert page.get_attribute("html", "class") is None
+        shown = _blocks(page)
+        assert len(shown) == 16 and all(b["width"] >= 4 for b in shown)
+        assert page.locator("#blocks tbody tr").count() == 16
+        title = page.get_attribute(".block[data-id='soul_core']", "title") or ""
+        assert "template bootstrap_file.md.j2" in title and "cache read" in title
+
+
+def _distinct_bytes(png: bytes) -> int:
+    """How many distinct byte values the decoded image data holds (a blank page: few)."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    position, data = 8, b""
+    while position < len(png):
+        (length,) = struct.unpack(">I", png[position:position + 4])
+        kind = png[position + 4:position + 8]
+        if kind == b"IDAT":
+            data += png[position + 8:position + 8 + length]
+        position += 12 + length
+    return len(set(zlib.decompress(data)))
+
+
+def test_the_screenshot_is_not_blank(opened: Opened, browser: Browser, tmp_path: Path) -> None:
+    shot = opened.page.screenshot(full_page=True)
+    blank = tmp_path / "blank.html"
+    blank.write_text("<!DOCTYPE html><title>blank</title>")
+    for empty in _open(browser, blank, javascript=True):
+        control = empty.page.screenshot()
+    assert _distinct_bytes(control) < 8
+    assert _distinct_bytes(shot) > 64
+
+
+def _only_the_file(requests: list[str], case: Path) -> bool:
+    return requests == [(case / "ctx.html").as_uri()]
+
+
+def test_an_unwritable_page_is_a_clear_error(case: Path) -> None:
+    code, _, err = run_cli("inspect", "--home", str(case / "home"), "--html",
+                           str(case / "missing" / "ctx.html"))
+    assert code == 1
+    assert err == (f"{case / 'missing' / 'ctx.html'}: cannot write the context map: "
+                   "No such file or directory\n")
+
+
+def test_messages_without_html_is_a_usage_error(case: Path) -> None:
+    assert run_cli("inspect", "--home", str(case / "home"), "--messages",
+                   str(CASE / "messages.json")) == (1, "", "--model and --messages need --html\n")
+
+
+# -- explain --html: a stored turn, one row per provider round --------------------------
+
+
+def _stored_turn(case: Path) -> TurnRecord:
+    """An agent turn of two rounds over a stored history; only round 1's usage reported."""
+    compiler = PromptCompiler()
+    with SqliteStore(case / "pioneer.db") as store:
+        store.ensure_thread("t", model="m")
+        for n in range(3):
+            store.add_turn("t", turn_id=f"old-{n}", user_text=f"question {n} " * 300,
+                           assistant_text=f"answer {n} " * 400)
+        decision = HistoryBudgeter(store, HistoryLimits.from_tokens(128_000, 16_000)).build("t")
+        tools = TurnTools(ToolCatalog.build([ToolSpec(name="read_file"),
+                                             ToolSpec(name="memory_search")]))
+        audit = TurnAudit("turn-9", "t", "agent", history=HistorySnapshot.from_decision(decision))
+        messages = [ChatMessage(role=m.role, content=m.content) for m in decision.messages]
+        messages.append(ChatMessage.user("What do I like?"))
+        compile_input = PromptCompileInput(workspace_root=Path("home"), dynamic_context="Monday.")
+        calls = [ToolCall(id="c1", name="request_tools",
+                          arguments={"domains": ["memory"], "reason": "recall a preference"})]
+        for number in (1, 2):
+            round_ = tools.next_round()
+            payload = compile_turn(compiler, compile_input, hidden_tool_domains=round_.hidden)
+            request = round_.apply(ChatRequest(model="m", compiled_prompt=payload,
+                                               messages=messages))
+            audit.add_round(payload.manifest, request, "anthropic",
+                            build_request_body("anthropic", request), round_)
+            if number == 1:
+                audit.report_usage(1, ReportedUsage.from_response("anthropic", {
+                    "input_tokens": 40, "cache_read_input_tokens": 3000,
+                    "cache_creation_input_tokens": 900, "output_tokens": 25}))
+                messages.append(ChatMessage.assistant(tool_calls=calls))
+                outcome = tools.decide(calls[0])
+                assert outcome.result is not None
+                messages.append(ChatMessage(role="tool", tool_result=outcome.result))
+        store.add_turn("t", turn_id="turn-9", user_text="What do I like?",
+                       assistant_text="Tables.")
+        record = audit.record(tools.calls)
+        TurnRecords(store).save(record)
+    return record
+
+
+def test_explain_html_maps_the_stored_turn_round_by_round(
+    case: Path, browser: Browser, golden: Callable[[Path, str], None],
+) -> None:
+    record = _stored_turn(case)
+    code, out, err = run_cli("explain", "turn-9", "--db", str(case / "pioneer.db"),
+                             "--html", str(case / "turn.html"), "--json")
+    assert (code, err) == (0, f"wrote {case / 'turn.html'}: 16 blocks, 2 provider rounds\n")
+    golden(GOLDENS / "explain.json", out)
+    last = record.rounds[-1]
+    for opened in _open(browser, case / "turn.html", javascript=True):
+        page = opened.page
+        shown = _blocks(page)
+        sections = {s.id: s.tokens for s in last.manifest.sections}
+        history = [m.tokens for m in record.history.messages] if record.history else []
+        assert [b["kind"] for b in shown] == (
+            ["tools"] * len(last.visible_tools) + ["stable"] * sum(
+                1 for s in last.manifest.sections if s.stability == "stable")
+            + ["history"] * len(history) + ["dynamic"] * sum(
+                1 for s in last.manifest.sections if s.stability == "dynamic")
+            + ["current", "round"])
+        for block in shown:
+            if block["kind"] in ("stable", "dynamic"):
+                assert int(block["tokens"]) == sections[block["id"]]
+            if block["kind"] == "tools":
+                assert block["tokens"] == "?"  # not kept in the record
+        assert [int(b["tokens"]) for b in shown if b["kind"] == "history"] == history
+        rows = page.eval_on_selector_all(
+            "#rounds tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
+        data = json.loads(out)
+        planned = [r["planned"] for r in data["rounds"]]
+        assert rows == [
+            ["1", *(str(planned[0][k]) for k in ("read", "written", "uncached")),
+             "3940", "3000", "900", "25"],
+            ["2", *(str(planned[1][k]) for k in ("read", "written", "uncached")),
+             "-", "-", "-", "-"],
+        ]
+        # round 2 shows a tool that round 1 did not: the tools come first, so nothing of
+        # round 1's prefix can be read back
+        assert planned[1]["read"] == 0 and planned[0]["read"] > 0
+        assert opened.console == []
