@@ -8,9 +8,12 @@ match the repository, and every page the README points to exists.
 
 from __future__ import annotations
 
+import io
 import os
 import pkgutil
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +24,7 @@ from doc_pages import DOCS, ROOT, Block, blocks, page, pages
 from pydantic import BaseModel
 
 from pioneer import PromptCompileInput, PromptManifest
+from pioneer.cli import main
 from pioneer.compile.ids import BUILT_IN_SECTION_IDS, RUNTIME_BUILT_IN_IDS
 from pioneer.compile.manifest import DiagnosticCode
 from pioneer.sections.permissions import GUIDANCE_AXES
@@ -259,3 +263,18 @@ def test_code_points_to_docs_that_exist() -> None:
             if (DOCS / page_name).is_file() and heading not in _headings(DOCS / page_name):
                 problems.append(f'{name} points to docs/{page_name}, "{heading}": no such heading')
     assert not problems, "\n".join(problems)
+
+
+def test_quick_start_command_prints_the_golden(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    command = re.search(r"`(pioneer compile [^`]+)` prints the full text", README)
+    assert command is not None
+    shutil.copytree(ROOT / "tests/cases/quickstart", tmp_path, dirs_exist_ok=True)
+    monkeypatch.chdir(tmp_path)
+    for name in [name for name in os.environ if name.startswith("PIONEER_")]:
+        monkeypatch.delenv(name)
+    out, err = io.StringIO(), io.StringIO()
+    code = main(shlex.split(command.group(1))[1:], stdout=out, stderr=err)
+    assert (code, err.getvalue()) == (0, "")
+    expected = (tmp_path / "expected/full.txt").read_text("utf-8")
+    assert out.getvalue().rstrip("\n") == expected.rstrip("\n")
