@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
 import pytest
+from stores import SERVER_URL, START_HINT, Server
 
 from pioneer import PromptCompileInput, PromptCompiler
 from pioneer.compile.inputs import parse_compile_input
@@ -93,3 +97,50 @@ def case_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CaseSetup:
         return compiler, parse_compile_input(data)
 
     return setup
+
+
+# -- stores: the conformance suite runs each store test on SQLite and on PostgreSQL -----
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Server]:
+    """The session's own database on the real PostgreSQL server (dropped at the end)."""
+    try:
+        server = Server()
+    except psycopg.OperationalError as error:
+        pytest.fail(f"no PostgreSQL server at {SERVER_URL}: {error}; {START_HINT}")
+    yield server
+    server.close()
+
+
+@dataclass
+class StoreTarget:
+    """Where a test's store lives: ``target`` for open_store, ``dialect`` to branch on,
+    ``sql`` to run statements behind the store's back."""
+
+    dialect: str
+    target: str | Path
+    sql: Callable[..., None]
+    schema: str | None = None
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreTarget]:
+    """An empty store location: an SQLite file, or a fresh schema on the PostgreSQL server."""
+    if request.param == "sqlite":
+        path = tmp_path / "pioneer.db"
+
+        def sqlite_sql(*statements: str) -> None:
+            conn = sqlite3.connect(path, isolation_level=None)
+            try:
+                for statement in statements:
+                    conn.execute(statement)
+            finally:
+                conn.close()
+
+        yield StoreTarget("sqlite", path, sqlite_sql)
+        return
+    server: Server = request.getfixturevalue("pg_server")
+    schema, url = server.new_schema()
+    yield StoreTarget("postgresql", url, lambda *sql: server.execute(schema, *sql), schema)
+    server.drop_schema(schema)

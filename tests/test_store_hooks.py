@@ -1,39 +1,43 @@
 """The store's write hooks: what a subscriber sees, and that it writes in the store's
-transaction (its rows commit with the turn, or neither does)."""
+transaction (its rows commit with the turn, or neither does). On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from conftest import StoreTarget
+from stores import make_store
 
 from pioneer import StoreError
 from pioneer.audit import TurnAudit, TurnRecord, TurnRecords
-from pioneer.history import SqliteStore
+from pioneer.history.sql_store import SqlStore
 from pioneer.history.store import StoreEvent, StoreTransaction, TurnWritten
 
 
-def _store(tmp_path: Path) -> SqliteStore:
-    store = SqliteStore(tmp_path / "pioneer.db")
+def _store(where: StoreTarget) -> SqlStore:
+    store = make_store(where.target)
     store.ensure_thread("t1")
     return store
 
 
-def _count(store: SqliteStore, table: str) -> int:
+def _count(store: SqlStore, table: str) -> int:
     return int(store.read(lambda tx: tx.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]))
 
 
-def test_a_hook_sees_each_turn_and_each_summary_that_moved_coverage(tmp_path: Path) -> None:
+def test_a_hook_sees_each_turn_and_each_summary_that_moved_coverage(
+    store_target: StoreTarget,
+) -> None:
     seen: list[tuple[str, str]] = []
 
     def hook(tx: StoreTransaction, event: StoreEvent) -> None:
-        assert tx.dialect == "sqlite"
+        assert tx.dialect == store_target.dialect
         if isinstance(event, TurnWritten):
             seen.append(("turn", event.entry.turn_id))
         else:
             seen.append(("summary", event.summary.through_turn_id))
 
-    with _store(tmp_path) as store:
+    with _store(store_target) as store:
         unsubscribe = store.subscribe(hook)
         store.add_turn("t1", user_text="one", assistant_text="1", turn_id="turn-1")
         store.add_turn("t1", user_text="two", assistant_text="2", turn_id="turn-2")
@@ -44,13 +48,13 @@ def test_a_hook_sees_each_turn_and_each_summary_that_moved_coverage(tmp_path: Pa
     assert seen == [("turn", "turn-1"), ("turn", "turn-2"), ("summary", "turn-2")]
 
 
-def test_a_hook_that_raises_rolls_the_turn_back(tmp_path: Path) -> None:
+def test_a_hook_that_raises_rolls_the_turn_back(store_target: StoreTarget) -> None:
     def refuse(tx: StoreTransaction, event: StoreEvent) -> None:
         tx.execute("INSERT INTO episodic_task_summaries (thread_id, turn_id, item_id, text) "
                    "VALUES ('t1', 'turn-1', 'i', 'written by the hook')")
         raise StoreError("the index is full")
 
-    with _store(tmp_path) as store:
+    with _store(store_target) as store:
         store.subscribe(refuse)
         with pytest.raises(StoreError, match="the index is full"):
             store.add_turn("t1", user_text="one", assistant_text="1", turn_id="turn-1")
@@ -58,8 +62,8 @@ def test_a_hook_that_raises_rolls_the_turn_back(tmp_path: Path) -> None:
         assert _count(store, "episodic_task_summaries") == 0
 
 
-def test_a_record_expected_with_its_turn_commits_with_it(tmp_path: Path) -> None:
-    with _store(tmp_path) as store, TurnRecords(store) as records:
+def test_a_record_expected_with_its_turn_commits_with_it(store_target: StoreTarget) -> None:
+    with _store(store_target) as store, TurnRecords(store) as records:
         good, bad = _records()
         with records.expecting(good):
             store.add_turn("t1", user_text="Hi", assistant_text="Hello", turn_id="turn-1")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import StoreTarget
 from pydantic import ValidationError
+from stores import make_store
 
 from pioneer import (
     ChatMessage,
@@ -25,6 +26,7 @@ from pioneer import (
 from pioneer.audit import HistorySnapshot, TurnAudit, TurnRecord, TurnRecords, provider_shape
 from pioneer.errors import InputError
 from pioneer.history import MIGRATIONS
+from pioneer.history.sql_store import SqlStore
 from pioneer.providers import CacheOptions, build_request_body
 from pioneer.tools import ToolCatalog, TurnTools
 
@@ -48,8 +50,8 @@ def _record(payload: CompiledPromptPayload, turn_id: str = "u1",
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    opened = SqliteStore(tmp_path / "pioneer.db")
+def store(store_target: StoreTarget) -> Iterator[SqlStore]:
+    opened = make_store(store_target.target)
     opened.ensure_thread("t")
     opened.add_turn("t", turn_id="u1", user_text="Hi", assistant_text="Hello")
     yield opened
@@ -59,20 +61,20 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
 # -- the store -------------------------------------------------------------------------
 
 
-def test_a_record_needs_its_turn_first(store: SqliteStore,
+def test_a_record_needs_its_turn_first(store: SqlStore,
                                        payload: CompiledPromptPayload) -> None:
     with pytest.raises(StoreError, match="turn 'u2' does not exist; store the turn before"):
         TurnRecords(store).save(_record(payload, "u2"))
 
 
-def test_a_record_names_the_thread_of_its_turn(store: SqliteStore,
+def test_a_record_names_the_thread_of_its_turn(store: SqlStore,
                                                payload: CompiledPromptPayload) -> None:
     store.ensure_thread("other")
     with pytest.raises(StoreError, match="turn 'u1' is in thread 't', not 'other'"):
         TurnRecords(store).save(_record(payload, thread_id="other"))
 
 
-def test_a_record_is_written_once(store: SqliteStore, payload: CompiledPromptPayload) -> None:
+def test_a_record_is_written_once(store: SqlStore, payload: CompiledPromptPayload) -> None:
     first = _record(payload)
     TurnRecords(store).save(first)
     with pytest.raises(StoreError, match="turn 'u1' already has a record"):
@@ -85,14 +87,28 @@ def test_a_record_is_written_once(store: SqliteStore, payload: CompiledPromptPay
     [("manifest", "{not json", "not JSON (Expecting property name enclosed in double quotes)"),
      ("visible_tools", '"read_file"', "rounds[0] → visible_tools: Input should be a valid list")],
 )
-def test_a_damaged_record_is_a_store_error(store: SqliteStore, payload: CompiledPromptPayload,
+def test_a_damaged_record_is_a_store_error(store: SqlStore, payload: CompiledPromptPayload,
                                            column: str, value: str, message: str) -> None:
     TurnRecords(store).save(_record(payload))
-    with sqlite3.connect(store.path) as conn:
-        conn.execute(f"UPDATE turn_rounds SET {column} = ?", (value,))
+    store.write(lambda tx: tx.execute(f"UPDATE turn_rounds SET {column} = ?", (value,)))
     with pytest.raises(StoreError) as caught:
         TurnRecords(store).get("u1")
-    assert str(caught.value) == f"{store.path}: the record of turn 'u1' is unreadable: {message}"
+    assert str(caught.value) == f"{store.where}: the record of turn 'u1' is unreadable: {message}"
+
+
+def test_a_record_saved_again_after_a_lost_commit_is_accepted(
+    store: SqlStore, payload: CompiledPromptPayload
+) -> None:
+    # What a retry sees when the first run's commit went through before the connection
+    # broke: its own record, equal to the one it is writing.
+    from pioneer.audit.store import write_turn_record
+
+    record = _record(payload)
+    TurnRecords(store).save(record)
+    store.write(lambda tx: write_turn_record(tx, record, created_at="now", retry=True))
+    other = record.model_copy(update={"mode": "agent"})
+    with pytest.raises(StoreError, match="turn 'u1' already has a record"):
+        store.write(lambda tx: write_turn_record(tx, other, created_at="now", retry=True))
 
 
 def test_a_version_1_database_gains_the_record_tables(tmp_path: Path,

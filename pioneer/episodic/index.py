@@ -37,7 +37,7 @@ from ..sections.artifacts import ArtifactRef
 from ..sections.thread_context import ThreadSnippet, snippet_artifacts
 from ..text import utf8_text
 from .chunks import CONTEXTS, Snippet, task_summary_snippets
-from .terms import TS_CONFIG, fts_query, ts_query
+from .terms import TS_CONFIG, fts_query, ts_operands, ts_query
 from .writer import delete_snippets, index_thread_summary, index_turn, insert_snippets, write_hook
 
 __all__ = ["MAX_CANDIDATES", "EpisodicIndex", "Retained", "SearchResult"]
@@ -63,18 +63,29 @@ WHERE episodic_fts MATCH ? AND s.thread_id = ?
 ORDER BY score DESC, s.seq DESC, s.id DESC
 LIMIT ?
 """
-# ts_rank of the snippet's tsvector against the query (weights and normalisation at their
-# defaults); the recall threshold for this scale is in recall.py and docs/stores.md.
+# PostgreSQL: candidates match any term; the score is ts_rank against the thread's uncommon
+# terms only, times their number over ts_rank's value for one occurrence of one term, so
+# it reads "uncommon terms matched" (see recall.py and docs/stores.md for the rule).
+_TS_RANK_ONE = 0.0607927  # ts_rank of a single occurrence against a one-term query
+_COUNTS_POSTGRESQL = (
+    "SELECT count(*){terms} FROM episodic_snippets WHERE thread_id = ?"
+)
 _SEARCH_POSTGRESQL = f"""
 SELECT s.turn_id, s.item_id, s.chunk_id, s.role, s.text,
-       ts_rank(s.search, q.query)::float8 AS score
-FROM episodic_snippets AS s, to_tsquery('{TS_CONFIG}', ?) AS q(query)
-WHERE s.search @@ q.query AND s.thread_id = ?
+       CASE WHEN ? > 0 THEN ts_rank(s.search, to_tsquery('{TS_CONFIG}', ?))::float8 * ?
+            ELSE 0 END AS score
+FROM episodic_snippets AS s
+WHERE s.search @@ to_tsquery('{TS_CONFIG}', ?) AND s.thread_id = ?
   AND NOT (s.role IN ('user', 'assistant') AND s.turn_id = ANY(CAST(? AS TEXT[])))
   AND NOT (? AND s.role = 'generated_summary')
 ORDER BY score DESC, s.seq DESC, s.id DESC
 LIMIT ?
 """
+#: A term found in more than this share of the thread's snippets is too common to count
+#: towards a PostgreSQL score (BM25 gets the same effect from its inverse document
+#: frequency).
+COMMON_SHARE = 0.25
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,13 +202,13 @@ class EpisodicIndex:
         def work(tx: StoreTransaction) -> tuple[list[Any], dict[tuple[str, str],
                                                                    list[ArtifactRef]]]:
             params: tuple[object, ...]
-            if tx.dialect == "postgresql":
-                sql, params = _SEARCH_POSTGRESQL, (query, thread_id, excluded,
-                                                   retained.summary, limit)
-            else:
-                sql, params = _SEARCH_SQLITE, (query, thread_id, json.dumps(excluded),
-                                               int(retained.summary), limit)
             with tx.time_limit(timeout_ms):
+                if tx.dialect == "postgresql":
+                    sql, params = _SEARCH_POSTGRESQL, _postgres_params(
+                        tx, text, query, thread_id, excluded, retained.summary, limit)
+                else:
+                    sql, params = _SEARCH_SQLITE, (query, thread_id, json.dumps(excluded),
+                                                   int(retained.summary), limit)
                 rows = tx.execute(sql, params).fetchall()
             for row in rows:
                 check_row(row[:5], _HIT_COLUMNS, ("text",) * 5, where=self.path,
@@ -350,6 +361,25 @@ class EpisodicIndex:
         threads = self._store.read(lambda tx: [
             t for (t,) in tx.execute("SELECT thread_id FROM threads ORDER BY 1").fetchall()])
         return {thread_id: self.reindex_thread(thread_id) for thread_id in threads}
+
+
+def _postgres_params(tx: StoreTransaction, text: str, query: str, thread_id: str,
+                     excluded: list[str], summary: bool, limit: int) -> tuple[object, ...]:
+    """The search's parameters: which of its terms are uncommon in the thread decides
+    what the score counts (one pass over the thread's snippets with the GIN index)."""
+    operands = ts_operands(utf8_text(text))
+    counts = tx.execute(
+        _COUNTS_POSTGRESQL.format(terms="".join(
+            f", count(*) FILTER (WHERE search @@ to_tsquery('{TS_CONFIG}', ?))"
+            for _ in operands)),
+        (*operands, thread_id),
+    ).fetchone()
+    total, found = int(counts[0]), [int(n) for n in counts[1:]]
+    uncommon = [op for op, n in zip(operands, found, strict=True)
+                if 0 < n <= COMMON_SHARE * total]
+    scale = len(uncommon) / _TS_RANK_ONE
+    return (len(uncommon), " | ".join(uncommon) or "''", scale, query, thread_id, excluded,
+            summary, limit)
 
 
 def _refs(

@@ -26,6 +26,7 @@ __all__ = [
     "fts_query",
     "query_terms",
     "search_form",
+    "ts_operands",
     "ts_query",
     "ts_search_form",
 ]
@@ -135,14 +136,18 @@ def _lexeme(word: str) -> str:
     return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def ts_query(text: str) -> str | None:
-    """A ``to_tsquery`` expression for ``text`` (the :func:`query_terms` of its folded
-    form), or ``None`` when nothing is searchable."""
-    terms = query_terms(_fold(text))
-    if not terms:
-        return None
+def ts_operands(text: str) -> list[str]:
+    """The ``tsquery`` operand of each of the :func:`query_terms` of ``text``'s folded
+    form: a quoted lexeme, or quoted characters joined by ``<->``."""
     operands = []
-    for term in terms:
+    for term in query_terms(_fold(text)):
         words = term[1:-1].replace('""', '"').split(" ")
         operands.append(" <-> ".join(_lexeme(word) for word in words))
-    return " | ".join(operands)
+    return operands
+
+
+def ts_query(text: str) -> str | None:
+    """A ``to_tsquery`` expression for ``text`` (its :func:`ts_operands` joined by ``|``),
+    or ``None`` when nothing is searchable."""
+    operands = ts_operands(text)
+    return " | ".join(operands) if operands else None

@@ -40,7 +40,7 @@ def redact_url(url: str) -> str:
 
 
 def open_store(target: str | Path, *, read_only: bool = False, create: bool = True,
-               counter: TokenCounter | None = None) -> SqlStore:
+               counter: TokenCounter | None = None, cache_size: int = 4096) -> SqlStore:
     """The store at ``target``: :class:`PostgresStore` for a URL, else :class:`SqliteStore`.
 
     ``read_only`` opens it for reading only (the read commands): nothing is created,
@@ -53,7 +53,9 @@ def open_store(target: str | Path, *, read_only: bool = False, create: bool = Tr
             raise StoreError(f"{redact_url(str(target))}: the PostgreSQL store needs the "
                              f"'postgres' extra (pip install 'pioneer[postgres]'): "
                              f"{error}") from None
-        return PostgresStore(str(target), read_only=read_only, counter=counter)
+        return PostgresStore(str(target), read_only=read_only, counter=counter,
+                             cache_size=cache_size)
     from .sqlite_store import SqliteStore
 
-    return SqliteStore(target, read_only=read_only, create=create, counter=counter)
+    return SqliteStore(target, read_only=read_only, create=create, counter=counter,
+                       cache_size=cache_size)
