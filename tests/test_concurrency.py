@@ -1,6 +1,6 @@
-"""Several processes at once: seeding the runtime home, and the SQLite store under
-writers in processes and threads, summaries racing each other, and a writer killed
-mid-write. Small and short: 8 processes at most, a few dozen writes each.
+"""Several processes at once: seeding the runtime home, and the stores (SQLite and
+PostgreSQL) under writers in processes and threads, summaries racing each other, and a
+writer killed mid-write. Small and short: 8 processes at most, a few dozen writes each.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import StoreTarget
+from stores import Target, make_store
 
 from pioneer import ensure_runtime_home
 from pioneer.compile.bootstrap import SEED_FILES
-from pioneer.history import SqliteStore
 from pioneer.history.models import summary_message_text
 from pioneer.resources import builtin_dir
 from pioneer.tokens import MESSAGE_OVERHEAD, default_counter
@@ -106,7 +107,7 @@ def test_eight_processes_never_overwrite_a_user_file(tmp_path: Path, existing: b
     assert (home / "IDENTITY.md").read_bytes() == SEEDS["IDENTITY.md"]
 
 
-# -- the SQLite store ----------------------------------------------------------------
+# -- the stores ----------------------------------------------------------------------
 
 THREADS_PER_PROCESS, TURNS_PER_THREAD = 3, 12
 
@@ -116,9 +117,9 @@ def _summary_text(turn_id: str) -> str:
     return f"<summary through {turn_id}>" + (" covered " + turn_id) * 400 + "</summary>"
 
 
-def _write_turns(db: Path, process: int, barrier: Any, queue: Any) -> None:
+def _write_turns(db: Target, process: int, barrier: Any, queue: Any) -> None:
     errors: list[str] = []
-    store = SqliteStore(db)
+    store = make_store(db)
     barrier.wait()
 
     def worker(thread: int) -> None:
@@ -143,9 +144,11 @@ def _write_turns(db: Path, process: int, barrier: Any, queue: Any) -> None:
     queue.put((process, errors))
 
 
-def test_writer_processes_and_threads_lose_no_turn_and_tear_no_summary(tmp_path: Path) -> None:
-    db = tmp_path / "history.db"
-    with SqliteStore(db) as store:
+def test_writer_processes_and_threads_lose_no_turn_and_tear_no_summary(
+    store_target: StoreTarget,
+) -> None:
+    db = store_target.target
+    with make_store(db) as store:
         store.ensure_thread("shared")
     processes = 4
     barrier = FORK.Barrier(processes)
@@ -153,7 +156,7 @@ def test_writer_processes_and_threads_lose_no_turn_and_tear_no_summary(tmp_path:
     assert [errors for _, errors in results] == [[]] * processes
     expected = {f"p{p}-t{t}-{n}" for p in range(processes) for t in range(THREADS_PER_PROCESS)
                 for n in range(TURNS_PER_THREAD)}
-    with SqliteStore(db, create=False) as store:
+    with make_store(db, read_only=True) as store:
         entries = store.get_thread_conversation_history("shared", limit=10_000)
         summary = store.get_thread_summary("shared")
     ids = [entry.turn_id for entry in entries]
@@ -180,9 +183,9 @@ def test_writer_processes_and_threads_lose_no_turn_and_tear_no_summary(tmp_path:
 
 _KILLED_WRITER = """
 import sys
-from pioneer.history import SqliteStore
+from pioneer.history.open import open_store
 path, start = sys.argv[1], int(sys.argv[2])
-store = SqliteStore(path)
+store = open_store(path)
 for n in range(start, start + 100000):
     turn_id = f"turn-{n}"
     store.add_turn("t", user_text=f"user {n} " + "u" * 20000,
@@ -194,13 +197,14 @@ for n in range(start, start + 100000):
 """
 
 
-def _check_consistent(db: Path) -> list[str]:
-    conn = sqlite3.connect(db)
-    try:
-        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    finally:
-        conn.close()
-    with SqliteStore(db, create=False) as store:
+def _check_consistent(db: Target) -> list[str]:
+    if isinstance(db, Path):
+        conn = sqlite3.connect(db)
+        try:
+            assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        finally:
+            conn.close()
+    with make_store(db) as store:
         entries = store.get_thread_conversation_history("t", limit=100_000)
         summary = store.get_thread_summary("t")
         for entry in entries:
@@ -218,16 +222,16 @@ def _check_consistent(db: Path) -> list[str]:
     return [entry.turn_id for entry in entries]
 
 
-def _turn_ids(db: Path) -> list[str]:
-    with SqliteStore(db, create=False) as store:
+def _turn_ids(db: Target) -> list[str]:
+    with make_store(db, read_only=True) as store:
         return [e.turn_id for e in store.get_thread_conversation_history("t", limit=100_000)]
 
 
 @pytest.mark.parametrize("delay", [0.1, 0.6])
-def test_a_writer_killed_mid_write_leaves_the_store_consistent(tmp_path: Path,
+def test_a_writer_killed_mid_write_leaves_the_store_consistent(store_target: StoreTarget,
                                                                delay: float) -> None:
-    db = tmp_path / "history.db"
-    with SqliteStore(db) as store:
+    db = store_target.target
+    with make_store(db) as store:
         store.ensure_thread("t")
     before: list[str] = []
     for attempt in range(2):
