@@ -23,6 +23,7 @@ by its hook's deadline does not keep working in the background.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,17 +64,16 @@ WHERE episodic_fts MATCH ? AND s.thread_id = ?
 ORDER BY score DESC, s.seq DESC, s.id DESC
 LIMIT ?
 """
-# PostgreSQL: candidates match any term; the score is ts_rank against the thread's uncommon
-# terms only, times their number over ts_rank's value for one occurrence of one term, so
-# it reads "uncommon terms matched" (see recall.py and docs/stores.md for the rule).
+# PostgreSQL: candidates match any term. ts_rank knows no term rarity, so the score weighs
+# each term's ts_rank by the term's inverse document frequency in the thread, BM25's own
+# ln((N - n + 0.5) / (n + 0.5)), and divides by ts_rank's value for one occurrence of one
+# term: a snippet with one uncommon word once scores about that word's idf, as on SQLite,
+# and the same threshold applies (recall.py, docs/stores.md).
 _TS_RANK_ONE = 0.0607927  # ts_rank of a single occurrence against a one-term query
-_COUNTS_POSTGRESQL = (
-    "SELECT count(*){terms} FROM episodic_snippets WHERE thread_id = ?"
-)
+_COUNTS_POSTGRESQL = "SELECT count(*){terms} FROM episodic_snippets WHERE thread_id = ?"
 _SEARCH_POSTGRESQL = f"""
 SELECT s.turn_id, s.item_id, s.chunk_id, s.role, s.text,
-       CASE WHEN ? > 0 THEN ts_rank(s.search, to_tsquery('{TS_CONFIG}', ?))::float8 * ?
-            ELSE 0 END AS score
+       ({{score}})::float8 / {_TS_RANK_ONE} AS score
 FROM episodic_snippets AS s
 WHERE s.search @@ to_tsquery('{TS_CONFIG}', ?) AND s.thread_id = ?
   AND NOT (s.role IN ('user', 'assistant') AND s.turn_id = ANY(CAST(? AS TEXT[])))
@@ -81,10 +81,6 @@ WHERE s.search @@ to_tsquery('{TS_CONFIG}', ?) AND s.thread_id = ?
 ORDER BY score DESC, s.seq DESC, s.id DESC
 LIMIT ?
 """
-#: A term found in more than this share of the thread's snippets is too common to count
-#: towards a PostgreSQL score (BM25 gets the same effect from its inverse document
-#: frequency).
-COMMON_SHARE = 0.25
 
 
 
@@ -204,8 +200,8 @@ class EpisodicIndex:
             params: tuple[object, ...]
             with tx.time_limit(timeout_ms):
                 if tx.dialect == "postgresql":
-                    sql, params = _SEARCH_POSTGRESQL, _postgres_params(
-                        tx, text, query, thread_id, excluded, retained.summary, limit)
+                    sql, params = _postgres_search(tx, text, query, thread_id, excluded,
+                                                   retained.summary, limit)
                 else:
                     sql, params = _SEARCH_SQLITE, (query, thread_id, json.dumps(excluded),
                                                    int(retained.summary), limit)
@@ -363,10 +359,11 @@ class EpisodicIndex:
         return {thread_id: self.reindex_thread(thread_id) for thread_id in threads}
 
 
-def _postgres_params(tx: StoreTransaction, text: str, query: str, thread_id: str,
-                     excluded: list[str], summary: bool, limit: int) -> tuple[object, ...]:
-    """The search's parameters: which of its terms are uncommon in the thread decides
-    what the score counts (one pass over the thread's snippets with the GIN index)."""
+def _postgres_search(tx: StoreTransaction, text: str, query: str, thread_id: str,
+                     excluded: list[str], summary: bool,
+                     limit: int) -> tuple[str, tuple[object, ...]]:
+    """The search statement and its parameters, with each term weighed by how rare it is
+    in the thread (counted in one pass over the thread's snippets)."""
     operands = ts_operands(utf8_text(text))
     counts = tx.execute(
         _COUNTS_POSTGRESQL.format(terms="".join(
@@ -374,12 +371,22 @@ def _postgres_params(tx: StoreTransaction, text: str, query: str, thread_id: str
             for _ in operands)),
         (*operands, thread_id),
     ).fetchone()
-    total, found = int(counts[0]), [int(n) for n in counts[1:]]
-    uncommon = [op for op, n in zip(operands, found, strict=True)
-                if 0 < n <= COMMON_SHARE * total]
-    scale = len(uncommon) / _TS_RANK_ONE
-    return (len(uncommon), " | ".join(uncommon) or "''", scale, query, thread_id, excluded,
-            summary, limit)
+    total = int(counts[0])
+    weighed: list[object] = []
+    for operand, found in zip(operands, counts[1:], strict=True):
+        weight = idf(total, int(found))
+        if weight > 0:
+            weighed.extend((weight, operand))
+    score = " + ".join(
+        f"? * ts_rank(s.search, to_tsquery('{TS_CONFIG}', ?))" for _ in weighed[::2]) or "0"
+    return (_SEARCH_POSTGRESQL.format(score=score),
+            (*weighed, query, thread_id, excluded, summary, limit))
+
+
+def idf(snippets: int, matching: int) -> float:
+    """BM25's inverse document frequency of a term found in ``matching`` of ``snippets``
+    (0 when it is in half of them or more)."""
+    return max(0.0, math.log((snippets - matching + 0.5) / (matching + 0.5)))
 
 
 def _refs(

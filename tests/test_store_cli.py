@@ -1,0 +1,167 @@
+"""``pioneer history``, ``recall`` and ``explain`` on a ``postgresql://`` URL: the same
+thread written to SQLite and to PostgreSQL reads back the same, whichever way the store
+is named (``--db``, ``PIONEER_STORE_URL``, ``store_url`` in pioneer.toml)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from stores import Server, make_store, with_database
+from support import run_cli
+
+from pioneer import ChatMessage, ChatRequest, PromptCompileInput, PromptCompiler
+from pioneer.audit import TurnAudit, TurnRecord, TurnRecords
+from pioneer.episodic import EpisodicIndex
+from pioneer.history import ArtifactRef
+from pioneer.providers import build_request_body
+
+GOLDENS = Path(__file__).parent / "goldens" / "episodic"
+TURNS = [
+    ("How slow is the gateway in Frankfurt?", "p50 is 40 ms, p99 is 310 ms in Frankfurt."),
+    ("Plot the gateway latency.", "Here is the latency chart."),
+    ("What should I cook tonight?", "A simple pasta would do."),
+    ("Remind me to call my sister.", "I will keep that in mind."),
+    ("Is it going to rain today?", "Probably in the afternoon."),
+    ("Any good books lately?", "Try a short novel for the weekend."),
+    ("Which gateway endpoint is the worst?", "POST /v1/chat, by far."),
+    ("Thanks for the help earlier.", "You are welcome."),
+]
+
+
+def _record(home: Path) -> TurnRecord:
+    payload = PromptCompiler().compile(PromptCompileInput(workspace_root=home,
+                                                          profile="minimal"))
+    request = ChatRequest(model="m", compiled_prompt=payload,
+                          messages=[ChatMessage.user(TURNS[-1][0])])
+    audit = TurnAudit("turn-7", "demo", "chat")
+    audit.add_round(payload.manifest, request, "anthropic",
+                    build_request_body("anthropic", request))
+    return audit.record()
+
+
+def _write(target: str | Path, record: TurnRecord) -> None:
+    chart = ArtifactRef("art-7", "latency chart.png", "image", version_id="v2",
+                        size_bytes=48_213, role="assistant")
+    with make_store(target) as store, EpisodicIndex(store), TurnRecords(store) as records:
+        store.ensure_thread("demo", model="demo-model")
+        with records.expecting(record):  # written with turn-7, in its transaction
+            for n, (user, reply) in enumerate(TURNS):
+                store.add_turn("demo", user_text=user, assistant_text=reply,
+                               turn_id=f"turn-{n}", user_item_id=f"u{n}",
+                               assistant_item_id=f"a{n}",
+                               assistant_artifacts=[chart] if n == 1 else [])
+        store.set_thread_summary("demo", "They talked about the gateway's latency.",
+                                 through_turn_id="turn-1")
+
+
+@pytest.fixture
+def stores(tmp_path: Path, pg_server: Server,
+           monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, str]]:
+    """The same thread in an SQLite file and in a PostgreSQL schema."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("PIONEER_STORE_URL", "PIONEER_STORE_PATH", "PIONEER_CONFIG",
+                 "PIONEER_MAX_CONTEXT_TOKENS", "PIONEER_RESPONSE_RESERVE_TOKENS"):
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    record = _record(home)
+    path = tmp_path / "pioneer.db"
+    schema, url = pg_server.new_schema()
+    for target in (path, url):
+        _write(target, record)
+    yield path, url
+    pg_server.drop_schema(schema)
+
+
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "history": ("history", "demo"),
+    "history-json": ("history", "demo", "--json"),
+    "history-truncate": ("history", "demo", "--max-context-tokens", "150",
+                         "--reserve-tokens", "40"),
+    "explain": ("explain", "turn-7"),
+    "explain-json": ("explain", "turn-7", "--json"),
+}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_command_reads_postgresql_as_it_reads_sqlite(stores: tuple[Path, str],
+                                                       command: str) -> None:
+    path, url = stores
+    on_sqlite = run_cli(*COMMANDS[command], "--db", str(path))
+    on_postgres = run_cli(*COMMANDS[command], "--db", url)
+    assert on_sqlite[0] == 0
+    assert on_postgres == on_sqlite
+
+
+def test_recall_on_postgresql_finds_the_golden_hits(stores: tuple[Path, str],
+                                                    golden: Callable[[Path, str], None]) -> None:
+    path, url = stores
+    query = ("recall", "demo", "gateway latency chart", "--json")
+    code, out, err = run_cli(*query, "--db", url)
+    assert (code, err) == (0, "")
+    on_postgres = json.loads(out)
+    on_sqlite = json.loads(run_cli(*query, "--db", str(path))[1])
+    kept = [hit["source_id"] for hit in on_postgres["hits"] if hit["kept"]]
+    # The same hits; the order of the two that tie on PostgreSQL (ts_rank does not weigh
+    # snippet length) is the newer snippet first.
+    assert sorted(kept) == sorted(hit["source_id"] for hit in on_sqlite["hits"] if hit["kept"])
+    assert kept == ["thread:turn-1/a1/c0", "thread:turn-1/summary/c0", "thread:turn-1/u1/c0"]
+    code, text, _ = run_cli("recall", "demo", "gateway latency chart", "--all", "--db", url)
+    assert code == 0
+    golden(GOLDENS / "cli-recall-postgresql.txt", text)
+
+
+def test_the_store_url_comes_from_the_environment_or_pioneer_toml(
+    stores: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path, url = stores
+    expected = run_cli("history", "demo", "--db", url)
+    monkeypatch.setenv("PIONEER_STORE_URL", url)
+    assert run_cli("history", "demo") == expected
+    monkeypatch.delenv("PIONEER_STORE_URL")
+    (tmp_path / "pioneer.toml").write_text(f"store_url = {json.dumps(url)}\n"
+                                           f"store_path = {json.dumps(str(path))}\n")
+    assert run_cli("history", "demo") == expected  # the URL wins over the path
+    assert run_cli("history", "demo", "--db", str(path))[0] == 0  # --db wins over both
+
+
+def test_a_store_url_that_is_not_postgresql_is_refused(monkeypatch: pytest.MonkeyPatch,
+                                                       tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PIONEER_STORE_URL", "mysql://db/x")
+    code, out, err = run_cli("history", "demo")
+    assert (code, out) == (1, "")
+    assert "store_url" in err and "expected a postgresql:// URL" in err
+
+
+def test_a_read_command_creates_nothing_in_an_empty_schema(pg_server: Server) -> None:
+    schema, url = pg_server.new_schema()
+    try:
+        for argv in (("history", "demo"), ("recall", "demo", "gateway"), ("explain", "t")):
+            code, out, err = run_cli(*argv, "--db", url)
+            assert (code, out) == (1, "")
+            assert err.endswith(": not a pioneer conversation store (no pioneer_schema "
+                                "table)\n")
+        with make_store(url, read_only=False) as store:  # a writing open creates it
+            assert store.get_thread("demo") is None
+    finally:
+        pg_server.drop_schema(schema)
+
+
+def test_a_database_that_does_not_exist_is_a_located_error(pg_server: Server) -> None:
+    url = with_database(pg_server.url, "pg_pioneer_no_such_database")
+    code, out, err = run_cli("history", "demo", "--db", url)
+    assert (code, out) == (1, "")
+    assert err.startswith(f"{url}: connection failed: ")
+    assert err.endswith('database "pg_pioneer_no_such_database" does not exist\n')
+
+
+def test_a_password_is_not_printed(pg_server: Server) -> None:
+    url = "postgresql://someone:secret@127.0.0.1:1/nothing"
+    code, out, err = run_cli("history", "demo", "--db", url)
+    assert (code, out) == (1, "")
+    assert "secret" not in err
+    assert err.startswith("postgresql://someone:***@127.0.0.1:1/nothing: ")
