@@ -34,10 +34,13 @@ from .manifest import (
     CompiledSection,
     Diagnostic,
     ManifestSection,
+    Omission,
+    OmissionReason,
+    Placement,
     PromptManifest,
 )
 from .memo import Memo, ProfilePlan, Recent, Rendered, StablePart, freeze, plan_profile
-from .pools import Contribution, budget_pool
+from .pools import Contribution, budget_pool, omitted_diagnostic
 from .profile import (
     ContributionSpec,
     Locator,
@@ -48,6 +51,7 @@ from .profile import (
     problem_summary,
     structural_problems,
 )
+from .refs import count_ref_lines
 from .sandbox import render_parts, text_size
 from .templates import TemplateSet, build_environment, describe, render_error
 
@@ -64,6 +68,11 @@ PROVIDED_NAMES: dict[str, frozenset[str]] = {
     "slot": _BASE_NAMES | {"content"},
 }
 _CONDITION_NAMES = INPUT_FIELDS | {"profile"}
+#: Input fields the interpreter itself consumes, whatever the profile's sections read.
+_CONSUMED = frozenset({"workspace_root", "profile", "runtime_sections", "dynamic_sections",
+                       "limits"})
+#: Input texts searched for artifact reference lines (besides the contributions).
+_REF_TEXT_FIELDS = ("skills_prompt", "retry_instruction", "dynamic_context", "extra_system")
 _MARKER_BYTES = BOUNDARY_MARKER.encode("utf-8")
 _SEPARATOR_BYTES = b"\n\n"  # between rendered sections (boundary.render_sections)
 #: Memo sizes: stable parts (one per profile and identity-file state in use) and single
@@ -203,9 +212,9 @@ class PromptCompiler:
         profile = self.load_profile(compile_input.profile)
         plan = self._plan(profile)
         boot = self._bootstrap(profile, compile_input)
-        contributions, pool_diagnostics = _pools(profile, compile_input)
+        contributions, pool_diagnostics, pool_omissions = _pools(profile, compile_input)
         renderer = _SectionRenderer(
-            self.templates, compile_input, profile, plan, boot, contributions,
+            self.templates, compile_input, profile, plan, boot, contributions, pool_omissions,
             memo=self._section_memo,
             recent=self._recent_sections,
             conditions=self._recent_conditions,
@@ -213,9 +222,15 @@ class PromptCompiler:
         )
         stable = self._stable_part(profile, plan, renderer)
         dynamic = renderer.render(plan.dynamic)
+        dynamic += renderer.unplaced()
+        ignored = _ignored_inputs(plan, compile_input)
         diagnostics = [*boot.diagnostics, *pool_diagnostics, *stable.diagnostics]
         diagnostics += [r.diagnostic for r in dynamic if r.diagnostic]
-        return self._assemble(profile, stable, dynamic, boot, diagnostics)
+        diagnostics += [_ignored_diagnostic(name, profile.spec.name) for name in ignored]
+        omissions = [*pool_omissions, *stable.omissions]
+        omissions += [r.omission for r in dynamic if r.omission]
+        return self._assemble(profile, stable, dynamic, boot, diagnostics, omissions,
+                              renderer.placements(compile_input), ignored)
 
     def _plan(self, profile: LoadedProfile) -> ProfilePlan:
         plan = self._plans.get(profile.fingerprint)
@@ -255,6 +270,7 @@ class PromptCompiler:
             tuple(r.diagnostic for r in rendered if r.diagnostic),
             tuple(r.section for r in kept if r.section is not None),
             tuple(r.record for r in kept if r.record is not None),
+            tuple(r.omission for r in rendered if r.omission),
         )
         if key is not None:
             self._stable_memo.put(key, part)
@@ -277,6 +293,9 @@ class PromptCompiler:
         dynamic: list[Rendered],
         boot: BootstrapResult,
         diagnostics: list[Diagnostic],
+        omissions: list[Omission],
+        placements: list[Placement],
+        ignored: list[str],
     ) -> CompiledPromptPayload:
         sections = list(stable.sections)
         records = list(stable.records)
@@ -308,6 +327,9 @@ class PromptCompiler:
             fingerprint_full=full_hash.hexdigest(),
             source_manifest=list(boot.source_manifest),
             diagnostics=diagnostics,
+            omitted=omissions,
+            placements=placements,
+            ignored_inputs=ignored,
         )
         return CompiledPromptPayload(
             stable_system_text=stable.text,
@@ -322,9 +344,27 @@ def _lower(profile_value: int, override: int | None) -> int:
     return profile_value if override is None else min(profile_value, override)
 
 
+def _ignored_inputs(plan: ProfilePlan, compile_input: PromptCompileInput) -> list[str]:
+    """Input fields given a value (not the default, not blank) that no section reads."""
+    ignored = []
+    for name in sorted(compile_input.model_fields_set - _CONSUMED - plan.read_names):
+        value = getattr(compile_input, name)
+        default = PromptCompileInput.model_fields[name].get_default(call_default_factory=True)
+        if value != default and not (isinstance(value, str) and not value.strip()):
+            ignored.append(name)
+    return ignored
+
+
+def _ignored_diagnostic(name: str, profile: str) -> Diagnostic:
+    return Diagnostic(
+        code="input_ignored",
+        message=f"input `{name}` is ignored: no section of profile `{profile}` reads it",
+    )
+
+
 def _pools(
     profile: LoadedProfile, compile_input: PromptCompileInput
-) -> tuple[list[Contribution], list[Diagnostic]]:
+) -> tuple[list[Contribution], list[Diagnostic], list[Omission]]:
     """Budget the runtime pool then the hook pool; kept contributions in that order."""
     budgets = profile.spec.budgets
     pool_args: dict[str, Any] = {
@@ -332,13 +372,13 @@ def _pools(
         "default_max_chars": budgets.contribution_max_chars,
         "default_sort_key": budgets.contribution_sort_key,
     }
-    runtime, runtime_diags = budget_pool(
+    runtime, runtime_diags, runtime_left = budget_pool(
         compile_input.runtime_sections, pool="runtime", spec=budgets.runtime_pool, **pool_args
     )
-    hooks, hook_diags = budget_pool(
+    hooks, hook_diags, hook_left = budget_pool(
         compile_input.dynamic_sections, pool="hook", spec=budgets.hook_pool, **pool_args
     )
-    return [*runtime, *hooks], [*runtime_diags, *hook_diags]
+    return [*runtime, *hooks], [*runtime_diags, *hook_diags], [*runtime_left, *hook_left]
 
 
 class _SectionRenderer:
@@ -358,6 +398,7 @@ class _SectionRenderer:
         plan: ProfilePlan,
         boot: BootstrapResult,
         contributions: list[Contribution],
+        pool_omissions: list[Omission],
         *,
         memo: Memo[tuple[object, ...], Rendered],
         recent: Recent[tuple[object, ...], Rendered],
@@ -368,7 +409,17 @@ class _SectionRenderer:
         # A pydantic model keeps its field values in ``__dict__``: one C-level copy.
         self.base: dict[str, Any] = dict(compile_input.__dict__)
         self.base["profile"] = profile.spec.name
+        # The Artifact References policy follows the refs the prompt carries: those in the
+        # kept contributions and input texts, plus those the caller counted in the history
+        # it sends (compile_turn counts them from the messages).
+        carried = count_ref_lines(item.content for item in contributions)
+        carried += count_ref_lines(
+            value for name in _REF_TEXT_FIELDS if isinstance(value := self.base[name], str)
+        )
+        if carried:
+            self.base["artifact_ref_count"] = compile_input.artifact_ref_count + carried
         self.input = compile_input
+        self.profile_name = profile.spec.name
         self.fingerprint = profile.fingerprint
         self.claimed = profile.claimed
         self.plan = plan
@@ -381,6 +432,14 @@ class _SectionRenderer:
                 self.placed.setdefault(item.id, []).append(item)
             else:
                 self.unclaimed.append(item)
+        self.contributions = contributions
+        #: The pool's reason for each contribution id it left out (the first one met).
+        self.pool_left: dict[str, Omission] = {}
+        for omission in pool_omissions:
+            self.pool_left.setdefault(omission.id, omission)
+        #: (pool, index) of each kept contribution → (section that placed it, chars, cut);
+        #: a contribution met but left out maps to ``None``.
+        self.met: dict[tuple[str, int], tuple[str, int, bool] | None] = {}
         self.memo = memo
         self.recent = recent
         self.conditions = conditions
@@ -407,31 +466,127 @@ class _SectionRenderer:
         return out
 
     def visit(self, section: SectionSpec, out: list[Rendered]) -> None:
-        """Condition → source → render (or reuse) for one declared section."""
+        """Condition → source → render (or reuse) for one declared section; a section
+        that emits nothing records why."""
         if section.when is not None and not self._condition(section):
+            detail = f'condition "{section.when}" is false'
+            out.append(_left_out(section.id, "condition_false", detail))
+            if section.source in ("contribution", "slot"):
+                for item in self._items(section):
+                    self.met[(item.pool, item.position)] = None
+                    out.append(_item_left_out(
+                        item, "condition_false", f"section `{section.id}` is left out: {detail}"
+                    ))
             return
         match section.source:
             case "text":
-                out.append(self._emit(section, section.id, section.title, {}, "builtin", False))
+                self._keep(section, out, self._emit(
+                    section, section.id, section.title, {}, "builtin", False))
             case "bootstrap":
                 found = self.boot.files.get(section.file or "")
-                if found is not None:
-                    extra = {"file": found, "reminder": section.reminder}
-                    out.append(self._emit(section, section.id, section.title, extra,
-                                          f"file:{found.name}", found.truncated))
+                if found is None:
+                    out.append(_left_out(section.id, *self._why_no_file(section)))
+                    return
+                extra = {"file": found, "reminder": section.reminder}
+                self._keep(section, out, self._emit(
+                    section, section.id, section.title, extra, f"file:{found.name}",
+                    found.truncated))
             case "input":
                 value = getattr(self.input, section.field or "")
                 if value is None or (isinstance(value, str) and not value.strip()):
+                    out.append(_left_out(section.id, "input_empty",
+                                         f"input {section.field} is empty"))
                     return
                 content = value.strip() if isinstance(value, str) else value
-                out.append(self._emit(section, section.id, section.title, {"content": content},
-                                      f"input:{section.field}", False))
+                self._keep(section, out, self._emit(
+                    section, section.id, section.title, {"content": content},
+                    f"input:{section.field}", False))
             case "contribution" | "slot":
-                items = (self.placed.get(section.id, ()) if section.source == "contribution"
-                         else self.unclaimed)
-                for item in items:
-                    out.append(self._emit(section, item.id, item.title, {"content": item.content},
-                                          f"{item.pool}:{item.id}", item.truncated))
+                self._contributions(section, out)
+
+    def _items(self, section: SectionSpec) -> Sequence[Contribution]:
+        if section.source == "contribution":
+            return self.placed.get(section.id, ())
+        return self.unclaimed
+
+    def _contributions(self, section: SectionSpec, out: list[Rendered]) -> None:
+        items = self._items(section)
+        refused = frozenset(section.refuse or ())
+        taken = 0
+        for item in items:
+            if item.id in refused:
+                self.met[(item.pool, item.position)] = None
+                detail = f"refused by section `{section.id}` of profile `{self.profile_name}`"
+                out.append(_item_left_out(item, "refused", detail, diagnostic=True))
+                continue
+            rendered = self._emit(section, item.id, item.title, {"content": item.content},
+                                  f"{item.pool}:{item.id}", item.truncated)
+            out.append(rendered)
+            if rendered.section is None:
+                self.met[(item.pool, item.position)] = None
+                out.append(_item_left_out(item, "rendered_empty", "rendered empty"))
+                continue
+            taken += 1
+            cut = item.original_chars > len(item.content) or (
+                rendered.diagnostic is not None and rendered.diagnostic.code == "section_truncated"
+            )
+            self.met[(item.pool, item.position)] = (section.id, len(item.content), cut)
+        if taken:
+            return
+        if section.source == "slot":
+            out.append(_left_out(section.id, "no_contribution", "no other contributions"))
+            return
+        dropped = self.pool_left.get(section.id)
+        if dropped is not None:
+            out.append(_left_out(section.id, dropped.reason, dropped.detail))
+        elif items:
+            out.append(_left_out(section.id, "rendered_empty", "rendered empty"))
+        else:
+            out.append(_left_out(section.id, "no_contribution", "no contribution with this id"))
+
+    def _keep(self, section: SectionSpec, out: list[Rendered], rendered: Rendered) -> None:
+        out.append(rendered)
+        if rendered.section is None:
+            out.append(_left_out(section.id, "rendered_empty", "rendered empty"))
+
+    def _why_no_file(self, section: SectionSpec) -> tuple[OmissionReason, str]:
+        name = section.file or ""
+        entry = next((e for e in self.boot.source_manifest if e.file == name), None)
+        if entry is None:
+            return "file_missing", f"{name} was not loaded"
+        notes = [d for d in self.boot.diagnostics if d.file == entry.path]
+        if any(d.code == "missing_file" for d in notes):
+            return "file_missing", f"{name} is missing"
+        if notes:
+            last = notes[-1]
+            return ("file_missing" if last.code == "file_read_error" else "budget"), last.message
+        if section.keep_empty:  # an empty file it keeps is only dropped by a spent budget
+            return "budget", f"{name} is empty and the total budget was already used up"
+        return "file_empty", f"{name} is empty"
+
+    def unplaced(self) -> list[Rendered]:
+        """Kept contributions no section met (the profile has no slot for them)."""
+        return [
+            _item_left_out(item, "unplaced",
+                           f"no section of profile `{self.profile_name}` places this id",
+                           diagnostic=True)
+            for item in self.contributions if (item.pool, item.position) not in self.met
+        ]
+
+    def placements(self, compile_input: PromptCompileInput) -> list[Placement]:
+        """Every input contribution, runtime pool then hook pool, and where it went."""
+        out: list[Placement] = []
+        for pool, inputs in (("runtime", compile_input.runtime_sections),
+                             ("hook", compile_input.dynamic_sections)):
+            for index, item in enumerate(inputs):
+                met = self.met.get((pool, index))
+                if met is None:
+                    out.append(Placement(id=item.id, pool=pool, index=index, section=None,
+                                         chars=0, cut=bool(item.content.strip())))
+                else:
+                    out.append(Placement(id=item.id, pool=pool, index=index, section=met[0],
+                                         chars=met[1], cut=met[2]))
+        return out
 
     def _condition(self, section: SectionSpec) -> bool:
         when = section.when or ""
@@ -564,6 +719,22 @@ class _SectionRenderer:
             sha256=fingerprint, source=source, truncated=truncated,
         )
         return Rendered(compiled, record, diagnostic, data)
+
+
+def _left_out(section_id: str, reason: OmissionReason, detail: str) -> Rendered:
+    return Rendered(None, None, None, omission=Omission(id=section_id, reason=reason,
+                                                        detail=detail))
+
+
+def _item_left_out(
+    item: Contribution, reason: OmissionReason, detail: str, *, diagnostic: bool = False
+) -> Rendered:
+    """A contribution left out after its pool kept it (with a diagnostic when asked)."""
+    return Rendered(
+        None, None, omitted_diagnostic(item.id, detail) if diagnostic else None,
+        omission=Omission(id=item.id, reason=reason, detail=detail, pool=item.pool,
+                          index=item.position),
+    )
 
 
 def compile_prompt(

@@ -31,7 +31,7 @@ ABSENT = "absent"
 #: that does not use it (and the committed golden manifests stay valid).
 _ADDED_KEYS: dict[str, tuple[str, ...]] = {
     "budgets": ("max_tokens",),
-    "sections": ("max_tokens",),
+    "sections": ("max_tokens", "refuse"),
 }
 
 

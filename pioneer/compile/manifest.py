@@ -35,6 +35,9 @@ __all__ = [
     "HookSourceEntry",
     "HookSourceRef",
     "ManifestSection",
+    "Omission",
+    "OmissionReason",
+    "Placement",
     "PromptManifest",
     "SourceManifestEntry",
 ]
@@ -50,6 +53,7 @@ DiagnosticCode = Literal[
     "dynamic_section_truncated",
     "dynamic_section_omitted",
     "section_truncated",
+    "input_ignored",
     "hook_diagnostic",
     "hook_best_effort_failed",
     "capability_rejected",
@@ -97,6 +101,59 @@ class ManifestSection(BaseModel):
         "runtime:ID or hook:ID."
     )
     truncated: bool = Field(description="Whether the content was cut by a budget.")
+
+
+OmissionReason = Literal[
+    "condition_false",
+    "file_missing",
+    "file_empty",
+    "input_empty",
+    "no_contribution",
+    "budget",
+    "refused",
+    "unplaced",
+    "rendered_empty",
+]
+
+
+class Omission(BaseModel):
+    """A declared section that rendered nothing, or a contribution left out, and why."""
+
+    model_config = _FROZEN
+    id: str = Field(description="The declared section's id, or the contribution's id.")
+    reason: OmissionReason = Field(
+        description="condition_false: its `when` was false; file_missing / file_empty: its "
+        "bootstrap file was not there / was empty; input_empty: its input field (or the "
+        "contribution's content) was blank; no_contribution: nothing was contributed for it; "
+        "budget: a pool, count or file budget left no room; refused: the profile's section "
+        "refuses this contribution id; unplaced: no section of the profile places this id; "
+        "rendered_empty: its template rendered nothing."
+    )
+    detail: str = Field(description="The reason in words (never the content itself).")
+    pool: Literal["runtime", "hook"] | None = Field(
+        default=None, description="For a contribution: the pool it came in."
+    )
+    index: int | None = Field(
+        default=None, ge=0, description="For a contribution: its position in that pool's input list."
+    )
+
+
+class Placement(BaseModel):
+    """Where one contribution of the compile input went."""
+
+    model_config = _FROZEN
+    id: str = Field(description="Contribution id.")
+    pool: Literal["runtime", "hook"] = Field(description="The pool it came in.")
+    index: int = Field(ge=0, description="Its position in that pool's input list.")
+    section: str | None = Field(
+        default=None, description="The declared section that placed it (its own section, or the slot); "
+        "null when it was left out (see `omitted`)."
+    )
+    chars: int = Field(ge=0, description="Characters of its content the prompt holds.")
+    cut: bool = Field(
+        description="The prompt holds less than the content given: a pool or section cap "
+        "cut it, or it was left out."
+    )
 
 
 class HookSourceRef(BaseModel):
@@ -148,6 +205,20 @@ class PromptManifest(BaseModel):
     diagnostics: list[Diagnostic] = Field(description="Diagnostics in pipeline order.")
     hook_sources: list[HookSourceEntry] = Field(
         default_factory=list, description="Hook contributions that fed this compile."
+    )
+    omitted: list[Omission] = Field(
+        default_factory=list,
+        description="Declared sections that rendered nothing and contributions left out, "
+        "with the reason, in the order the interpreter met them.",
+    )
+    placements: list[Placement] = Field(
+        default_factory=list,
+        description="Every contribution of the input (runtime pool, then hook pool, each in "
+        "input order) and the section that placed it.",
+    )
+    ignored_inputs: list[str] = Field(
+        default_factory=list,
+        description="Compile-input fields given a value that no section of the profile reads.",
     )
 
     def with_token_counts(

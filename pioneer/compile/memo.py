@@ -25,7 +25,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from .manifest import CompiledSection, Diagnostic, ManifestSection
+from .manifest import CompiledSection, Diagnostic, ManifestSection, Omission
 
 if TYPE_CHECKING:
     import hashlib
@@ -126,12 +126,13 @@ class Recent(Generic[K, V]):
 @dataclass(frozen=True, slots=True)
 class Rendered:
     """One emitted section: its text (and its UTF-8, hashed once) and audit record, or
-    only a diagnostic."""
+    only a diagnostic, or why a declared section emitted nothing."""
 
     section: CompiledSection | None
     record: ManifestSection | None
     diagnostic: Diagnostic | None
     data: bytes = b""
+    omission: Omission | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +147,8 @@ class StablePart:
     #: The kept sections' payload entries and manifest records, in order.
     sections: tuple[CompiledSection, ...]
     records: tuple[ManifestSection, ...]
+    #: Why each stable section that emitted nothing was left out, in order.
+    omissions: tuple[Omission, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +165,9 @@ class ProfilePlan:
     stable_names: tuple[str, ...]
     #: Bootstrap files the stable part renders (contributions are never stable).
     stable_files: tuple[str, ...]
+    #: Compile-input names some section's template, condition or input source reads
+    #: (every name, when a template's reads cannot be known).
+    read_names: frozenset[str] = frozenset()
 
 
 def plan_profile(
@@ -178,6 +184,13 @@ def plan_profile(
         when = templates.condition_names(section.when) if section.when else frozenset()
         conditions[section.id] = tuple(sorted(when))
     stable = tuple(s for s in ordered if s.stability == "stable")
+    read: set[str] = set()
+    for section in ordered:
+        template_reads = reads[section.id]
+        read |= base if template_reads is None else set(template_reads) & base
+        read |= set(conditions[section.id]) & base
+        if section.source == "input" and section.field:
+            read.add(section.field)
     needed: set[str] = set()
     for section in stable:
         template_reads = reads[section.id]
@@ -192,4 +205,5 @@ def plan_profile(
         condition_reads=conditions,
         stable_names=tuple(sorted(needed)),
         stable_files=tuple(s.file for s in stable if s.source == "bootstrap" and s.file),
+        read_names=frozenset(read),
     )

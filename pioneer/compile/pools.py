@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from .manifest import Diagnostic
+from .manifest import Diagnostic, Omission, OmissionReason
 
 if TYPE_CHECKING:
     from .inputs import SectionInput
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Contribution",
     "budget_pool",
+    "omitted_diagnostic",
 ]
 
 class Contribution(NamedTuple):
@@ -37,15 +38,21 @@ class Contribution(NamedTuple):
     pool: Literal["runtime", "hook"]
     truncated: bool
     original_chars: int
+    #: Position in its pool's input list (what the manifest's placements name).
+    position: int = 0
 
 
 OMIT_COUNT = "dynamic section count limit was reached"
 OMIT_EMPTY = "content was empty"
 OMIT_EXHAUSTED = "dynamic section budget was exhausted"
 OMIT_ZERO = "section character limit was zero"
+_REASONS: dict[str, OmissionReason] = {
+    OMIT_COUNT: "budget", OMIT_EMPTY: "input_empty", OMIT_EXHAUSTED: "budget", OMIT_ZERO: "budget",
+}
 
 
-def _omitted(section_id: str, reason: str) -> Diagnostic:
+def omitted_diagnostic(section_id: str, reason: str) -> Diagnostic:
+    """The ``dynamic_section_omitted`` diagnostic for a contribution left out."""
     return Diagnostic(
         code="dynamic_section_omitted",
         message=f"dynamic prompt section `{section_id}` omitted: {reason}",
@@ -61,30 +68,41 @@ def budget_pool(
     known: Mapping[str, ContributionSpec],
     default_max_chars: int,
     default_sort_key: int,
-) -> tuple[list[Contribution], list[Diagnostic]]:
-    """Budget one pool; runtime inputs are stable-sorted by sort key, hook inputs keep order."""
-    ordered: Sequence[SectionInput] = inputs
+) -> tuple[list[Contribution], list[Diagnostic], list[Omission]]:
+    """Budget one pool; runtime inputs are stable-sorted by sort key, hook inputs keep order.
+
+    Returns the kept contributions, the diagnostics and one omission record per input left
+    out (each naming the input's position in ``inputs``).
+    """
+    ordered: Sequence[tuple[int, SectionInput]] = list(enumerate(inputs))
     if pool == "runtime" and len(inputs) > 1:
-        def sort_key(item: SectionInput) -> int:
-            found = known.get(item.id)
+        def sort_key(pair: tuple[int, SectionInput]) -> int:
+            found = known.get(pair[1].id)
             return default_sort_key if found is None else found.sort_key
 
-        ordered = sorted(inputs, key=sort_key)
+        ordered = sorted(ordered, key=sort_key)
     kept: list[Contribution] = []
     diagnostics: list[Diagnostic] = []
+    omitted: list[Omission] = []
+
+    def omit(index: int, item_id: str, reason: str) -> None:
+        diagnostics.append(omitted_diagnostic(item_id, reason))
+        omitted.append(Omission(id=item_id, reason=_REASONS[reason], detail=reason, pool=pool,
+                                index=index))
+
     remaining = spec.max_chars
     max_sections = spec.max_sections
-    for item in ordered:
+    for index, item in ordered:
         item_id = item.id
         if len(kept) >= max_sections:
-            diagnostics.append(_omitted(item_id, OMIT_COUNT))
+            omit(index, item_id, OMIT_COUNT)
             continue
         content = item.content.strip()
         if not content:
-            diagnostics.append(_omitted(item_id, OMIT_EMPTY))
+            omit(index, item_id, OMIT_EMPTY)
             continue
         if remaining <= 0:
-            diagnostics.append(_omitted(item_id, OMIT_EXHAUSTED))
+            omit(index, item_id, OMIT_EXHAUSTED)
             continue
         spec_for_id = known.get(item_id)
         cap = default_max_chars if spec_for_id is None else spec_for_id.max_chars
@@ -93,7 +111,7 @@ def budget_pool(
         if remaining < limit:
             limit = remaining
         if limit <= 0:
-            diagnostics.append(_omitted(item_id, OMIT_ZERO))
+            omit(index, item_id, OMIT_ZERO)
             continue
         original = len(content)
         cut = original > limit
@@ -114,5 +132,5 @@ def budget_pool(
         title = item.title.strip() if item.title else ""
         if not title:
             title = (spec_for_id.title if spec_for_id else None) or f"Dynamic: {item_id}"
-        kept.append(Contribution(item_id, title, text, pool, truncated, original))
-    return kept, diagnostics
+        kept.append(Contribution(item_id, title, text, pool, truncated, original, index))
+    return kept, diagnostics, omitted

@@ -79,6 +79,10 @@ class SectionSpec(BaseModel):
     max_chars: int | None = Field(
         default=None, ge=0, description="Cap on the rendered body."
     )
+    refuse: list[str] | None = Field(
+        default=None, description="slot: contribution ids this section never places (each "
+        "is left out with a diagnostic, e.g. a tool catalog in a tool-less profile)."
+    )
     max_tokens: int | None = Field(
         default=None,
         ge=0,
@@ -390,6 +394,8 @@ def structural_problems(
             yield problem(
                 "field", f'"{section.field}" is not a compile-input field'
             )
+        if section.refuse is not None and section.source != "slot":
+            yield problem("refuse", 'key "refuse" only applies to source "slot"')
         if section.source == "slot":
             slots += 1
             if slots > 1:

@@ -87,7 +87,8 @@ class _Contribution(EdgeModel):
     )
     truncated: bool = Field(default=False, description="The hook already cut the content.")
     artifact_ref_count: int = Field(
-        default=0, ge=0, description="Artifact reference lines the content carries (beyond)."
+        default=0, ge=0, description="Artifact reference lines the content carries, as its "
+        "renderer counted them (informational: the compiler counts the ref lines in the content).",
     )
 
 

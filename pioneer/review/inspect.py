@@ -3,10 +3,12 @@
 Takes a compiler and one turn's compile input; compiles once and walks the profile's
 declared sections beside the manifest. Every kept section becomes a row with its
 stability, characters, cl100k tokens and source; a slot expands into one row per
-contribution it took; a declared section that rendered nothing, and a contribution a
-pool dropped, become ``omitted`` rows with the reason; a cut section is ``truncated``
-with the diagnostic that cut it. Totals count the stable and dynamic texts as sent.
-Nothing here changes the compile: it only explains a payload.
+contribution it took; a declared section that rendered nothing, and a contribution left
+out, become ``omitted`` rows with the reason the interpreter recorded in the manifest
+(nothing is re-evaluated here); a cut section is ``truncated`` with the diagnostic that
+cut it. Input fields the profile ignores are listed after the rows. Totals count the
+stable and dynamic texts as sent. Nothing here changes the compile: it only explains a
+payload.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any, Literal
 
 from ..compile.compiler import LoadedProfile, PromptCompiler
 from ..compile.inputs import PromptCompileInput
-from ..compile.manifest import CompiledPromptPayload, Diagnostic, ManifestSection
+from ..compile.manifest import CompiledPromptPayload, ManifestSection, Omission
 from ..compile.profile import SectionSpec
 from ..errors import counted
 from ..terminal import Painter, plain
@@ -60,6 +62,8 @@ class Inspection:
     rows: tuple[Row, ...]
     stable: Totals
     dynamic: Totals
+    #: Compile-input fields given a value that no section of the profile reads.
+    ignored_inputs: tuple[str, ...] = ()
 
 
 def inspect_prompt(
@@ -70,7 +74,7 @@ def inspect_prompt(
     counter = counter or default_counter()
     payload = compiler.compile(compile_input)
     profile = compiler.load_profile(compile_input.profile)
-    explain = _Explainer(compiler, compile_input, profile, payload, counter)
+    explain = _Explainer(profile, payload, counter)
     manifest = payload.manifest
     return Inspection(
         profile=manifest.profile,
@@ -78,6 +82,7 @@ def inspect_prompt(
         rows=tuple(explain.rows()),
         stable=_totals(payload, "stable", counter),
         dynamic=_totals(payload, "dynamic", counter),
+        ignored_inputs=tuple(manifest.ignored_inputs),
     )
 
 
@@ -91,19 +96,21 @@ class _Explainer:
     """Walks declared sections beside the kept ones, in the order the interpreter emits."""
 
     def __init__(
-        self, compiler: PromptCompiler, compile_input: PromptCompileInput,
-        profile: LoadedProfile, payload: CompiledPromptPayload, counter: TokenCounter,
+        self, profile: LoadedProfile, payload: CompiledPromptPayload, counter: TokenCounter,
     ):
-        self.compiler, self.input, self.counter = compiler, compile_input, counter
+        self.counter = counter
         self.profile, self.spec = profile, profile.spec
         manifest = payload.manifest
         self.kept = list(zip(manifest.sections, payload.sections, strict=True))
         self.diagnostics = manifest.diagnostics
         self.files = {entry.file: entry for entry in manifest.source_manifest}
+        self.omitted = {o.id: o for o in manifest.omitted if o.pool is None}
+        self.left_out = [o for o in manifest.omitted if o.pool is not None]
 
     def rows(self) -> list[Row]:
         rows: list[Row] = []
         position = 0
+        slot = False
         for section in self.spec.sections:
             taken = 0
             while position < len(self.kept) and self._belongs(self.kept[position][0], section):
@@ -114,7 +121,11 @@ class _Explainer:
             if not taken:
                 rows.append(self._omitted_row(section))
             if section.source == "slot":
-                rows += [self._dropped_row(d) for d in self._dropped(unclaimed=True)]
+                slot = True
+                rows += [self._dropped_row(o) for o in self.left_out
+                         if o.id not in self.profile.claimed]
+        if not slot:
+            rows += [self._dropped_row(o) for o in self.left_out if o.reason == "unplaced"]
         return rows
 
     def _belongs(self, kept: ManifestSection, section: SectionSpec) -> bool:
@@ -140,58 +151,12 @@ class _Explainer:
         ]
 
     def _omitted_row(self, section: SectionSpec) -> Row:
+        found = self.omitted.get(section.id)
         return Row(section.id, section.stability, None, None, None, "omitted",
-                   self._why_omitted(section))
+                   found.detail if found else "rendered empty")
 
-    def _why_omitted(self, section: SectionSpec) -> str:
-        if section.when is not None and not self._condition(section.when):
-            return f'condition "{section.when}" is false'
-        if section.source == "bootstrap":
-            return self._why_no_file(section)
-        if section.source == "input":
-            return f"input {section.field} is empty"
-        if section.source == "contribution":
-            dropped = [_omission(d) for d in self._dropped(unclaimed=False) if
-                       d.section_id == section.id]
-            return dropped[0] if dropped else "no contribution with this id"
-        if section.source == "slot":
-            return "no other contributions"
-        return "rendered empty"
-
-    def _why_no_file(self, section: SectionSpec) -> str:
-        name = section.file or ""
-        entry = self.files.get(name)
-        if entry is None:
-            return f"{name} was not loaded"
-        notes = [d for d in self.diagnostics if d.file == entry.path]
-        if any(d.code == "missing_file" for d in notes):
-            return f"{name} is missing"
-        if notes:
-            return notes[-1].message
-        if section.keep_empty:  # an empty file it keeps is only dropped by a spent budget
-            return f"{name} is empty and the total budget was already used up"
-        return f"{name} is empty"
-
-    def _condition(self, expression: str) -> bool:
-        # The names a condition sees: every compile-input field plus the profile name.
-        context = {name: getattr(self.input, name) for name in PromptCompileInput.model_fields}
-        context["profile"] = self.spec.name
-        return bool(self.compiler.templates.condition(expression)(context))
-
-    def _dropped(self, *, unclaimed: bool) -> list[Diagnostic]:
-        return [
-            d for d in self.diagnostics
-            if d.code == "dynamic_section_omitted"
-            and (d.section_id not in self.profile.claimed) == unclaimed
-        ]
-
-    def _dropped_row(self, diagnostic: Diagnostic) -> Row:
-        return Row(diagnostic.section_id or "?", "dynamic", None, None, None, "omitted",
-                   _omission(diagnostic))
-
-
-def _omission(diagnostic: Diagnostic) -> str:
-    return diagnostic.message.partition(" omitted: ")[2] or diagnostic.message
+    def _dropped_row(self, omission: Omission) -> Row:
+        return Row(omission.id, "dynamic", None, None, None, "omitted", omission.detail)
 
 
 def render_json(inspection: Inspection) -> str:
@@ -202,6 +167,8 @@ def render_json(inspection: Inspection) -> str:
         "sections": [asdict(row) for row in inspection.rows],
         "totals": {"stable": asdict(inspection.stable), "dynamic": asdict(inspection.dynamic)},
     }
+    if inspection.ignored_inputs:
+        data["ignored_inputs"] = list(inspection.ignored_inputs)
     return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False)
 
 
@@ -227,6 +194,8 @@ def render_table(inspection: Inspection, paint: Painter = plain) -> str:
     for side, totals in (("stable", inspection.stable), ("dynamic", inspection.dynamic)):
         lines.append(f"{side:<8} {counted(totals.sections, 'section')}, "
                      f"{counted(totals.chars, 'char')}, {counted(totals.tokens, 'token')}")
+    lines += [f"ignored  input {name}: no section of profile {inspection.profile} reads it"
+              for name in inspection.ignored_inputs]
     return "\n".join(lines)
 
 

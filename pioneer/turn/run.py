@@ -9,32 +9,47 @@ contribution, diagnostic or failure, and the hook diagnostics after the compiler
 
 A contribution's truncation is ``hook`` when the hook (or the runtime, at the hook's
 own ``max_chars``) cut it, ``prompt`` when the compiled prompt does not hold all of it
-(a pool or section cap cut it, or it was left out), ``hook_and_prompt`` for both.
+(a pool or section cap cut it, or it was left out), ``hook_and_prompt`` for both. The
+prompt side is read from the manifest's ``placements``: each hook contribution is a
+runtime input at a known position, and the compiler records where that input went.
+
+``history`` is the conversation sent with the prompt (the history budgeter's messages,
+or their texts); the artifact refs it carries are counted for the Artifact References
+policy, so no caller copies a count by hand.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from .. import telemetry
-from ..compile.bootstrap import sanitize
 from ..compile.boundary import strip_prompt_cache_boundary
 from ..compile.compiler import PromptCompiler
 from ..compile.inputs import PromptCompileInput, RuntimeSectionInput
 from ..compile.manifest import (
     CompiledPromptPayload,
-    CompiledSection,
     Diagnostic,
     HookSourceEntry,
+    Placement,
     PromptManifest,
 )
+from ..compile.refs import count_ref_lines
 from ..hooks.registry import TURN_PROMPT_PHASES, CollectedContribution, HookRegistry, TurnContext
 from ..sections.permissions import PermissionProfile, render_current_permissions
 from ..sections.tool_domains import SECTION_ID as HIDDEN_DOMAINS_ID
 from ..sections.tool_domains import render_hidden_tool_domains
 
-__all__ = ["compile_attributes", "compile_turn", "manifest_attributes"]
+__all__ = ["HistoryText", "compile_attributes", "compile_turn", "manifest_attributes"]
+
+
+class HistoryText(Protocol):
+    """A history message as the turn sees it: its text."""
+
+    @property
+    def content(self) -> str:
+        """The message text as sent."""
+        ...
 
 Truncation = Literal["none", "hook", "prompt", "hook_and_prompt"]
 _TRUNCATION: dict[tuple[bool, bool], Truncation] = {
@@ -54,12 +69,17 @@ def compile_turn(
     permissions: PermissionProfile | None = None,
     hidden_tool_domains: Mapping[str, Sequence[str]] | None = None,
     phases: Sequence[str] = TURN_PROMPT_PHASES,
+    history: Sequence[HistoryText | str] | None = None,
 ) -> CompiledPromptPayload:
     """Run the hook phases for one turn, then compile it (inside a ``pioneer.compile_turn``
-    span when OpenTelemetry is installed, see :mod:`pioneer.telemetry`)."""
+    span when OpenTelemetry is installed, see :mod:`pioneer.telemetry`).
+
+    With ``history`` (the messages sent with this prompt), the input's
+    ``artifact_ref_count`` is replaced by the refs those messages carry.
+    """
     with telemetry.span("pioneer.compile_turn") as current:
         compiled = _compile_turn(compiler, compile_input, hooks, turn, permissions,
-                                 hidden_tool_domains, phases)
+                                 hidden_tool_domains, phases, history)
         if current is not None and current.is_recording():
             telemetry.set_attributes(current, compile_attributes(compiled))
         return compiled
@@ -73,6 +93,7 @@ def _compile_turn(
     permissions: PermissionProfile | None,
     hidden_tool_domains: Mapping[str, Sequence[str]] | None,
     phases: Sequence[str],
+    history: Sequence[HistoryText | str] | None,
 ) -> CompiledPromptPayload:
     turn = turn or TurnContext()
     hooks = hooks or HookRegistry()
@@ -87,7 +108,10 @@ def _compile_turn(
         collected.extend(outcome.contributions)
         records.extend(outcome.records)
         hook_diagnostics.extend(outcome.diagnostics)
-    runtime = [*compile_input.runtime_sections, *_hook_sections(collected)]
+    ordered = _by_priority(collected)
+    first_hook = len(compile_input.runtime_sections)
+    position = {id(c): first_hook + k for k, c in enumerate(ordered)}
+    runtime = [*compile_input.runtime_sections, *_hook_sections(ordered)]
     # Built-in sections go only where the profile places them: a tool-less profile has
     # no Hidden Tool Domains section, and the catalog must not fall into its slot.
     wanted = compiler.load_profile(compile_input.profile).claimed - {s.id for s in runtime}
@@ -99,16 +123,18 @@ def _compile_turn(
         text = render_hidden_tool_domains(hidden_tool_domains, env)
         if text:
             runtime.append(RuntimeSectionInput(id=HIDDEN_DOMAINS_ID, content=text))
-    ref_count = compile_input.artifact_ref_count + sum(
-        c.output.artifact_ref_count for c in collected if c.content
-    )
-    compiled = compiler.compile(compile_input.model_copy(
-        update={"runtime_sections": runtime, "artifact_ref_count": ref_count}
-    ))
+    update: dict[str, object] = {"runtime_sections": runtime}
+    if history is not None:
+        update["artifact_ref_count"] = count_ref_lines(
+            m if isinstance(m, str) else m.content for m in history
+        )
+    compiled = compiler.compile(compile_input.model_copy(update=update))
+    placed = {p.index: p for p in compiled.manifest.placements if p.pool == "runtime"}
     manifest = compiled.manifest.model_copy(update={
         "hook_sources": [
             *compiled.manifest.hook_sources,
-            *(_entry(r, compiled.sections) for r in records),
+            *(r if isinstance(r, HookSourceEntry) else _entry(r, placed[position[id(r)]])
+              for r in records),
         ],
         "diagnostics": [*compiled.manifest.diagnostics, *hook_diagnostics],
     })
@@ -145,9 +171,12 @@ def compile_attributes(payload: CompiledPromptPayload) -> dict[str, Any]:
     return attributes
 
 
-def _hook_sections(collected: Sequence[CollectedContribution]) -> list[RuntimeSectionInput]:
+def _by_priority(collected: Sequence[CollectedContribution]) -> list[CollectedContribution]:
     # Pools are first come, first served: higher priority goes first (stable for ties).
-    ordered = sorted(collected, key=lambda c: -c.output.priority)
+    return sorted(collected, key=lambda c: -c.output.priority)
+
+
+def _hook_sections(ordered: Sequence[CollectedContribution]) -> list[RuntimeSectionInput]:
     return [
         RuntimeSectionInput(id=c.section_id, title=c.title, content=c.content,
                             truncated=c.hook_truncated)
@@ -155,13 +184,7 @@ def _hook_sections(collected: Sequence[CollectedContribution]) -> list[RuntimeSe
     ]
 
 
-def _entry(
-    record: CollectedContribution | HookSourceEntry, sections: Sequence[CompiledSection]
-) -> HookSourceEntry:
-    if isinstance(record, HookSourceEntry):
-        return record
-    content = sanitize(record.content)
-    in_prompt = any(s.id == record.section_id and content in s.text for s in sections)
+def _entry(record: CollectedContribution, placement: Placement) -> HookSourceEntry:
     output = record.output
     return HookSourceEntry(
         source=record.subscription.source(output.contribution_id, record.content_hash),
@@ -169,5 +192,5 @@ def _entry(
         contribution_kind=record.kind,
         priority=output.priority,
         source_count=len(output.source_refs),
-        truncation=_TRUNCATION[(record.hook_truncated, bool(content) and not in_prompt)],
+        truncation=_TRUNCATION[(record.hook_truncated, placement.cut)],
     )
