@@ -197,6 +197,9 @@ from .tools import (
     ToolArgumentsError as ToolArgumentsError,
 )
 from .tools import (
+    artifact_read_tool as artifact_read_tool,
+)
+from .tools import (
     ToolCatalog as ToolCatalog,
 )
 from .tools import (

@@ -21,14 +21,15 @@ __all__ = ["DEFAULT_TOOL_DOMAINS", "MAX_CHARS", "SECTION_ID", "render_hidden_too
 TEMPLATE = "renderers/hidden_tool_domains.md.j2"
 SECTION_ID = "request_tools.hidden_domains"
 MAX_CHARS = 1200
-#: The built-in domain map, in listing order (docs/explain.md, "Tool visibility").
+#: The built-in domain map, in listing order (docs/explain.md, "Tool visibility"); the
+#: artifact domain holds ``artifact_read``, which the Artifact References policy names.
 DEFAULT_TOOL_DOMAINS: Mapping[str, tuple[str, ...]] = {
     "memory": ("memory_search", "memory_list", "memory_get", "memory_remember", "memory_forget"),
     "task": (
         "task_create", "task_wait", "task_accept", "task_revise", "task_cancel", "task_update",
         "task_detach", "task_list", "task_get", "task_reschedule", "task_pause", "task_resume",
     ),
-    "artifact": ("artifact_prepare", "artifact_register"),
+    "artifact": ("artifact_read", "artifact_prepare", "artifact_register"),
     "computer_use": ("computer_use",),
 }
 

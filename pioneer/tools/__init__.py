@@ -2,12 +2,14 @@
 
 Tool definitions travel only in ``ChatRequest.tools``, never as prompt prose. A turn
 starts with its hideable domains hidden; :mod:`.request_tools` is the tool that reveals
-them and the check of its arguments; :mod:`.visibility` keeps the per-turn state, builds
+them and the check of its arguments; :mod:`.artifact_read` defines the tool that reads an
+artifact the conversation refers to; :mod:`.visibility` keeps the per-turn state, builds
 each round's tool list and refuses calls to tools the round did not offer.
 """
 
 from __future__ import annotations
 
+from .artifact_read import ARTIFACT_READ, artifact_read_tool
 from .request_tools import (
     REASON_MAX_CHARS,
     REQUEST_TOOLS,
@@ -19,6 +21,7 @@ from .request_tools import (
 from .visibility import CallOutcome, ToolCatalog, ToolRound, TurnTools, Verdict
 
 __all__ = [
+    "ARTIFACT_READ",
     "REASON_MAX_CHARS",
     "REQUEST_TOOLS",
     "CallOutcome",
@@ -29,5 +32,6 @@ __all__ = [
     "ToolRound",
     "TurnTools",
     "Verdict",
+    "artifact_read_tool",
     "request_tools_for",
 ]
