@@ -197,9 +197,6 @@ from .tools import (
     ToolArgumentsError as ToolArgumentsError,
 )
 from .tools import (
-    artifact_read_tool as artifact_read_tool,
-)
-from .tools import (
     ToolCatalog as ToolCatalog,
 )
 from .tools import (
@@ -207,6 +204,9 @@ from .tools import (
 )
 from .tools import (
     TurnTools as TurnTools,
+)
+from .tools import (
+    artifact_read_tool as artifact_read_tool,
 )
 from .turn.run import (
     compile_turn as compile_turn,

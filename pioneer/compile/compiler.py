@@ -454,6 +454,9 @@ class _SectionRenderer:
                 self.fingerprint,
                 tuple(freeze(self.base[name]) for name in plan.stable_names),
                 tuple(self.boot.files.get(name) for name in plan.stable_files),
+                # Why a file's section is left out (missing, empty, cut by the budget)
+                # is part of the stable part's record.
+                self.boot.diagnostics,
             )
         except TypeError:
             return None

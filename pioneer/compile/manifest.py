@@ -134,7 +134,8 @@ class Omission(BaseModel):
         default=None, description="For a contribution: the pool it came in."
     )
     index: int | None = Field(
-        default=None, ge=0, description="For a contribution: its position in that pool's input list."
+        default=None, ge=0,
+        description="For a contribution: its position in that pool's input list.",
     )
 
 
@@ -146,8 +147,9 @@ class Placement(BaseModel):
     pool: Literal["runtime", "hook"] = Field(description="The pool it came in.")
     index: int = Field(ge=0, description="Its position in that pool's input list.")
     section: str | None = Field(
-        default=None, description="The declared section that placed it (its own section, or the slot); "
-        "null when it was left out (see `omitted`)."
+        default=None,
+        description="The declared section that placed it (its own section, or the slot); "
+        "null when it was left out (see `omitted`).",
     )
     chars: int = Field(ge=0, description="Characters of its content the prompt holds.")
     cut: bool = Field(

@@ -3,7 +3,7 @@
 History messages carry artifact refs as metadata lines only (:mod:`pioneer.sections.artifacts`);
 a file's contents reach the model only through this tool, which sits in the hidden
 ``artifact`` domain, so the model first asks for that domain with ``request_tools``
-(docs/artifacts.md). pioneer gives the definition (:func:`artifact_read_tool`); the
+(docs/hooks-and-sections.md). pioneer gives the definition (:func:`artifact_read_tool`); the
 application checks the arguments against its schema and reads the file.
 """
 
