@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from doc_pages import example
@@ -27,7 +28,14 @@ from pioneer import (
     ToolSpec,
     compile_turn,
 )
-from pioneer.audit import HistorySnapshot, SkillsSnapshot, TurnAudit, TurnRecord, TurnRecords
+from pioneer.audit import (
+    HistorySnapshot,
+    ReportedUsage,
+    SkillsSnapshot,
+    TurnAudit,
+    TurnRecord,
+    TurnRecords,
+)
 from pioneer.audit.explain import explain_turn, render_json
 from pioneer.cli import main
 from pioneer.providers import build_request_body
@@ -126,6 +134,9 @@ def _agent_turn(compiler: PromptCompiler, provider: str,
                                                messages=messages))
             audit.add_round(payload.manifest, request, provider,
                             build_request_body(provider, request), round_)
+            # What the scripted provider reports for the round, in its own token counts.
+            audit.report_usage(round_.number, ReportedUsage.from_response(
+                provider, REPORTED[provider][round_.number - 1]))
             if not calls:
                 break
             messages.append(ChatMessage.assistant(tool_calls=calls))
@@ -140,6 +151,24 @@ def _agent_turn(compiler: PromptCompiler, provider: str,
         TurnRecords(store).save(record)
     return StoredTurn(db, record)
 
+
+#: The usage the scripted provider reports per round (its own tokenizer's counts).
+REPORTED: dict[str, list[dict[str, Any]]] = {
+    "anthropic": [
+        {"input_tokens": 9, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 1498,
+         "output_tokens": 40},
+        {"input_tokens": 9, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 1721,
+         "output_tokens": 35},
+        {"input_tokens": 9, "cache_read_input_tokens": 1721, "cache_creation_input_tokens": 146,
+         "output_tokens": 20},
+    ],
+    "openai-chat": [
+        {"prompt_tokens": 1490, "completion_tokens": 40,
+         "prompt_tokens_details": {"cached_tokens": 0}},
+        {"prompt_tokens": 1700, "completion_tokens": 40,
+         "prompt_tokens_details": {"cached_tokens": 0}},
+    ],
+}
 
 MEMORY_ROUNDS = [
     [ToolCall(id="c1", name="request_tools",
@@ -313,3 +342,26 @@ def test_a_stable_change_between_rounds_is_called_out(workspace: Path,
         "  added: user_persona",
         "  diagnostics removed: bootstrap file `USER.md` is missing",
     )
+
+
+def test_the_cache_plan_names_the_stable_section_that_broke_the_cache(
+    workspace: Path, compiler: PromptCompiler
+) -> None:
+    """Two rounds in one turn, USER.md edited between them: the plan says where it broke."""
+    audit = TurnAudit("u1", "t", "chat")
+    messages = [ChatMessage.user("Hi")]
+    for _ in range(2):
+        payload = compiler.compile(PromptCompileInput(workspace_root=Path("home")))
+        request = ChatRequest(model="m", compiled_prompt=payload, messages=messages)
+        audit.add_round(payload.manifest, request, "openai-chat",
+                        build_request_body("openai-chat", request))
+        Path("home", "USER.md").write_text("Prefers metric units.\n", encoding="utf-8")
+    second = audit.record().rounds[1].cache
+    assert second is not None and second.first_difference is not None
+    assert second.first_difference.model_dump() == {
+        "index": 0, "label": "messages[0] (system)", "broken": True,
+        "reason": "stable section user_persona changed",
+    }
+    step = next(s for s in explain_turn(audit.record()).steps if s.name == "provider")
+    assert "    cache broken at block 0 messages[0] (system): stable section user_persona " \
+        "changed" in step.lines

@@ -390,3 +390,23 @@ def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError) as raised:
         SqliteStore(path)
     assert str(raised.value) == f"{path}: file is not a database"
+
+
+def test_a_history_cut_is_stored_on_the_thread_and_never_moves_back(tmp_path: Path) -> None:
+    path = tmp_path / "cut.db"
+    with SqliteStore(path) as store:
+        store.ensure_thread("t")
+        for number in range(4):
+            store.add_turn("t", turn_id=f"u{number}", user_text="q", assistant_text="a")
+        assert store.get_history_window("t").cut is None
+        cut = store.set_history_cut("t", first_turn_id="u2")
+        assert cut.first_turn_id == "u2"
+        # An earlier cut (a slower concurrent writer) does not move it back.
+        assert store.set_history_cut("t", first_turn_id="u1") == cut
+        with pytest.raises(StoreError) as caught:
+            store.set_history_cut("t", first_turn_id="nope")
+        assert str(caught.value) == f"{path}: turn 'nope' is not in thread 't'"
+    with SqliteStore(path, create=False) as reopened:
+        window = reopened.get_history_window("t")
+        assert window.cut == cut
+        assert [e.turn_id for e in window.entries] == ["u0", "u1", "u2", "u3"]

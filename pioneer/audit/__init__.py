@@ -1,15 +1,26 @@
 """The turn audit: what the store keeps about each turn, and how it is gathered.
 
 :mod:`.record` holds the stored models (:class:`TurnRecord` and its parts),
-:mod:`.provider_shape` reads the shape of a sent provider body, :mod:`.recorder` collects
-a turn's rounds while it runs, :mod:`.store` keeps records in the conversation store's
-database (:class:`TurnRecords`, on SQLite or PostgreSQL) and :mod:`.telemetry` turns each
-round into an OpenTelemetry span. ``pioneer explain`` reads the record back
+:mod:`.provider_shape` reads the shape of a sent provider body, :mod:`.cache_report` plans
+what a round should read from the provider's cache, :mod:`.recorder` collects a turn's
+rounds while it runs, :mod:`.store` keeps records in the conversation store's database
+(:class:`TurnRecords`, on SQLite or PostgreSQL) and :mod:`.telemetry` turns each round
+into an OpenTelemetry span. ``pioneer explain`` reads the record back
 (:mod:`pioneer.audit.explain`).
 """
 
 from __future__ import annotations
 
+from .cache_report import (
+    BlockKind,
+    BlockStatus,
+    CacheBlock,
+    CachePlan,
+    FirstDifference,
+    SectionDigest,
+    plan_cache,
+    request_blocks,
+)
 from .provider_shape import CARRIERS, provider_shape
 from .record import (
     HiddenDomain,
@@ -30,12 +41,18 @@ from .store import TurnRecords
 
 __all__ = [
     "CARRIERS",
+    "BlockKind",
+    "BlockStatus",
+    "CacheBlock",
+    "CachePlan",
+    "FirstDifference",
     "HiddenDomain",
     "HistoryMessageRecord",
     "HistorySnapshot",
     "ProviderShape",
     "ReportedUsage",
     "RoundRecord",
+    "SectionDigest",
     "SkillRecord",
     "SkillsSnapshot",
     "SystemPartRecord",
@@ -44,5 +61,7 @@ __all__ = [
     "TurnAudit",
     "TurnRecord",
     "TurnRecords",
+    "plan_cache",
     "provider_shape",
+    "request_blocks",
 ]

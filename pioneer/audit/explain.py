@@ -22,7 +22,8 @@ from ..compile.manifest import HookSourceEntry, PromptManifest
 from ..errors import counted
 from ..sections.permissions import GUIDANCE_AXES, PermissionProfile
 from ..sections.tool_domains import SECTION_ID as HIDDEN_DOMAINS_ID
-from .record import HistorySnapshot, RoundRecord, ToolCallRecord, TurnRecord
+from .cache_report import CachePlan
+from .record import HistorySnapshot, ReportedUsage, RoundRecord, ToolCallRecord, TurnRecord
 
 __all__ = ["Explanation", "Step", "explain_turn", "render_json", "render_text"]
 
@@ -276,9 +277,36 @@ def _provider(record: TurnRecord) -> Step:
             lines.append(f"  prompt_cache_key: {shape.prompt_cache_key}")
         lines.append(f"  {counted(shape.tool_count, 'tool definition')}; "
                      f"body sha256 {shape.body_sha256[:16]}")
-    data = {"rounds": [{"round": r.round, **r.provider.model_dump(mode="json")}
+        if r.cache is not None:
+            lines += [f"  {line}" for line in _cache_lines(r.cache, r.usage)]
+    data = {"rounds": [{"round": r.round, **r.provider.model_dump(mode="json"),
+                        "cache": r.cache.model_dump(mode="json") if r.cache else None}
                        for r in record.rounds]}
     return Step("provider", data, tuple(lines))
+
+
+def _cache_lines(plan: CachePlan, reported: ReportedUsage | None) -> list[str]:
+    """The cache plan of a round: expected tokens, the first difference, what was reported."""
+    share = f" ({plan.cached_tokens * 100 // plan.total_tokens}%)" if plan.total_tokens else ""
+    written = f", {plan.written_tokens:,} written" if plan.provider == "anthropic" else ""
+    lines = [f"cache plan: {plan.cached_tokens:,} of {plan.total_tokens:,} tokens cached"
+             f"{share}{written}, {plan.uncached_tokens:,} uncached "
+             f"(minimum {plan.minimum_tokens:,}; {plan.shared_blocks} of "
+             f"{len(plan.blocks)} blocks shared with an earlier request)"]
+    difference = plan.first_difference
+    if difference is not None:
+        verdict = "cache broken" if difference.broken else "differs"
+        lines.append(f"  {verdict} at block {difference.index} {difference.label}: "
+                     f"{difference.reason}")
+    if reported is not None:
+        total = f" of {reported.input_tokens:,} input"
+        wrote = f", {reported.cache_creation_input_tokens:,} written" \
+            if reported.cache_creation_input_tokens is not None else ""
+        read = reported.cache_read_input_tokens or 0
+        lines.append(f"  reported: {read:,} cached{wrote}{total}; "
+                     f"planned {plan.cached_tokens:,} cached{written}"
+                     f" of {plan.total_tokens:,}")
+    return lines
 
 
 def _changes(record: TurnRecord) -> Step:

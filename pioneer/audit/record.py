@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..compile.manifest import PromptManifest
 from ..sections.permissions import PermissionProfile
 from ..sections.skills import ActivationReason
+from .cache_report import CachePlan
 
 if TYPE_CHECKING:
     from ..history.budget import HistoryDecision
@@ -255,6 +256,10 @@ class RoundRecord(BaseModel):
         description="Domains still hidden, as the Hidden Tool Domains section lists them."
     )
     provider: ProviderShape = Field(description="The provider shape sent.")
+    cache: CachePlan | None = Field(
+        default=None,
+        description="The round's cache plan (None in records written before there was one).",
+    )
     calls: list[ToolCallRecord] = Field(
         default_factory=list, description="Tool calls the model made in this round."
     )

@@ -10,6 +10,11 @@ round is also a GenAI client span (:mod:`pioneer.audit.telemetry`), open from
 is recorded. ``add_round`` refuses a request
 whose tools are not exactly the round's visible tools, so the record can never claim a
 tool set that was not sent.
+
+Each round also gets its cache plan (:mod:`~pioneer.audit.cache_report`), against the
+earlier rounds of the turn and the ``earlier`` plans the caller passes (the rounds of the
+thread's previous turn, say); ``pioneer explain`` sets the usage the provider reported
+(:meth:`TurnAudit.report_usage`) against it.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from ..compile.manifest import PromptManifest
 from ..errors import InputError, Problem
 from ..providers.request import ChatRequest
 from ..sections.permissions import PermissionProfile
+from .cache_report import CacheBlock, CachePlan, plan_cache, request_blocks
 from .provider_shape import provider_shape
 from .record import (
     HiddenDomain,
@@ -52,6 +58,7 @@ class TurnAudit:
         history: HistorySnapshot | None = None,
         permissions: PermissionProfile | None = None,
         skills: SkillsSnapshot | None = None,
+        earlier: Sequence[CachePlan] = (),
     ) -> None:
         self.turn_id = turn_id
         self.thread_id = thread_id
@@ -61,6 +68,8 @@ class TurnAudit:
         self.skills = skills
         self._rounds: list[RoundRecord] = []
         self._spans: dict[int, Any] = {}  # round → its open span (None without the API)
+        #: Blocks of the thread's earlier requests, oldest first, for the cache plans.
+        self._earlier: list[list[CacheBlock]] = [list(plan.blocks) for plan in earlier]
 
     def add_round(
         self,
@@ -87,6 +96,9 @@ class TurnAudit:
                 path="ChatRequest → tools",
             ))
         hidden = tools.hidden if tools is not None else {}
+        blocks = request_blocks(provider, request, body, manifest=manifest)
+        cache = plan_cache(provider, request.model, blocks, self._earlier)
+        self._earlier.append(blocks)
         record = RoundRecord(
             round=number,
             manifest=manifest,
@@ -94,6 +106,7 @@ class TurnAudit:
             hidden_domains=[HiddenDomain(domain=d, tools=list(names))
                             for d, names in hidden.items()],
             provider=provider_shape(provider, request, body),
+            cache=cache,
         )
         self._rounds.append(record)
         self._spans[number] = start_round_span(record, request, provider, turn_id=self.turn_id,

@@ -3,13 +3,14 @@
 Two tables (added by a migration step of each store): ``turn_records`` holds one row per
 turn (mode, history decision, permission snapshot, skills) and ``turn_rounds`` one row
 per provider round (manifest, visible tools, hidden domains, provider shape, judged
-calls); every JSON column holds one concept as text with sorted keys, so a stored record
-is byte-stable on SQLite and PostgreSQL alike. :class:`TurnRecords` runs the SQL through
-the store's transactions (:class:`~pioneer.history.store.DatabaseStore`): the store knows
-nothing of records. A record refers to its turn: :meth:`TurnRecords.save` writes it once
-the turn is stored, and :meth:`TurnRecords.expecting` holds it until the store writes its
-turn, then writes it in the turn's own transaction (the write hook), so the turn and its
-record commit together or not at all.
+calls, cache plan, reported usage); every JSON column holds one concept as text with
+sorted keys, so a stored record is byte-stable on SQLite and PostgreSQL alike.
+:class:`TurnRecords` runs the SQL through the store's transactions
+(:class:`~pioneer.history.store.DatabaseStore`): the store knows nothing of records. A
+record refers to its turn: :meth:`TurnRecords.save` writes it once the turn is stored,
+and :meth:`TurnRecords.expecting` holds it until the store writes its turn, then writes
+it in the turn's own transaction (the write hook), so the turn and its record commit
+together or not at all.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from .record import TurnRecord
 __all__ = ["TurnRecords", "read_turn_record", "write_turn_record"]
 
 _RECORD_COLUMNS = "thread_id, mode, history, permissions, skills"
-_ROUND_COLUMNS = "round, manifest, visible_tools, hidden_domains, provider, calls, usage"
+_ROUND_COLUMNS = (
+    "round, manifest, visible_tools, hidden_domains, provider, calls, cache, usage"
+)
 
 
 def _json(value: BaseModel | list[Any] | None) -> str | None:
@@ -73,11 +76,12 @@ def write_turn_record(tx: StoreTransaction, record: TurnRecord, *, created_at: s
             return
         raise StoreError(f"{where}: turn {record.turn_id!r} already has a record")
     tx.executemany(
-        f"INSERT INTO turn_rounds (turn_id, {_ROUND_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO turn_rounds (turn_id, {_ROUND_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (record.turn_id, r.round, r.manifest.to_json(indent=None), _json(r.visible_tools),
              _json([h.model_dump(mode="json") for h in r.hidden_domains]), _json(r.provider),
-             _json([c.model_dump(mode="json") for c in r.calls]), _json(r.usage))
+             _json([c.model_dump(mode="json") for c in r.calls]), _json(r.cache),
+             _json(r.usage))
             for r in record.rounds
         ],
     )
@@ -101,14 +105,14 @@ def read_turn_record(tx: StoreTransaction, turn_id: str) -> TurnRecord | None:
     rows = tx.execute(f"SELECT {_ROUND_COLUMNS} FROM turn_rounds WHERE turn_id = ? "
                       "ORDER BY round", (turn_id,)).fetchall()
     for round_row in rows:
-        check_row(round_row, _ROUND_COLUMNS, ("int",) + ("text",) * 5 + ("text?",),
+        check_row(round_row, _ROUND_COLUMNS, ("int",) + ("text",) * 5 + ("text?",) * 2,
                   where=where, what=what)
     try:
         rounds = [
             {"round": number, "manifest": _load(manifest), "visible_tools": _load(tools),
              "hidden_domains": _load(hidden), "provider": _load(provider),
-             "calls": _load(calls), "usage": _load(usage)}
-            for number, manifest, tools, hidden, provider, calls, usage in rows
+             "calls": _load(calls), "cache": _load(cache), "usage": _load(usage)}
+            for number, manifest, tools, hidden, provider, calls, cache, usage in rows
         ]
         return TurnRecord.model_validate({
             "turn_id": turn_id, "thread_id": thread_id, "mode": mode,

@@ -14,6 +14,7 @@ from .budget import HistoryBudgeter, HistoryDecision, HistoryLimits, keep_newest
 from .migrations import MIGRATIONS, Migration
 from .models import (
     SUMMARY_PREFIX,
+    HistoryCut,
     HistoryEntry,
     HistoryMessage,
     HistoryWindow,
@@ -31,6 +32,7 @@ __all__ = [
     "ArtifactRef",
     "CrudStore",
     "HistoryBudgeter",
+    "HistoryCut",
     "HistoryDecision",
     "HistoryEntry",
     "HistoryLimits",

@@ -14,6 +14,7 @@ from ..sections.artifacts import ArtifactRef, render_message, unique_refs
 
 __all__ = [
     "SUMMARY_PREFIX",
+    "HistoryCut",
     "HistoryEntry",
     "HistoryMessage",
     "HistoryWindow",
@@ -78,6 +79,19 @@ class ThreadSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class HistoryCut:
+    """Where truncation cut a thread's history: the first turn it still sends.
+
+    Every turn before ``first_seq`` is left out of later requests (a summary may still
+    cover it), so the turns from the cut on are the same prefix on every turn until the
+    kept turns fill the budget again and a new cut is made.
+    """
+
+    first_seq: int
+    first_turn_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class HistoryEntry:
     """One stored turn: the user message, the assistant reply, their refs and counts.
 
@@ -137,8 +151,13 @@ class HistoryEntry:
 
 @dataclass(frozen=True, slots=True)
 class HistoryWindow:
-    """What one budgeting pass reads: the summary and the turns after its coverage."""
+    """What one budgeting pass reads: the summary, the turns after its coverage, the cut.
+
+    ``entries`` holds every loaded turn after the summary's coverage, the ones before the
+    cut included (a new summary covers them); truncation sends only those from the cut on.
+    """
 
     thread: ThreadRecord
     summary: ThreadSummary | None
     entries: tuple[HistoryEntry, ...]
+    cut: HistoryCut | None = None

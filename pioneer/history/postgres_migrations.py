@@ -112,4 +112,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         "turn records: the token usage the provider reported for each round",
         ("ALTER TABLE turn_rounds ADD COLUMN usage TEXT",),
     ),
+    Migration(
+        3,
+        "cache-aware history: the truncation cut on the thread; a cache plan per round",
+        (
+            # The first turn truncation keeps: turns before it are no longer sent, so the
+            # turns after it stay a stable prefix until the kept turns fill the budget.
+            "ALTER TABLE threads ADD COLUMN cut_seq BIGINT",
+            "ALTER TABLE threads ADD COLUMN cut_turn_id TEXT",
+            "ALTER TABLE turn_rounds ADD COLUMN cache TEXT",
+        ),
+    ),
 )

@@ -37,7 +37,14 @@ from ..sections.artifacts import ArtifactRef, Side, render_message
 from ..text import utf8_text
 from ..tokens import TokenCounter, default_counter, message_tokens
 from .cache import TurnCache
-from .models import HistoryEntry, HistoryWindow, ThreadRecord, ThreadSummary, summary_message_text
+from .models import (
+    HistoryCut,
+    HistoryEntry,
+    HistoryWindow,
+    ThreadRecord,
+    ThreadSummary,
+    summary_message_text,
+)
 from .store import (
     MAX_TURNS,
     Dialect,
@@ -71,6 +78,8 @@ _REF_KINDS = ("text", "text", "text", "text?", "text?", "int?", "text?", "text?"
               "text?")
 _THREAD_KINDS = ("text", "text?", "text")
 _SUMMARY_KINDS = ("text", "int", "int", "int", "text")
+_CUT_COLUMNS = "cut_seq, cut_turn_id"
+_CUT_KINDS = ("int", "text")
 _EXPECTED = {"int": "an integer", "text": "text"}
 
 
@@ -466,7 +475,7 @@ class SqlStore:
 
         def work(tx: StoreTransaction) -> HistoryWindow:
             row = tx.execute(
-                f"SELECT thread_id, model, created_at, {_SUMMARY_COLUMNS} "
+                f"SELECT thread_id, model, created_at, {_SUMMARY_COLUMNS}, {_CUT_COLUMNS} "
                 "FROM threads WHERE thread_id = ?",
                 (thread_id,),
             ).fetchone()
@@ -475,12 +484,51 @@ class SqlStore:
             check_row(row[:3], "thread_id, model, created_at", _THREAD_KINDS,
                       where=self._where, what=f"thread {thread_id!r}")
             thread = ThreadRecord(*row[:3])
-            summary = self._summary_of(row[3:], thread_id)
+            summary = self._summary_of(row[3:8], thread_id)
             after = summary.through_seq if summary else 0
             entries = self._entries(tx, thread_id, limit, after, exclude_turn_id)
-            return HistoryWindow(thread, summary, entries)
+            return HistoryWindow(thread, summary, entries, self._cut_of(row[8:], thread_id))
 
         return self.read(work)
+
+    # -- the truncation cut --------------------------------------------------------
+
+    def _cut_of(self, row: Sequence[Any], thread_id: str) -> HistoryCut | None:
+        if row[0] is None:
+            return None
+        check_row(row, _CUT_COLUMNS, _CUT_KINDS, where=self._where,
+                  what=f"history cut of thread {thread_id!r}")
+        return HistoryCut(int(row[0]), str(row[1]))
+
+    def set_history_cut(self, thread_id: str, *, first_turn_id: str) -> HistoryCut:
+        """Store that truncation sends the thread's turns from ``first_turn_id`` on.
+
+        A cut never moves backwards: of two writers racing, the later cut wins, whichever
+        commits first.
+        """
+
+        def work(tx: StoreTransaction) -> HistoryCut:
+            row = tx.execute("SELECT seq FROM turns WHERE turn_id = ? AND thread_id = ?",
+                             (first_turn_id, thread_id)).fetchone()
+            if row is None:
+                raise StoreError(
+                    f"{self._where}: turn {first_turn_id!r} is not in thread {thread_id!r}"
+                )
+            seq = int(row[0])
+            changed = tx.execute(
+                "UPDATE threads SET cut_seq = ?, cut_turn_id = ? "
+                "WHERE thread_id = ? AND COALESCE(cut_seq, 0) <= ?",
+                (seq, first_turn_id, thread_id, seq),
+            ).rowcount
+            if changed == 0:
+                current = tx.execute(f"SELECT {_CUT_COLUMNS} FROM threads WHERE thread_id = ?",
+                                     (thread_id,)).fetchone()
+                cut = self._cut_of(current, thread_id)
+                assert cut is not None
+                return cut
+            return HistoryCut(seq, first_turn_id)
+
+        return self.write(work)
 
     # -- manifests -----------------------------------------------------------------
 

@@ -13,6 +13,13 @@ They run their SQL through :meth:`DatabaseStore.read` and :meth:`DatabaseStore.w
 calls inside the transaction of every write it makes itself (:class:`TurnWritten`,
 :class:`SummaryWritten`): what a hook writes commits with the turn or not at all.
 docs/stores.md describes the protocol and the retry rules.
+
+The truncation cut (cache-aware history, docs/history.md) is what a store keeps per
+thread next to the summary: :meth:`CrudStore.set_history_cut` stores the first turn
+truncation still sends, and :meth:`CrudStore.get_history_window` returns it as
+``HistoryWindow.cut``, in the same snapshot as the summary and the turns. Like a
+summary's coverage a cut never moves backwards. A store implements it with one nullable
+pair of columns on its thread row (``cut_seq``, ``cut_turn_id`` in the SQL stores).
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from typing import Any, Literal, Protocol, TypeVar
 from ..compile.manifest import PromptManifest
 from ..errors import StoreError
 from ..sections.artifacts import ArtifactRef
-from .models import HistoryEntry, HistoryWindow, ThreadRecord, ThreadSummary
+from .models import HistoryCut, HistoryEntry, HistoryWindow, ThreadRecord, ThreadSummary
 
 __all__ = [
     "MAX_TURNS",
@@ -104,7 +111,19 @@ class CrudStore(Protocol):
     def get_history_window(
         self, thread_id: str, limit: int = MAX_TURNS, *, exclude_turn_id: str | None = None
     ) -> HistoryWindow:
-        """Summary plus the turns it does not cover, read as one consistent snapshot."""
+        """Summary, the turns it does not cover and the stored cut, as one snapshot.
+
+        ``HistoryWindow.cut`` is what :meth:`set_history_cut` stored, or ``None``.
+        """
+        ...
+
+    def set_history_cut(self, thread_id: str, *, first_turn_id: str) -> HistoryCut:
+        """Store that truncation sends the thread's turns from ``first_turn_id`` on.
+
+        A cut never moves backwards: when a cut at a later turn is already stored (a
+        concurrent writer won), that one is kept and returned. The turn must be in the
+        thread (a :class:`~pioneer.errors.StoreError` otherwise).
+        """
         ...
 
     def update_turn_prompt_manifest(

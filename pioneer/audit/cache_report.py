@@ -1,0 +1,456 @@
+"""The cache plan of one provider round: what the provider should read from its cache.
+
+From a built request body, :func:`request_blocks` lists the body's blocks in the order
+the provider caches them (tools, then system content, then the conversation), each with
+its kind (tools, stable, summary, history, dynamic, this turn…), its tokens and a digest
+of the prefix it ends. :func:`plan_cache` compares them with the blocks of earlier
+requests of the thread under the provider's cache rules (docs/providers.md) and gives a
+:class:`CachePlan`: the tokens expected to be read from cache, written to it and sent
+uncached, each block's expected status, and, against the previous request, the first
+block that differs and whether that difference broke the cache (a stable section that
+changed, tools in another order, dynamic text before the history) or is the normal end
+of the shared prefix (a new turn, a new round). The usage the provider reports
+(:class:`~pioneer.audit.record.ReportedUsage`: Anthropic ``cache_read_input_tokens`` /
+``cache_creation_input_tokens``, OpenAI ``cached_tokens``, Gemini
+``cachedContentTokenCount``) sits next to the plan on the round's record, and explain
+sets one against the other.
+
+The models here are the stable data of the plan: the turn record stores them, ``pioneer
+explain`` prints them and the context map draws them block by block.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..compile.manifest import PromptManifest
+from ..history.models import SUMMARY_PREFIX
+from ..providers import PROVIDERS
+from ..providers.caching import MAX_CACHE_BREAKPOINTS, minimum_cacheable_tokens
+from ..providers.layout import layout
+from ..providers.request import ChatRequest
+from ..tokens import TokenCounter, default_counter
+
+__all__ = [
+    "ANTHROPIC_LOOKBACK_BLOCKS",
+    "BlockKind",
+    "BlockStatus",
+    "CacheBlock",
+    "CachePlan",
+    "FirstDifference",
+    "SectionDigest",
+    "plan_cache",
+    "request_blocks",
+]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+#: What a block of a request is, in cache order. ``prompt`` is the one system text of
+#: the ``system`` placement on OpenAI, where the stable and dynamic text are joined.
+BlockKind = Literal[
+    "tools", "stable", "prompt", "summary", "system", "history", "dynamic", "turn",
+]
+#: A block's expected fate: read from cache, written to it (Anthropic), or sent uncached.
+BlockStatus = Literal["cached", "written", "uncached"]
+#: How far back (in blocks) an Anthropic mark looks for an entry an earlier request wrote.
+ANTHROPIC_LOOKBACK_BLOCKS = 20
+#: OpenAI caches prefixes of at least 1,024 tokens, in steps of 128 tokens.
+OPENAI_MINIMUM_TOKENS = 1024
+OPENAI_STEP_TOKENS = 128
+#: Gemini's implicit cache: the minimum prefix per model family (the smaller when unknown).
+GEMINI_MINIMUMS: tuple[tuple[str, int], ...] = (("pro", 4096), ("", 1024))
+# Kinds that belong to the part of a request a later turn sends again unchanged.
+_REUSED: frozenset[str] = frozenset({"tools", "stable", "prompt", "summary", "system", "history"})
+
+
+class SectionDigest(BaseModel):
+    """One stable section inside the stable block: its id and a digest of its text."""
+
+    model_config = _FROZEN
+    id: str = Field(description="Section id.")
+    digest: str = Field(description="First 16 hex digits of the section's sha256.")
+
+
+class CacheBlock(BaseModel):
+    """One block of a request, in the order the provider caches it."""
+
+    model_config = _FROZEN
+    index: int = Field(ge=0, description="Position in cache order, from 0.")
+    kind: BlockKind = Field(description="What the block is.")
+    label: str = Field(description='Where it is in the body, e.g. "messages[3] (assistant)".')
+    tokens: int = Field(ge=0, description="cl100k_base tokens of the block's content.")
+    digest: str = Field(
+        description="First 16 hex digits of a sha256 over this block and every block before "
+        "it (cache marks left out): two requests share a prefix through this block exactly "
+        "when their digests here are equal."
+    )
+    marked: bool = Field(default=False, description="Carries an Anthropic cache_control mark.")
+    status: BlockStatus = Field(default="uncached", description="Expected cache status.")
+    sections: list[SectionDigest] = Field(
+        default_factory=list, description="For the stable block: its sections, in order."
+    )
+
+
+class FirstDifference(BaseModel):
+    """Where a request first differs from the previous request of the thread."""
+
+    model_config = _FROZEN
+    index: int = Field(ge=0, description="Index of the first block that differs.")
+    label: str = Field(description="That block of this request (or 'end of request').")
+    broken: bool = Field(
+        description="True when a part that later requests send again (tools, stable text, "
+        "summary, history) changed or moved: the cache broke. False for the normal end of "
+        "the shared prefix: a new turn or a new round."
+    )
+    reason: str = Field(
+        description='Why, e.g. "stable section soul_core changed", "tools changed order", '
+        '"dynamic text before the history", "a new turn".'
+    )
+
+
+class CachePlan(BaseModel):
+    """The expected cache behaviour of one provider round."""
+
+    model_config = _FROZEN
+    provider: str = Field(description="Provider name as the CLI spells it.")
+    model: str = Field(description="Model the request names.")
+    minimum_tokens: int = Field(ge=0, description="Shortest prefix the provider caches.")
+    step_tokens: int = Field(
+        ge=1, description="Granularity of a cached prefix (OpenAI: 128; others: 1)."
+    )
+    total_tokens: int = Field(ge=0, description="Tokens of every block.")
+    cached_tokens: int = Field(ge=0, description="Expected to be read from cache.")
+    written_tokens: int = Field(ge=0, description="Expected to be written to cache.")
+    uncached_tokens: int = Field(ge=0, description="Expected to be sent uncached.")
+    shared_blocks: int = Field(
+        ge=0, description="Leading blocks shared with an earlier request of the thread."
+    )
+    first_difference: FirstDifference | None = Field(
+        default=None, description="Against the previous request; None for the first one."
+    )
+    blocks: list[CacheBlock] = Field(description="Every block, in cache order.")
+
+    @property
+    def cached_share(self) -> float:
+        """Expected cached tokens as a share of every token (0 for an empty request)."""
+        return self.cached_tokens / self.total_tokens if self.total_tokens else 0.0
+
+
+# -- blocks of a body -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Raw:
+    kind: str
+    label: str
+    content: Any
+    marked: bool = False
+
+
+def _strip_marks(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _strip_marks(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_strip_marks(item) for item in value]
+    return value
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, Mapping) and set(content) <= {"type", "text", "cache_control"} \
+            and isinstance(content.get("text"), str):
+        return str(content["text"])
+    if isinstance(content, str):
+        return content
+    return json.dumps(_strip_marks(content), ensure_ascii=False, sort_keys=True)
+
+
+def _raw_blocks(provider: str, body: Mapping[str, Any]) -> tuple[list[_Raw], list[_Raw]]:
+    """(prefix blocks: tools and system content, conversation blocks) in cache order."""
+    head: list[_Raw] = []
+    conversation: list[_Raw] = []
+    if provider == "anthropic":
+        for tool in body.get("tools", []):
+            head.append(_Raw("tools", f"tool {tool.get('name')}", tool, "cache_control" in tool))
+        for index, block in enumerate(body.get("system", []) or []):
+            head.append(_Raw("system", f"system[{index}]", block, "cache_control" in block))
+        for index, turn in enumerate(body.get("messages", [])):
+            for position, block in enumerate(turn.get("content", [])):
+                conversation.append(_Raw(
+                    "message", f"messages[{index}] ({turn.get('role')}) block {position}",
+                    block, "cache_control" in block))
+    elif provider == "openai-chat":
+        for tool in body.get("tools", []):
+            head.append(_Raw("tools", f"tool {tool['function'].get('name')}", tool))
+        for index, message in enumerate(body.get("messages", [])):
+            conversation.append(_Raw("message", f"messages[{index}] ({message.get('role')})",
+                                     message))
+    elif provider == "openai-responses":
+        for tool in body.get("tools", []):
+            head.append(_Raw("tools", f"tool {tool.get('name')}", tool))
+        if "instructions" in body:
+            head.append(_Raw("system", "instructions", body["instructions"]))
+        for index, item in enumerate(body.get("input", [])):
+            name = item.get("role") or item.get("type")
+            conversation.append(_Raw("message", f"input[{index}] ({name})", item))
+    elif provider == "gemini":
+        for tool in body.get("tools", []):
+            for declaration in tool.get("functionDeclarations", []):
+                head.append(_Raw("tools", f"tool {declaration.get('name')}", declaration))
+        parts = body.get("systemInstruction", {}).get("parts", [])
+        for index, part in enumerate(parts):
+            head.append(_Raw("system", f"systemInstruction.parts[{index}]", part))
+        for index, content in enumerate(body.get("contents", [])):
+            for position, part in enumerate(content.get("parts", [])):
+                conversation.append(_Raw(
+                    "message", f"contents[{index}] ({content.get('role')}) part {position}",
+                    part))
+    else:
+        raise ValueError(f"unknown provider {provider!r}")
+    return head, conversation
+
+
+def _digest(previous: str, content: Any) -> str:
+    canonical = json.dumps(_strip_marks(content), ensure_ascii=False, sort_keys=True,
+                           separators=(",", ":"))
+    return hashlib.sha256(f"{previous}\n{canonical}".encode()).hexdigest()[:16]
+
+
+def request_blocks(
+    provider: str,
+    request: ChatRequest,
+    body: Mapping[str, Any],
+    *,
+    manifest: PromptManifest | None = None,
+    counter: TokenCounter | None = None,
+) -> list[CacheBlock]:
+    """The blocks of ``body`` (built from ``request`` by the ``provider`` adapter), in order.
+
+    The history ends where a body built from the messages before this turn alone ends:
+    the layout keeps that body a prefix of this one. ``manifest`` (default: the one the
+    request's compiled prompt carries) names the sections of the stable block.
+    """
+    count = (counter or default_counter()).count
+    plan = layout(request)
+    head, conversation = _raw_blocks(provider, body)
+    history_only = request.model_copy(update={
+        "messages": request.messages[:plan.turn_start],
+        "compiled_prompt": request.compiled_prompt.model_copy(
+            update={"dynamic_system_text": ""}) if request.compiled_prompt else None,
+    })
+    history_count = len(_raw_blocks(provider, PROVIDERS[provider](history_only))[1]) \
+        if plan.turn_start else 0
+    manifest = manifest or (request.compiled_prompt.manifest if request.compiled_prompt else None)
+    sections = [SectionDigest(id=s.id, digest=s.sha256[:16]) for s in manifest.sections
+                if s.stability == "stable"] if manifest else []
+
+    blocks: list[CacheBlock] = []
+    digest = ""
+    for position, raw in enumerate([*head, *conversation]):
+        text = _text_of(raw.content)
+        kind = _kind(raw, position - len(head), text, plan.stable, plan.dynamic, plan.cache_first,
+                     history_count)
+        digest = _digest(digest, raw.content)
+        blocks.append(CacheBlock(
+            index=position, kind=kind, label=raw.label, tokens=count(text), digest=digest,
+            marked=raw.marked, sections=sections if kind in ("stable", "prompt") else [],
+        ))
+    return blocks
+
+
+def _kind(raw: _Raw, conversation_index: int, text: str, stable: str, dynamic: str,
+          cache_first: bool, history_count: int) -> BlockKind:
+    if raw.kind == "tools":
+        return "tools"
+    if raw.kind == "system":
+        if stable and text == stable:
+            return "stable"
+        if stable and dynamic and not cache_first and text.startswith(stable):
+            return "prompt"
+        if dynamic and text == dynamic:
+            return "dynamic"
+        return "summary" if text.startswith(SUMMARY_PREFIX) else "system"
+    # A conversation block: OpenAI's leading system message(s) count as system content.
+    if isinstance(raw.content, Mapping) and raw.content.get("role") in ("system", "developer"):
+        content = raw.content.get("content")
+        if isinstance(content, str):
+            if stable and content == stable:
+                return "stable"
+            if stable and dynamic and not cache_first and content.startswith(stable):
+                return "prompt"
+            if cache_first and dynamic and content == dynamic \
+                    and conversation_index >= history_count:
+                return "dynamic"
+            if content.startswith(SUMMARY_PREFIX) and conversation_index < history_count:
+                return "summary"
+    if conversation_index < history_count:
+        return "history"
+    if cache_first and dynamic and text == dynamic:
+        return "dynamic"
+    return "turn"
+
+
+# -- the plan ---------------------------------------------------------------------------
+
+
+def plan_cache(
+    provider: str,
+    model: str,
+    blocks: Sequence[CacheBlock],
+    earlier: Sequence[Sequence[CacheBlock]] = (),
+) -> CachePlan:
+    """The cache plan of a request with ``blocks``, after the ``earlier`` requests.
+
+    ``earlier`` holds the blocks of earlier requests of the thread, oldest first (the
+    previous rounds of this turn, the rounds of earlier turns); the last one is "the
+    previous request" that :class:`FirstDifference` compares against. Expected numbers
+    follow the provider's rules (docs/providers.md): Anthropic reads the longest entry an
+    earlier mark wrote, at most :data:`ANTHROPIC_LOOKBACK_BLOCKS` blocks before one of
+    this request's marks, and writes an entry at each of this request's marks; OpenAI
+    and Gemini read the longest prefix shared with any earlier request, OpenAI rounded
+    down to 128-token steps.
+    """
+    ends = _ends(blocks)
+    total = ends[-1] if ends else 0
+    if provider == "anthropic":
+        minimum, step = minimum_cacheable_tokens(model), 1
+        shared, cached_end, written_end = _anthropic(blocks, ends, earlier, minimum)
+    else:
+        if provider == "gemini":
+            minimum = next(m for key, m in GEMINI_MINIMUMS if key in model.lower())
+            step = 1
+        else:
+            minimum, step = OPENAI_MINIMUM_TOKENS, OPENAI_STEP_TOKENS
+        shared = _shared_blocks(blocks, earlier)
+        tokens = ends[shared - 1] if shared else 0
+        cached_end = tokens // step * step if tokens >= minimum else 0
+        written_end = cached_end
+    statuses = []
+    for block, end in zip(blocks, ends, strict=True):
+        status: BlockStatus = "cached" if end <= cached_end else (
+            "written" if end <= written_end else "uncached")
+        statuses.append(block.model_copy(update={"status": status}))
+    return CachePlan(
+        provider=provider, model=model, minimum_tokens=minimum, step_tokens=step,
+        total_tokens=total, cached_tokens=cached_end, written_tokens=written_end - cached_end,
+        uncached_tokens=total - written_end, shared_blocks=shared,
+        first_difference=first_difference(blocks, earlier[-1]) if earlier else None,
+        blocks=statuses,
+    )
+
+
+def _ends(blocks: Sequence[CacheBlock]) -> list[int]:
+    ends: list[int] = []
+    total = 0
+    for block in blocks:
+        total += block.tokens
+        ends.append(total)
+    return ends
+
+
+def _shared_blocks(blocks: Sequence[CacheBlock], earlier: Sequence[Sequence[CacheBlock]]) -> int:
+    seen = {block.digest for request in earlier for block in request}
+    shared = 0
+    for block in blocks:
+        if block.digest not in seen:
+            break
+        shared += 1
+    return shared
+
+
+def _anthropic(
+    blocks: Sequence[CacheBlock], ends: Sequence[int],
+    earlier: Sequence[Sequence[CacheBlock]], minimum: int,
+) -> tuple[int, int, int]:
+    """(shared blocks, end of the cached prefix, end of the written part) in tokens."""
+    written = {block.digest for request in earlier
+               for block, end in zip(request, _ends(request), strict=True)
+               if block.marked and end >= minimum}
+    marks = [i for i, block in enumerate(blocks) if block.marked and ends[i] >= minimum]
+    marks = marks[:MAX_CACHE_BREAKPOINTS]
+    cached_end = 0
+    for mark in marks:
+        for index in range(mark, max(-1, mark - ANTHROPIC_LOOKBACK_BLOCKS - 1), -1):
+            if blocks[index].digest in written:
+                cached_end = max(cached_end, ends[index])
+                break
+    written_end = max([ends[m] for m in marks], default=0)
+    return _shared_blocks(blocks, earlier), cached_end, max(written_end, cached_end)
+
+
+def first_difference(
+    blocks: Sequence[CacheBlock], previous: Sequence[CacheBlock]
+) -> FirstDifference | None:
+    """Where ``blocks`` first differ from ``previous``, and whether that broke the cache.
+
+    None when ``previous`` is a prefix of ``blocks`` (the request only appended).
+    """
+    index = 0
+    while index < len(blocks) and index < len(previous) \
+            and blocks[index].digest == previous[index].digest:
+        index += 1
+    if index == len(previous):
+        return None
+    here = blocks[index] if index < len(blocks) else None
+    before = previous[index]
+    label = here.label if here else "end of request"
+    # The previous request put text that changes every turn before its history.
+    if before.kind in ("dynamic", "prompt") and any(
+            b.kind in ("history", "summary") for b in previous[index + 1:]):
+        if before.kind == "prompt" and here is not None:
+            changed = _changed_section(here, before)
+            if changed:
+                return FirstDifference(index=index, label=label, broken=True,
+                                       reason=f"stable section {changed} changed")
+        return FirstDifference(index=index, label=label, broken=True,
+                               reason="dynamic text before the history")
+    if before.kind not in _REUSED:
+        reason = "a new turn" if here is not None and here.kind == "history" else "a new round"
+        if before.kind == "dynamic" and here is not None and here.kind == "dynamic":
+            reason = "this turn's dynamic text changed"
+        return FirstDifference(index=index, label=label, broken=False, reason=reason)
+    return FirstDifference(index=index, label=label, broken=True,
+                           reason=_reason(blocks, previous, index))
+
+
+def _changed_section(here: CacheBlock, before: CacheBlock) -> str | None:
+    old = {s.id: s.digest for s in before.sections}
+    for section in here.sections:
+        if old.get(section.id) != section.digest:
+            return section.id
+    new = {s.id for s in here.sections}
+    return next((s.id for s in before.sections if s.id not in new), None)
+
+
+def _reason(blocks: Sequence[CacheBlock], previous: Sequence[CacheBlock], index: int) -> str:
+    before = previous[index]
+    here = blocks[index] if index < len(blocks) else None
+    if before.kind == "tools" or (here is not None and here.kind == "tools"):
+        old = [b.label for b in previous if b.kind == "tools"]
+        new = [b.label for b in blocks if b.kind == "tools"]
+        if sorted(old) == sorted(new) and old != new:
+            return "tools changed order"
+        added = [name.removeprefix("tool ") for name in new if name not in old]
+        removed = [name.removeprefix("tool ") for name in old if name not in new]
+        if added or removed:
+            parts = ([f"added {', '.join(added)}"] if added else []) + (
+                [f"removed {', '.join(removed)}"] if removed else [])
+            return f"tools changed ({'; '.join(parts)})"
+        return f"{before.label} changed"
+    if here is None:
+        return f"{before.label} is no longer sent"
+    if before.kind in ("stable", "prompt") and here.kind in ("stable", "prompt"):
+        changed = _changed_section(here, before)
+        return f"stable section {changed} changed" if changed else "stable text changed"
+    if before.kind == "summary" or here.kind == "summary":
+        return "history summary changed"
+    if before.kind == "history" and here.kind == "history":
+        return f"history changed at {here.label} (the window's start moved)"
+    if here.kind == "dynamic" and any(b.kind == "history" for b in blocks[index + 1:]):
+        return "dynamic text before the history"
+    return f"{before.kind} block {before.label} changed"

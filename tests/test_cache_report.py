@@ -1,0 +1,157 @@
+"""The cache plan: blocks of every adapter's body, expected cache use, what broke it.
+
+Bodies come from the real compiler and adapters; the plans follow the providers' rules
+as docs/providers.md states them (Anthropic: entries written at marks, read within 20
+blocks; OpenAI: 1,024 tokens, 128-token steps).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pioneer import (
+    ChatMessage,
+    ChatRequest,
+    CompiledPromptPayload,
+    PromptCompileInput,
+    PromptCompiler,
+    ToolCall,
+    ToolSpec,
+    ensure_runtime_home,
+)
+from pioneer.audit import CacheBlock, plan_cache, request_blocks
+from pioneer.providers import PROVIDERS, CacheOptions, DynamicPlacement
+
+PERSONA = "Prefers metric units and short answers, and plans trips a month ahead. " * 60
+SUMMARY = "Summary of earlier conversation:\nPlanning a trip to Norway."
+TOOLS = [ToolSpec(name="clock", description="The local time."),
+         ToolSpec(name="get_weather", description="Weather for a city.")]
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("home")
+    ensure_runtime_home(folder)
+    (folder / "USER.md").write_text(PERSONA, encoding="utf-8")
+    return folder
+
+
+def _payload(home: Path, clock: str) -> CompiledPromptPayload:
+    return PromptCompiler(count_tokens=False).compile(
+        PromptCompileInput(workspace_root=home, dynamic_context=f"It is {clock}."))
+
+
+def _thread(home: Path, provider: str, placement: DynamicPlacement = "cache-first",
+            turns: int = 3) -> list[list[CacheBlock]]:
+    """Blocks of every round of a thread: two rounds per turn, a clock that moves."""
+    history = [ChatMessage.system(SUMMARY)]
+    requests: list[list[CacheBlock]] = []
+    for turn in range(turns):
+        messages = [*history, ChatMessage.user(f"Question {turn}: " + "why? " * 40)]
+        for round_ in range(2):
+            request = ChatRequest(model="claude-sonnet-4-6",
+                                  compiled_prompt=_payload(home, f"10:{turn}0"),
+                                  messages=messages, tools=TOOLS,
+                                  cache=CacheOptions(dynamic_placement=placement))
+            body = PROVIDERS[provider](request)
+            requests.append(request_blocks(provider, request, body))
+            call = ToolCall(id=f"c{turn}{round_}", name="clock")
+            messages = [*messages, ChatMessage.assistant(tool_calls=[call]),
+                        ChatMessage.tool(call.id, "12:00 " * 80)]
+        history = [*history, ChatMessage.user(f"Question {turn}: " + "why? " * 40),
+                   ChatMessage.assistant(f"Answer {turn}: " + "because. " * 60)]
+    return requests
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_blocks_are_labelled_in_cache_order(home: Path, provider: str) -> None:
+    kinds = [block.kind for block in _thread(home, provider)[2]]
+    # Turn 2, round 1: tools, stable, summary, the first turn as history, then this turn.
+    assert kinds[:4] == ["tools", "tools", "stable", "summary"]
+    assert kinds[4:6] == ["history", "history"]
+    assert kinds[6:] == ["dynamic", "turn"]
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_a_new_turn_reads_the_history_and_breaks_nothing(home: Path, provider: str) -> None:
+    requests = _thread(home, provider)
+    plan = plan_cache(provider, "claude-sonnet-4-6", requests[2], requests[:2])
+    assert plan.first_difference is not None
+    assert (plan.first_difference.broken, plan.first_difference.reason) == (False, "a new turn")
+    # Everything the previous turn sent before its own turn began is read (OpenAI: in
+    # 128-token steps): tools, stable text, summary and the history before it.
+    previous = requests[1]
+    shared = sum(b.tokens for b in previous if b.kind not in ("dynamic", "turn"))
+    assert shared - 127 <= plan.cached_tokens <= shared
+    assert all(b.status == "cached" for b in plan.blocks[:2])
+    assert plan.cached_tokens + plan.written_tokens + plan.uncached_tokens == plan.total_tokens
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_a_second_round_reads_the_whole_first_round(home: Path, provider: str) -> None:
+    requests = _thread(home, provider)
+    plan = plan_cache(provider, "claude-sonnet-4-6", requests[1], requests[:1])
+    assert plan.first_difference is None  # the round only appended
+    first_round = sum(b.tokens for b in requests[0])
+    assert first_round - 127 <= plan.cached_tokens <= first_round
+    if provider == "anthropic":
+        assert plan.written_tokens == plan.total_tokens - plan.cached_tokens
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_the_system_placement_breaks_at_the_dynamic_text(home: Path, provider: str) -> None:
+    requests = _thread(home, provider, placement="system")
+    plan = plan_cache(provider, "claude-sonnet-4-6", requests[2], requests[:2])
+    assert plan.first_difference is not None
+    assert plan.first_difference.broken
+    assert plan.first_difference.reason == "dynamic text before the history"
+    assert all(b.status != "cached" for b in plan.blocks if b.kind == "history")
+
+
+def test_tools_in_another_order_break_the_cache(home: Path) -> None:
+    payload = _payload(home, "10:00")
+    first, second = (
+        ChatRequest(model="m", compiled_prompt=payload, messages=[ChatMessage.user("Hi")],
+                    tools=tools, cache=CacheOptions(tool_order="as_given"))
+        for tools in (TOOLS, TOOLS[::-1])
+    )
+    blocks = [request_blocks("openai-chat", r, PROVIDERS["openai-chat"](r))
+              for r in (first, second)]
+    plan = plan_cache("openai-chat", "m", blocks[1], blocks[:1])
+    assert plan.first_difference is not None
+    assert plan.first_difference.model_dump() == {
+        "index": 0, "label": "tool get_weather", "broken": True, "reason": "tools changed order"}
+    assert plan.cached_tokens == 0
+    # Sorted by name (the default), the same two tools give the same prefix.
+    by_name = [r.model_copy(update={"cache": CacheOptions()}) for r in (first, second)]
+    blocks = [request_blocks("openai-chat", r, PROVIDERS["openai-chat"](r)) for r in by_name]
+    assert plan_cache("openai-chat", "m", blocks[1], blocks[:1]).first_difference is None
+
+
+def test_openai_caches_nothing_below_1024_tokens_and_counts_in_128s(home: Path) -> None:
+    def block(index: int, tokens: int, digest: str) -> CacheBlock:
+        return CacheBlock(index=index, kind="history", label=f"b{index}", tokens=tokens,
+                          digest=digest)
+
+    earlier = [[block(0, 1000, "a"), block(1, 300, "b")]]
+    plan = plan_cache("openai-chat", "m", [block(0, 1000, "a"), block(1, 300, "b"),
+                                           block(2, 50, "c")], earlier)
+    assert (plan.cached_tokens, plan.uncached_tokens) == (1280, 70)
+    plan = plan_cache("openai-chat", "m", [block(0, 1000, "a"), block(1, 300, "x")], earlier)
+    assert plan.cached_tokens == 0  # 1,000 shared tokens are below the minimum
+
+
+def test_anthropic_reads_only_what_an_earlier_mark_wrote_within_20_blocks() -> None:
+    def blocks(count: int, marked: set[int]) -> list[CacheBlock]:
+        return [CacheBlock(index=i, kind="history", label=f"b{i}", tokens=100,
+                           digest=f"d{i}", marked=i in marked) for i in range(count)]
+
+    earlier = [blocks(12, {11})]  # an entry at block 11 (1,200 tokens)
+    near = plan_cache("anthropic", "claude-sonnet-4-6", blocks(30, {29}), earlier)
+    assert (near.cached_tokens, near.written_tokens) == (1200, 1800)
+    far = plan_cache("anthropic", "claude-sonnet-4-6", blocks(40, {39}), earlier)
+    assert far.cached_tokens == 0  # block 11 is more than 20 blocks before the mark
+    unmarked = plan_cache("anthropic", "claude-sonnet-4-6", blocks(30, {29}), [blocks(12, set())])
+    assert unmarked.cached_tokens == 0
