@@ -105,7 +105,8 @@ def _agent_turn(compiler: PromptCompiler, provider: str,
             store.add_turn("thread-1", turn_id=f"old-{number}",
                            user_text=f"question {number} " * 50,
                            assistant_text=f"answer {number} " * 80)
-        decision = HistoryBudgeter(store, HistoryLimits.from_tokens(1400, 400)).build("thread-1")
+        limits = HistoryLimits.from_tokens(1400, 400, low_water=1.0)  # keep all that fits
+        decision = HistoryBudgeter(store, limits).build("thread-1")
         skill = Skill("workspace/weather", "Weather", "Forecasts for a city.", "skills/weather",
                       paths=("**/*.csv",))
         active = [ActiveSkill(skill, "path_match")]

@@ -168,7 +168,8 @@ def test_each_summarizer_failure_falls_back_to_the_newest_turns(
     finally:
         hold.set()
     assert decision.mode == "truncate"
-    assert f"; {reason}; kept the newest " in decision.reason
+    assert f"; {reason}; the kept turns reached the budget of 60: cut to the low-water " \
+        "mark of 36, keeping the newest " in decision.reason
     assert decision.messages[-1].content == "answer 5"
     assert store.get_thread_summary(thread) is None
     check_decision(decision, 6)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from pioneer.history import (
     ArtifactRef,
     HistoryBudgeter,
+    HistoryCut,
     HistoryEntry,
     HistoryLimits,
     HistoryMessage,
@@ -73,8 +74,10 @@ def total(store: SqliteStore) -> int:
 
 
 def test_default_limits() -> None:
-    assert HistoryLimits.from_tokens(128_000, 16_000) == HistoryLimits(112_000, 89_600, 11_200)
-    assert HistoryLimits.from_tokens(100, 200) == HistoryLimits(0, 0, 0)
+    assert HistoryLimits.from_tokens(128_000, 16_000) == HistoryLimits(
+        112_000, 89_600, 11_200, 67_200)
+    assert HistoryLimits.from_tokens(100, 200) == HistoryLimits(0, 0, 0, 0)
+    assert HistoryLimits(1000, 800, 100).low_water_tokens == 600
 
 
 def test_one_token_under_the_threshold_keeps_everything(store: SqliteStore) -> None:
@@ -203,11 +206,12 @@ def test_failed_summary_keeps_newest_turns_that_fit(
     summarizer.requests.clear()
     entries = {e.turn_id: e for e in store.get_history_window("t1").entries}
     # Room for the summary, turns 5 and 4, and exactly turn 2, which is never tried: the
-    # walk stops at turn 3, the first that does not fit.
+    # walk stops at turn 3, the first that does not fit. The low-water mark is the whole
+    # budget here, so the cut keeps as much as fits.
     budget = (summarised.tokens + entries["turn-5"].tokens + entries["turn-4"].tokens
               + entries["turn-2"].tokens)
     assert entries["turn-3"].tokens > entries["turn-2"].tokens
-    limits = HistoryLimits.from_tokens(budget, 0)
+    limits = HistoryLimits.from_tokens(budget, 0, low_water=1.0)
     assert total(store) >= limits.threshold
     decision = HistoryBudgeter(store, limits, summarizer=summarizer).build("t1")
     assert len(summarizer.requests) == 1
@@ -221,8 +225,10 @@ def test_failed_summary_keeps_newest_turns_that_fit(
     )
     assert decision.reason == (
         f"{total(store)} tokens reached the threshold of {limits.threshold}; {why}; "
-        "kept the newest 2 of 5 turns"
+        f"the kept turns reached the budget of {budget}: cut to the low-water mark of "
+        f"{budget}, keeping the newest 2 of 5 turns"
     )
+    assert (decision.cut_turn_id, decision.cut_stored) == ("turn-4", True)
     assert store.get_thread_summary("t1") == summarised
     assert (decision.summary_sent, decision.summary_stored) == (True, False)
 
@@ -302,6 +308,7 @@ def test_decision_to_dict(store: SqliteStore) -> None:
         "budget": 1000, "threshold": 800, "summary_target": 100, "total_tokens": 10,
         "sent_tokens": 10, "turns_loaded": 1, "turns_sent": 1, "summary_sent": False,
         "summary_stored": False, "summary_turn_count": 0, "artifact_ref_count": 0,
+        "cut_turn_id": None, "cut_stored": False,
         "messages": [{"role": "user", "content": "hi", "tokens": 5},
                      {"role": "assistant", "content": "hello", "tokens": 5}],
     }
@@ -325,7 +332,7 @@ def synthetic_window(sizes: list[tuple[int, int]], summary_tokens: int | None) -
 
 
 class WindowStore:
-    """Just enough of a store to hand the budgeter a fixed window."""
+    """Just enough of a store to hand the budgeter a fixed window and take its cut."""
 
     def __init__(self, window: HistoryWindow) -> None:
         self.window = window
@@ -333,6 +340,10 @@ class WindowStore:
     def get_history_window(self, thread_id: str, limit: int = 200, *,
                            exclude_turn_id: str | None = None) -> HistoryWindow:
         return self.window
+
+    def set_history_cut(self, thread_id: str, *, first_turn_id: str) -> HistoryCut:
+        seq = next(e.seq for e in self.window.entries if e.turn_id == first_turn_id)
+        return HistoryCut(seq, first_turn_id)
 
 
 sizes = st.lists(st.tuples(st.integers(5, 400), st.integers(5, 400)), max_size=25)

@@ -75,6 +75,10 @@ class HistorySnapshot(BaseModel):
     turn_ids: list[str] = Field(
         default_factory=list, description="Turns whose messages were sent, oldest first."
     )
+    cut_turn_id: str | None = Field(
+        default=None, description="Truncation: the first turn sent (the cut on the thread)."
+    )
+    cut_stored: bool = Field(default=False, description="Whether this turn moved the cut.")
 
     @classmethod
     def from_decision(cls, decision: HistoryDecision) -> HistorySnapshot:
@@ -91,6 +95,7 @@ class HistorySnapshot(BaseModel):
             messages=[HistoryMessageRecord(role=m.role, tokens=t)
                       for m, t in zip(decision.messages, decision.message_tokens, strict=True)],
             turn_ids=list(decision.turn_ids),
+            cut_turn_id=decision.cut_turn_id, cut_stored=decision.cut_stored,
         )
 
 

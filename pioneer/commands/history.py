@@ -41,6 +41,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     limits = HistoryLimits.from_tokens(
         settings.max_context_tokens if args.max_context_tokens is None else args.max_context_tokens,
         settings.response_reserve_tokens if args.reserve_tokens is None else args.reserve_tokens,
+        low_water=settings.truncate_low_water,
     )
     summarizer = (
         summarizer_from_settings(settings, base_url=args.summary_url) if args.summarize else None
@@ -50,6 +51,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         budgeter = HistoryBudgeter(
             store, limits, summarizer=summarizer, summary_model=settings.summary_model,
             max_turns=args.limit, summary_deadline=settings.summary_timeout,
+            keep_recent_tokens=settings.keep_recent_tokens,
+            # A read-only pass shows where truncation would cut but stores nothing.
+            store_cut=args.summarize,
         )
         decision = budgeter.build(args.thread)
         thread = store.get_thread(args.thread)
@@ -91,6 +95,13 @@ def render_decision(decision: HistoryDecision) -> str:
         f"{decision.sent_tokens} tokens ({_share(decision.sent_tokens, limits.budget)} of budget)",
         f"summary    {summary}" + ("; stored now" if decision.summary_stored else ""),
     ]
+    if decision.cut_turn_id is not None:
+        state = {"stored": "stored now", "kept": "stored on the thread, unchanged",
+                 "not_stored": "a writing pass stores it"}[decision.cut_state]
+        lines.append(
+            f"cut        turns before {decision.cut_turn_id} are not sent (low-water mark "
+            f"{limits.low_water_tokens}); {state}"
+        )
     if decision.artifact_ref_count:
         lines.append(
             f"artifacts  {counted(decision.artifact_ref_count, 'ref')} in the sent messages"

@@ -5,20 +5,25 @@ Takes a store, the token limits and an optional :class:`Summarizer`; returns a
 the store, computed when each turn was written, so a pass only sums integers. Below 80%
 of the budget every loaded turn is kept after the stored summary; at 80% or more the
 summarizer compresses the summary and the turns into one system message, stored with
-its coverage so later passes load only newer turns; when it fails (raises, replies with
-nothing or with something that is not text or does not fit, or misses its deadline) the
-newest whole turns that fit the budget are kept. A turn is kept or dropped whole, so a
-user message never loses its reply. The rules are written down in docs/history.md,
-"Budgeting".
+its coverage so later passes load only newer turns (with ``keep_recent_tokens``, the
+newest turns stay out of the summary and are sent verbatim after it). When it fails
+(raises, replies with nothing or with something that is not text or does not fit, or
+misses its deadline) or there is none, truncation keeps the turns from the cut stored on
+the thread while they fit the budget, so each request's history is the previous one plus
+a turn; once they no longer fit, the oldest turns are dropped down to the low-water mark
+(60% of the budget by default) and that cut is stored. A turn is kept or dropped whole,
+so a user message never loses its reply. The rules are written down in docs/history.md,
+"Budgeting" and "Cache-aware retention".
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ..deadline import run_with_deadline
+from ..errors import counted
 from ..settings_values import SettingsValues
 from ..tokens import TokenCounter, default_counter, message_tokens
 from .models import HistoryEntry, HistoryMessage, HistoryWindow, ThreadSummary, summary_message_text
@@ -33,6 +38,7 @@ __all__ = [
     "HistoryLimits",
     "Mode",
     "keep_all",
+    "keep_from_cut",
     "keep_newest",
     "window_tokens",
 ]
@@ -42,27 +48,49 @@ Mode = Literal["keep", "summarise", "truncate"]
 #: Basis points of the budget (out of 10 000) at which summarising starts, and its target.
 THRESHOLD_BP = 8000
 SUMMARY_TARGET_BP = 1000
+#: Basis points of the budget truncation cuts back to when the kept turns fill it.
+LOW_WATER_BP = 6000
 _BP = 10_000
 
 
 @dataclass(frozen=True, slots=True)
 class HistoryLimits:
-    """The history budget and the two numbers derived from it."""
+    """The history budget and the numbers derived from it.
+
+    ``low_water`` is where truncation cuts back to once the kept turns reach the budget
+    (60% unless given), so the following turns append to the same kept turns instead of
+    sliding the window one turn per turn.
+    """
 
     budget: int
     threshold: int
     target: int
+    low_water: int | None = None
+
+    @property
+    def low_water_tokens(self) -> int:
+        """The low-water mark in tokens."""
+        if self.low_water is not None:
+            return self.low_water
+        return self.budget * LOW_WATER_BP // _BP
 
     @classmethod
-    def from_tokens(cls, max_context_tokens: int, response_reserve_tokens: int) -> HistoryLimits:
-        """``budget = max_context - reserve`` (never negative), 80% threshold, 10% target."""
+    def from_tokens(
+        cls, max_context_tokens: int, response_reserve_tokens: int, *,
+        low_water: float = LOW_WATER_BP / _BP,
+    ) -> HistoryLimits:
+        """``budget = max_context - reserve`` (never negative), 80% threshold, 10% target,
+        ``low_water`` (a share of the budget, 60% by default) as the truncation cut."""
         budget = max(0, max_context_tokens - response_reserve_tokens)
-        return cls(budget, budget * THRESHOLD_BP // _BP, budget * SUMMARY_TARGET_BP // _BP)
+        return cls(budget, budget * THRESHOLD_BP // _BP, budget * SUMMARY_TARGET_BP // _BP,
+                   int(budget * low_water))
 
     @classmethod
     def from_settings(cls, settings: SettingsValues) -> HistoryLimits:
-        """Limits from ``max_context_tokens`` and ``response_reserve_tokens``."""
-        return cls.from_tokens(settings.max_context_tokens, settings.response_reserve_tokens)
+        """Limits from ``max_context_tokens``, ``response_reserve_tokens`` and
+        ``truncate_low_water``."""
+        return cls.from_tokens(settings.max_context_tokens, settings.response_reserve_tokens,
+                               low_water=settings.truncate_low_water)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +113,17 @@ class HistoryDecision:
     message_tokens: tuple[int, ...]
     #: The turns whose messages are sent, oldest first (episodic recall leaves them out).
     turn_ids: tuple[str, ...] = ()
+    #: Truncation: the first turn it sends (the cut stored on the thread), else None.
+    cut_turn_id: str | None = None
+    #: Whether this pass moved the cut (the kept turns had reached the budget).
+    cut_stored: bool = False
+    #: Whether this pass moved the cut but did not store it (``store_cut=False``).
+    cut_pending: bool = False
+
+    @property
+    def cut_state(self) -> Literal["stored", "kept", "not_stored"]:
+        """stored: this pass moved the cut; kept: it stayed; not_stored: it would move."""
+        return "stored" if self.cut_stored else "not_stored" if self.cut_pending else "kept"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data (for ``pioneer history --json`` and turn records)."""
@@ -103,6 +142,8 @@ class HistoryDecision:
             "summary_stored": self.summary_stored,
             "summary_turn_count": self.summary_turn_count,
             "artifact_ref_count": self.artifact_ref_count,
+            "cut_turn_id": self.cut_turn_id,
+            "cut_stored": self.cut_stored,
             "messages": [
                 {**message.to_dict(), "tokens": tokens}
                 for message, tokens in zip(self.messages, self.message_tokens, strict=True)
@@ -143,6 +184,40 @@ def keep_newest(
     return summary, tuple(kept)
 
 
+def keep_from_cut(
+    window: HistoryWindow, budget: int, low_water: int
+) -> tuple[ThreadSummary | None, tuple[HistoryEntry, ...], HistoryEntry | None]:
+    """Cache-aware truncation: the summary if it fits, then the turns from the cut on.
+
+    While the summary and the turns from the stored cut (``window.cut``; every loaded
+    turn when there is none) fit ``budget`` they are all kept and the cut stays where it
+    is, so the request's history is the previous one plus the newest turn. Once they no
+    longer fit, the oldest whole turns are dropped until what is kept fits ``low_water``;
+    the third value is then the new first turn, for the caller to store as the cut (None
+    when the cut does not move). When not even the newest turn fits ``low_water``, it is
+    kept alone if it fits ``budget`` (and nothing is kept if it does not).
+    """
+    summary = window.summary if window.summary and window.summary.tokens < budget else None
+    used = summary.tokens if summary is not None else 0
+    start = window.cut.first_seq if window.cut is not None else 0
+    kept = tuple(entry for entry in window.entries if entry.seq >= start)
+    if used + sum(entry.tokens for entry in kept) <= budget:
+        return summary, kept, None
+    newest: list[HistoryEntry] = []
+    for entry in reversed(kept):
+        if used + entry.tokens > low_water:
+            break
+        used += entry.tokens
+        newest.append(entry)
+    newest.reverse()
+    if not newest:  # the newest turn alone is past the low-water mark
+        last = kept[-1]
+        if used + last.tokens <= budget:
+            return summary, (last,), last
+        return summary, (), None
+    return summary, tuple(newest), newest[0]
+
+
 def _messages(
     summary: ThreadSummary | None, entries: Sequence[HistoryEntry]
 ) -> tuple[tuple[HistoryMessage, ...], tuple[int, ...]]:
@@ -170,6 +245,8 @@ class HistoryBudgeter:
         counter: TokenCounter | None = None,
         max_turns: int = MAX_TURNS,
         summary_deadline: float | None = None,
+        keep_recent_tokens: int = 0,
+        store_cut: bool = True,
     ) -> None:
         self.store = store
         self.limits = limits
@@ -178,16 +255,22 @@ class HistoryBudgeter:
         self.max_turns = max_turns
         #: Seconds a summarizer gets before the pass falls back to truncation (None: no limit).
         self.summary_deadline = summary_deadline
+        #: Tokens of the newest turns a new summary leaves out and sends verbatim after it.
+        self.keep_recent_tokens = keep_recent_tokens
+        #: Store a new truncation cut on the thread (False: report it only, as a read does).
+        self.store_cut = store_cut
         self._counter = counter
 
     @classmethod
     def from_settings(
         cls, store: CrudStore, settings: SettingsValues, *, summarizer: Summarizer | None = None
     ) -> HistoryBudgeter:
-        """A budgeter with the settings' limits, summary model and summary timeout."""
+        """A budgeter with the settings' limits, summary model, summary timeout and
+        ``keep_recent_tokens``."""
         return cls(
             store, HistoryLimits.from_settings(settings), summarizer=summarizer,
             summary_model=settings.summary_model, summary_deadline=settings.summary_timeout,
+            keep_recent_tokens=settings.keep_recent_tokens,
         )
 
     def build(self, thread_id: str, *, exclude_turn_id: str | None = None) -> HistoryDecision:
@@ -207,25 +290,67 @@ class HistoryBudgeter:
                 *keep_all(window),
             )
         over = f"{total} tokens reached the threshold of {limits.threshold}"
-        outcome = self._summarise(window)
+        recent = self._recent(window.entries)
+        older = window.entries[:len(window.entries) - len(recent)]
+        outcome = self._summarise(window, older)
         if isinstance(outcome, str):
-            summary, kept = keep_newest(window, limits.budget)
-            return self._decision(
-                window, total, "truncate",
-                f"{over}; {outcome}; kept the newest {len(kept)} of {len(window.entries)} turns",
-                summary, kept,
-            )
+            return self._truncate(window, total, f"{over}; {outcome}")
         # A concurrent pass may have stored a summary covering more; the store keeps that
         # one and returns it, and it is the better summary to send.
+        kept = tuple(entry for entry in recent if entry.seq > outcome.through_seq)
+        verbatim = f", kept the newest {counted(len(kept), 'turn')} verbatim" if kept else ""
         return self._decision(
             window, total, "summarise",
-            f"{over}; summarised {len(window.entries)} turns into {outcome.tokens} tokens",
-            outcome, (), stored=outcome.through_seq == window.entries[-1].seq,
+            f"{over}; summarised {len(older)} turns into {outcome.tokens} tokens{verbatim}",
+            outcome, kept, stored=outcome.through_seq == older[-1].seq,
         )
 
-    def _summarise(self, window: HistoryWindow) -> ThreadSummary | str:
-        """The stored new summary, or why there is none."""
-        if not window.entries:
+    def _recent(self, entries: Sequence[HistoryEntry]) -> tuple[HistoryEntry, ...]:
+        """The newest whole turns within ``keep_recent_tokens``, oldest first."""
+        if self.keep_recent_tokens <= 0:
+            return ()
+        used = 0
+        recent: list[HistoryEntry] = []
+        for entry in reversed(entries):
+            if used + entry.tokens > self.keep_recent_tokens:
+                break
+            used += entry.tokens
+            recent.append(entry)
+        return tuple(reversed(recent))
+
+    def _truncate(self, window: HistoryWindow, total: int, why: str) -> HistoryDecision:
+        """Keep the turns from the stored cut; cut again, to the low-water mark, when full."""
+        limits = self.limits
+        summary, kept, first = keep_from_cut(window, limits.budget, limits.low_water_tokens)
+        stored = pending = False
+        cut_id: str | None = None
+        if first is not None and not self.store_cut:
+            pending, cut_id = True, first.turn_id
+        elif first is not None:
+            cut = self.store.set_history_cut(window.thread.thread_id,
+                                             first_turn_id=first.turn_id)
+            # A concurrent pass may have stored a later cut; the store keeps that one.
+            kept = tuple(entry for entry in kept if entry.seq >= cut.first_seq)
+            stored, cut_id = cut.first_turn_id == first.turn_id, cut.first_turn_id
+        if first is not None:
+            kept_what = (f"the kept turns reached the budget of {limits.budget}: cut to the "
+                         f"low-water mark of {limits.low_water_tokens}, keeping the newest "
+                         f"{len(kept)} of {len(window.entries)} turns")
+        elif window.cut is not None:
+            cut_id = window.cut.first_turn_id
+            kept_what = (f"kept the {counted(len(kept), 'turn')} from the cut at {cut_id} "
+                         f"({len(window.entries)} loaded)")
+        else:
+            kept_what = f"kept the newest {len(kept)} of {len(window.entries)} turns"
+        decision = self._decision(window, total, "truncate", f"{why}; {kept_what}", summary,
+                                  kept)
+        return replace(decision, cut_turn_id=cut_id, cut_stored=stored, cut_pending=pending)
+
+    def _summarise(
+        self, window: HistoryWindow, entries: Sequence[HistoryEntry]
+    ) -> ThreadSummary | str:
+        """The stored new summary of the summary and ``entries``, or why there is none."""
+        if not entries:
             return "no new turns to summarise"
         if self.summarizer is None:
             return "no summarizer configured"
@@ -233,7 +358,7 @@ class HistoryBudgeter:
             model=self.summary_model or window.thread.model,
             target_tokens=self.limits.target,
             previous_summary=window.summary.text if window.summary else None,
-            transcript=tuple(m for entry in window.entries for m in entry.messages()),
+            transcript=tuple(m for entry in entries for m in entry.messages()),
         )
         summarizer = self.summarizer
         # Run by the one deadline runner: a late call is abandoned and its reply dropped,
@@ -254,7 +379,7 @@ class HistoryBudgeter:
         if tokens >= self.limits.budget:
             return f"summary of {tokens} tokens does not fit the budget of {self.limits.budget}"
         return self.store.set_thread_summary(
-            window.thread.thread_id, text, through_turn_id=window.entries[-1].turn_id
+            window.thread.thread_id, text, through_turn_id=entries[-1].turn_id
         )
 
     def _decision(
