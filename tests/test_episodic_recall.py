@@ -93,10 +93,12 @@ def hook_diagnostics(payload: CompiledPromptPayload) -> list[Any]:
 
 
 def keep_only_recent(store: SqliteStore, count: int) -> Any:
-    """A history decision that sends the newest ``count`` turns (a tight budget)."""
+    """A history decision that sends the newest ``count`` turns (a tight budget, cut at
+    the whole budget so truncation keeps all that fits)."""
     entries = store.get_thread_conversation_history("t1")
     budget = sum(entry.tokens for entry in entries[-count:])
-    decision = HistoryBudgeter(store, HistoryLimits.from_tokens(budget, 0)).build("t1")
+    limits = HistoryLimits.from_tokens(budget, 0, low_water=1.0)
+    decision = HistoryBudgeter(store, limits).build("t1")
     assert decision.mode == "truncate" and decision.turns_sent == count
     return decision
 
