@@ -98,10 +98,10 @@ def test_symlinked_folder_that_escapes_is_not_read(workspace: Path, tmp_path: Pa
     outside.mkdir()
     (outside / "AGENTS.md").write_text("Outside text.", encoding="utf-8")
     (workspace / "linked").symlink_to(outside, target_is_directory=True)
-    lookup = find_agents_md(workspace, "linked")
+    lookup = find_agents_md(workspace, "linked/deeper/still")
     assert lookup.doc is not None and lookup.doc.content == "Root rules."
-    assert lookup.diagnostics == (
-        "`linked/AGENTS.md` resolves outside the workspace root; not read",
+    assert lookup.diagnostics == (  # once, for the folder: nothing under it is looked at
+        "folder `linked` resolves outside the workspace root; not read",
     )
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support import run_cli, within
 
 from pioneer import PioneerError, PromptCompileInput, PromptCompiler, ensure_runtime_home
 from pioneer.compile import bootstrap
@@ -55,11 +58,33 @@ def test_seeding_is_idempotent(home: Path) -> None:
     assert (home / "SOUL.md").read_bytes() == before
 
 
-def test_seeding_refuses_a_directory_in_place_of_a_file(home: Path) -> None:
-    (home / "SOUL.md").mkdir()
-    with pytest.raises(PioneerError) as info:
-        ensure_runtime_home(home)
-    assert str(info.value) == f"{home / 'SOUL.md'}: exists but is not a file"
+@pytest.mark.parametrize("make", [
+    lambda p: p.mkdir(), lambda p: os.mkfifo(p), lambda p: os.symlink(p.parent / "gone", p),
+], ids=["directory", "fifo", "dangling-link"])
+def test_seeding_keeps_whatever_is_in_place_of_a_file(
+    home: Path, make: Callable[[Path], None]
+) -> None:
+    make(home / "SOUL.md")
+    result = within(10, lambda: ensure_runtime_home(home))
+    assert [p.name for p in result.existing] == ["SOUL.md"]
+    assert [p.name for p in result.created] == ["IDENTITY.md"]
+    assert os.path.lexists(home / "SOUL.md") and not (home / "SOUL.md").is_file()
+
+
+@pytest.mark.parametrize(("make", "reason"), [
+    (lambda p: os.mkfifo(p), "not a regular file"),
+    (lambda p: p.mkdir(), "Is a directory (os error 21)"),
+], ids=["fifo", "directory"])
+def test_pioneer_compile_with_a_non_file_at_soul_md_gives_a_diagnostic(
+    home: Path, make: Callable[[Path], None], reason: str
+) -> None:
+    make(home / "SOUL.md")
+    code, out, err = within(30, lambda: run_cli("compile", "--home", str(home), "--manifest"))
+    assert (code, err) == (0, "")
+    assert json.loads(out)["diagnostics"][0] == {
+        "code": "file_read_error", "file": str(home / "SOUL.md"),
+        "message": f"bootstrap file `SOUL.md` could not be read: {reason}",
+    }
 
 
 def test_seeding_refuses_a_file_in_place_of_the_home(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import within
+from support import run_cli, within
 
 from pioneer import PioneerError, PromptCompileInput, PromptCompiler, ensure_runtime_home
 from pioneer.compile.bootstrap import COUNT_LIMIT, load_bootstrap
@@ -254,10 +254,13 @@ def test_agents_md_socket_and_denied_file_are_passed_over(
     (tmp_path / "a" / "AGENTS.md").write_text("Denied.")
     real_open = os.open
 
-    def deny(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
-        if os.fspath(path).endswith("a/AGENTS.md"):
+    def deny(path: Any, flags: int, *args: Any, dir_fd: int | None = None,
+             **kwargs: Any) -> int:
+        # Files are opened relative to their folder's descriptor: name the whole path.
+        folder = os.readlink(f"/proc/self/fd/{dir_fd}") if dir_fd is not None else ""
+        if os.path.join(folder, os.fspath(path)).endswith("/a/AGENTS.md"):
             raise PermissionError(errno.EACCES, "Permission denied")
-        return real_open(path, flags, *args, **kwargs)
+        return real_open(path, flags, *args, dir_fd=dir_fd, **kwargs)
 
     monkeypatch.setattr(os, "open", deny)
     lookup = within(NEVER_HANGS, lambda: find_agents_md(tmp_path, "a/b"))
@@ -334,6 +337,13 @@ compiler.load_profile("full")
 home, workspace = Path(sys.argv[1]), Path(sys.argv[2])
 registry = HookRegistry()
 registry.add(agents_md_subscription(workspace))
+real_open = os.open
+def recording_open(path, flags, *args, **kwargs):
+    # A file opened relative to a folder's descriptor is named by what it is.
+    fd = real_open(path, flags, *args, **kwargs)
+    opened.append(os.readlink(f"/proc/self/fd/{fd}"))
+    return fd
+os.open = recording_open  # after the imports, as a caller's own wrapper would be
 sys.addaudithook(audit)
 payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry,
                        turn=TurnContext(thread_folder="web/leak"))
@@ -370,3 +380,119 @@ def test_within_fails_instead_of_hanging() -> None:
         within(0.1, lambda: gate.wait(5))
     gate.set()
     assert within(1, lambda: 7) == 7
+
+
+# -- a file swapped while it is read ------------------------------------------------
+
+LEGIT = "Legitimate text inside the root."
+
+
+@pytest.fixture
+def swapping(tmp_path: Path) -> Iterator[Callable[[Path], threading.Event]]:
+    """Start a thread that keeps swapping a path between a regular file and a symlink to
+    a secret outside the root; returns the event that the swaps have started."""
+    secret = tmp_path / "outside-secret.md"
+    secret.write_text(SECRET)
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def start(target: Path) -> threading.Event:
+        started = threading.Event()
+
+        def swap() -> None:
+            regular, link = target.with_name(".swap-file"), target.with_name(".swap-link")
+            while not stop.is_set():
+                regular.write_text(LEGIT)
+                os.replace(regular, target)
+                os.symlink(secret, link)
+                os.replace(link, target)
+                started.set()
+
+        thread = threading.Thread(target=swap, daemon=True)
+        thread.start()
+        threads.append(thread)
+        assert started.wait(NEVER_HANGS)
+        return started
+
+    yield start
+    stop.set()
+    for thread in threads:
+        thread.join(NEVER_HANGS)
+
+
+def test_a_symlink_swapped_in_mid_read_never_brings_the_secret_in(
+    tmp_path: Path, swapping: Callable[[Path], threading.Event]
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    swapping(home / "USER.md")
+    compiler = PromptCompiler()
+    given = PromptCompileInput(profile="minimal", workspace_root=home)
+    outcomes = []
+    for _ in range(2000):  # the compile raises nothing, and never holds the secret
+        payload = compiler.compile(given)
+        assert SECRET not in payload.full_system_text
+        outcomes.append(LEGIT in payload.full_system_text)
+    # Both sides of the swap were seen (the race was run, not missed).
+    assert any(outcomes) and not all(outcomes)
+
+
+def test_a_symlink_swapped_in_mid_lookup_never_brings_the_secret_in(
+    tmp_path: Path, swapping: Callable[[Path], threading.Event]
+) -> None:
+    (tmp_path / "ws" / "web").mkdir(parents=True)
+    (tmp_path / "ws" / "AGENTS.md").write_text("Root rules.")
+    swapping(tmp_path / "ws" / "web" / "AGENTS.md")
+    found = set()
+    for _ in range(2000):
+        lookup = find_agents_md(tmp_path / "ws", "web")
+        assert lookup.doc is not None and SECRET not in lookup.doc.content
+        assert all(SECRET not in note for note in lookup.diagnostics)
+        found.add(lookup.doc.content)
+    assert found == {LEGIT, "Root rules."}
+
+
+def test_pioneer_compile_under_a_swapping_symlink_never_prints_the_secret(
+    tmp_path: Path, swapping: Callable[[Path], threading.Event]
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    swapping(home / "USER.md")
+    for _ in range(150):
+        code, out, err = run_cli("compile", "--home", str(home), "--profile", "minimal")
+        assert (code, err) == (0, "")
+        assert SECRET not in out
+
+
+@pytest.mark.parametrize(("name", "reason"), [
+    ("../secret.md", "it resolves outside the workspace root (with `..`)"),
+    ("sub/../../secret.md", "it resolves outside the workspace root (with `..`)"),
+    ("via/secret.md", "it resolves outside the workspace root (through a symlink)"),
+    ("up/secret.md", "it resolves outside the workspace root (through a symlink)"),
+    ("ABSOLUTE", "it is an absolute path outside the workspace root"),
+], ids=["dotdot", "dotdot-deeper", "absolute-link", "relative-link", "absolute-name"])
+def test_the_outside_diagnostic_says_how_the_path_leaves(
+    tmp_path: Path, name: str, reason: str
+) -> None:
+    home = tmp_path / "home"
+    (home / "sub").mkdir(parents=True)
+    (tmp_path / "secret.md").write_text(SECRET)
+    os.symlink(tmp_path, home / "via")
+    os.symlink("..", home / "up")
+    name = str(tmp_path / "secret.md") if name == "ABSOLUTE" else name
+    result = load_bootstrap(home, [(name, True)], max_chars_per_file=100, max_chars_total=100)
+    assert result.files == {}
+    assert [(d.code, d.message) for d in result.diagnostics] == [
+        ("file_read_error", f"bootstrap file `{name}` could not be read: {reason}; not read")]
+
+
+def test_paths_that_stay_inside_are_read(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "sub").mkdir(parents=True)
+    (home / "USER.md").write_text("Inside.")
+    os.symlink(home / "sub", home / "abs-sub")
+    os.symlink("../USER.md", home / "sub" / "up.md")
+    for name in ("sub/../USER.md", "abs-sub/up.md", str(home / "USER.md")):
+        result = load_bootstrap(home, [(name, True)], max_chars_per_file=100,
+                                max_chars_total=100)
+        assert result.files[name].content == "Inside.", name

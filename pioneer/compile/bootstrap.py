@@ -5,12 +5,15 @@ workspace root in the order the profile declares them, sanitised (CRLF and CR be
 then trimmed), cut to the per-file budget and then to what is left of the total budget,
 all counted in characters (docs/compile-input-and-manifest.md, "Identity files"). A file
 that is missing, unreadable, not a regular file, not UTF-8 or reached through a symlink
-that leaves the workspace root becomes a diagnostic; compiling never fails because of
-one. Reads stream through an incremental decoder, so a huge file costs no more memory
-than its budget, and counting stops after :data:`COUNT_LIMIT` bytes (or four bytes per
-budgeted char, if more), so a multi-gigabyte or sparse file costs no more time either:
-its truncation diagnostic then gives the count so far as a lower bound ("at least N ->
-kept chars").
+(or ``..``) that leaves the workspace root becomes a diagnostic; compiling never fails
+because of one. Files are opened by :class:`~pioneer.files.Beneath`, relative to the
+root's descriptor and never following a link out of it, so a symlink swapped in
+mid-read cannot bring outside text in; a read is reused only while the path's signature
+is that of the file it opened. Reads stream through an incremental decoder, so a huge
+file costs no more memory than its budget, and counting stops after :data:`COUNT_LIMIT`
+bytes (or four bytes per budgeted char, if more), so a multi-gigabyte or sparse file
+costs no more time either: its truncation diagnostic then gives the count so far as a
+lower bound ("at least N -> kept chars").
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ import stat
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import PioneerError, Problem
+from ..files import Beneath, Refused, os_reason
 from ..resources import builtin_dir
 from .manifest import Diagnostic, SourceManifestEntry
 from .memo import Memo
@@ -70,6 +74,10 @@ class _Read:
     chars: int
     #: False when counting stopped at the byte limit: ``chars`` is then a lower bound.
     complete: bool = True
+    #: The :func:`file_signature` of the file that was read, taken by ``fstat`` on the
+    #: open file (``None``: too new to trust): a cached read is reused only for a path
+    #: whose signature is this one, so a read made through a link never stands in for it.
+    identity: tuple[int, ...] | None = None
 
 
 class _ReadFailure(Exception):
@@ -77,10 +85,6 @@ class _ReadFailure(Exception):
         super().__init__(reason)
         self.missing = missing
         self.reason = reason
-
-
-def _os_reason(error: OSError) -> str:
-    return f"{error.strerror or error} (os error {error.errno})"
 
 
 def _stream(fd: int, keep: int) -> _Read:
@@ -166,56 +170,32 @@ def _read_whole(fd: int, size: int, keep: int) -> _Read | None:
     return _Read(text if total <= keep else text[: max(keep + 1, 0)], total)
 
 
-def _read(path: str | Path, keep: int) -> _Read:
+def _read(beneath: Beneath, name: str, keep: int) -> _Read:
+    """Open ``name`` beneath the root (never through a symlink that leaves it) and read it."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise _ReadFailure(True, "not found") from None
-    except OSError as error:
-        raise _ReadFailure(False, _os_reason(error)) from None
+        opened = beneath.open(name)
+    except Refused as refused:
+        if refused.kind == "outside":
+            raise _ReadFailure(False, f"{refused.reason}; not read") from None
+        raise _ReadFailure(refused.kind == "missing" and refused.errno == errno.ENOENT,
+                           refused.reason) from None
+    fd, info = opened.fd, opened.info
     try:
-        info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
-            raise _ReadFailure(False, _os_reason(OSError(errno.EISDIR, "Is a directory")))
+            raise _ReadFailure(False, os_reason(OSError(errno.EISDIR, "Is a directory")))
         if not stat.S_ISREG(info.st_mode):
             raise _ReadFailure(False, "not a regular file")
         try:
             if info.st_size <= _WHOLE_LIMIT:
                 whole = _read_whole(fd, info.st_size, keep)
                 if whole is not None:
-                    return whole
+                    return replace(whole, identity=_signature(info))
                 os.lseek(fd, 0, os.SEEK_SET)
-            return _stream(fd, keep)
+            return replace(_stream(fd, keep), identity=_signature(info))
         except OSError as error:
-            raise _ReadFailure(False, _os_reason(error)) from None
+            raise _ReadFailure(False, os_reason(error)) from None
     finally:
         os.close(fd)
-
-
-def _inside(real_root: str, path: str) -> None:
-    """Refuse (as a read failure) a path whose real location leaves ``real_root``."""
-    real = os.path.realpath(path)
-    if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
-        raise _ReadFailure(False, "it resolves outside the workspace root (through a "
-                           "symlink); not read")
-
-
-def _plain_name(name: str) -> bool:
-    """``name`` is one ordinary path component (no separator, not ``.`` or ``..``)."""
-    return not (
-        name in (".", "..") or os.sep in name or (os.altsep is not None and os.altsep in name)
-    )
-
-
-def _plain_child(path: str, name: str) -> bool:
-    """``name`` is one ordinary path component and not a symlink, so ``path`` cannot leave
-    its folder (and resolving it, a stat per component of the root, is not needed)."""
-    if not _plain_name(name):
-        return False
-    try:
-        return not stat.S_ISLNK(os.lstat(path).st_mode)
-    except OSError:  # missing or unreadable: the read itself reports it
-        return True
 
 
 def file_signature(path: str | Path) -> tuple[int, ...] | None:
@@ -236,13 +216,17 @@ def file_probe(path: str | Path) -> tuple[tuple[int, ...] | None, bool]:
         info = os.lstat(path)
     except FileNotFoundError:
         return MISSING, False
-    except OSError:
+    except (OSError, ValueError):
         return None, False
     regular = stat.S_ISREG(info.st_mode)
-    changed = max(info.st_mtime_ns, info.st_ctime_ns)
-    if not regular or time.time_ns() - changed < RACY_NS:
-        return None, regular
-    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev), True
+    return (_signature(info) if regular else None), regular
+
+
+def _signature(info: os.stat_result) -> tuple[int, ...] | None:
+    """A regular file's signature from its stat; ``None`` when changed too recently."""
+    if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < RACY_NS:
+        return None
+    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev)
 
 
 @dataclass(slots=True)
@@ -263,11 +247,15 @@ class FileReader:
         signature: tuple[int, ...] | None = None,
         *,
         probed: bool = False,
+        beneath: tuple[Beneath, str] | None = None,
     ) -> _Read:
         """Read (or reuse) the sanitised head of ``path``; raises ``_ReadFailure``.
 
-        ``probed``: ``signature`` is the file's :func:`file_signature`, just taken by the
-        caller (``None`` then means "not to be trusted"); otherwise it is taken here.
+        ``beneath``: the root held open and the file's name under it, which is how the
+        file is opened (by default: its own folder and its base name). ``probed``:
+        ``signature`` is the file's :func:`file_signature`, just taken by the caller
+        (``None`` then means "not to be trusted"); otherwise it is taken here. A read is
+        kept for reuse only when the file it opened has that same signature.
         """
         key = (str(path), keep)
         if signature is None and not probed:
@@ -275,8 +263,13 @@ class FileReader:
         cached = self._cache.get(key)
         if signature and cached is not None and cached[0] == signature:
             return cached[1]
-        result = _read(path, keep)
-        if signature:
+        if beneath is None:
+            folder, name = os.path.split(os.fspath(path))
+            with Beneath(folder or ".") as own:
+                result = _read(own, name, keep)
+        else:
+            result = _read(*beneath, keep)
+        if signature and result.identity == signature:
             if len(self._cache) >= _ENTRY_CACHE and key not in self._cache:
                 self._cache.clear()
             self._cache[key] = (signature, result)
@@ -387,35 +380,47 @@ def load_bootstrap(
     which spares the stats a read would take, and ``paths`` each file's
     ``str(root / name)`` when the caller already has them.
     """
+    return _load(root, files, max_chars_per_file=max_chars_per_file,
+                 max_chars_total=max_chars_total, reader=reader, probes=probes, paths=paths)[0]
+
+
+def _load(
+    root: Path,
+    files: Sequence[tuple[str, bool]],
+    *,
+    max_chars_per_file: int,
+    max_chars_total: int,
+    reader: FileReader | None,
+    probes: Sequence[tuple[tuple[int, ...] | None, bool]] | None,
+    paths: Sequence[str] | None,
+) -> tuple[BootstrapResult, bool]:
+    """:func:`load_bootstrap`, and whether every file read is the one its probe saw."""
     reader = reader or FileReader()
     load_diags: list[Diagnostic] = []
     budget_diags: list[Diagnostic] = []
     read: list[tuple[str, str, _Read]] = []
     status: dict[str, tuple[str, int]] = {}
-    real_root: str | None = None
+    as_probed = True
     path_of = {name: path for (name, _), path in zip(
         files, paths or [str(root / name) for name, _ in files], strict=True)}
-    for index, (name, _keep_empty) in enumerate(files):
-        path = path_of[name]
-        signature, regular = probes[index] if probes is not None else (None, False)
-        try:
-            # A probe that saw a regular file (not a symlink) leaves only the name itself
-            # as a way out of the folder.
-            plain = _plain_name(name) if regular else _plain_child(path, name)
-            if not plain:
-                real_root = real_root or os.path.realpath(root)
-                _inside(real_root, path)
-            read.append((name, path, reader.read(path, max_chars_per_file, signature or None,
-                                                 probed=probes is not None)))
-        except _ReadFailure as failure:
-            if failure.missing:
-                load_diags.append(_diag("missing_file", name, path, "is missing"))
-                status[name] = ("missing", 0)
-            else:
-                load_diags.append(
-                    _diag("file_read_error", name, path, f"could not be read: {failure.reason}")
-                )
-                status[name] = ("read_error", 0)
+    with Beneath(root) as beneath:
+        for index, (name, _keep_empty) in enumerate(files):
+            path = path_of[name]
+            signature = probes[index][0] if probes is not None else None
+            try:
+                result = reader.read(path, max_chars_per_file, signature or None,
+                                     probed=probes is not None, beneath=(beneath, name))
+                as_probed = as_probed and result.identity == signature
+                read.append((name, path, result))
+            except _ReadFailure as failure:
+                as_probed = as_probed and signature == (MISSING if failure.missing else None)
+                if failure.missing:
+                    load_diags.append(_diag("missing_file", name, path, "is missing"))
+                    status[name] = ("missing", 0)
+                else:
+                    load_diags.append(_diag("file_read_error", name, path,
+                                            f"could not be read: {failure.reason}"))
+                    status[name] = ("read_error", 0)
 
     keep_empty = dict(files)
     kept: dict[str, BootstrapFile] = {}
@@ -457,7 +462,7 @@ def load_bootstrap(
         status[name] = ("truncated" if truncated else "loaded", len(content))
 
     manifest = tuple(reader.entry(name, path_of[name], *status[name]) for name, _ in files)
-    return BootstrapResult(kept, manifest, tuple(load_diags + budget_diags))
+    return BootstrapResult(kept, manifest, tuple(load_diags + budget_diags)), as_probed
 
 
 class BootstrapLoader:
@@ -496,11 +501,11 @@ class BootstrapLoader:
         found = self._memo.get(key) if trusted else None
         if found is not None:
             return found
-        result = load_bootstrap(
+        result, as_probed = _load(
             root, files, max_chars_per_file=max_chars_per_file,
             max_chars_total=max_chars_total, reader=self.reader, probes=probes, paths=paths,
         )
-        if trusted:
+        if trusted and as_probed:  # what was read is what the probes saw
             self._memo.put(key, result)
         return result
 
@@ -517,8 +522,9 @@ def ensure_runtime_home(home: Path) -> SeedResult:
     """Create ``home`` and seed SOUL.md and IDENTITY.md; never overwrite anything.
 
     Each seed is written to a temporary file and hard-linked into place, so a concurrent
-    process sees either no file or the complete one, and an existing file (even an empty
-    one) always wins.
+    process sees either no file or the complete one, and anything already at a seed's
+    name (even an empty file, a directory, a FIFO or a dangling link) always wins: the
+    bootstrap read reports what is wrong with it, as a diagnostic.
     """
     try:
         home.mkdir(parents=True, exist_ok=True)
@@ -526,7 +532,7 @@ def ensure_runtime_home(home: Path) -> SeedResult:
         raise PioneerError(Problem("exists but is not a directory", file=str(home))) from None
     except OSError as error:
         raise PioneerError(
-            Problem(f"cannot create runtime home: {_os_reason(error)}", file=str(home))
+            Problem(f"cannot create runtime home: {os_reason(error)}", file=str(home))
         ) from None
     created: list[Path] = []
     existing: list[Path] = []
@@ -541,32 +547,27 @@ def ensure_runtime_home(home: Path) -> SeedResult:
             made = _create_new(target, content)
         except OSError as error:  # read-only or full disk: nothing is left behind
             raise PioneerError(
-                Problem(f"cannot create seed file: {_os_reason(error)}", file=str(target))
+                Problem(f"cannot create seed file: {os_reason(error)}", file=str(target))
             ) from None
-        if made:
-            created.append(target)
-        else:
-            _exists(target)
-            existing.append(target)
+        (created if made else existing).append(target)
     return SeedResult(tuple(created), tuple(existing))
 
 
 def _exists(target: Path) -> bool:
+    """Something, of any kind, is at ``target`` (a symlink is not followed).
+
+    Whatever it is, it is the user's and stays: a directory, a FIFO or a dangling link
+    in place of a seed is not replaced, and reading it later becomes a diagnostic (a
+    FIFO is never opened for writing, or opened here at all, so it cannot block).
+    """
     try:
-        info = os.stat(target)
+        os.lstat(target)
     except FileNotFoundError:
-        try:
-            info = os.lstat(target)
-        except FileNotFoundError:
-            return False
-        # Only a symlink is dangling: anything else appeared after the stat (another
-        # process seeding the same home) and is judged as it is now.
-        if stat.S_ISLNK(info.st_mode):
-            raise PioneerError(
-                Problem("exists but is not a file (dangling link)", file=str(target))
-            ) from None
-    if not stat.S_ISREG(info.st_mode):
-        raise PioneerError(Problem("exists but is not a file", file=str(target)))
+        return False
+    except OSError as error:
+        raise PioneerError(
+            Problem(f"cannot check for an existing file: {os_reason(error)}", file=str(target))
+        ) from None
     return True
 
 

@@ -3,9 +3,11 @@
 :func:`find_agents_md` walks from the thread's folder up to the workspace root and
 returns the first *active* AGENTS.md: a regular UTF-8 file whose text is not blank (a
 blank file is a draft and is passed over). It never reads outside the root: a thread
-folder that is absolute or climbs with ``..`` is refused outright, and a candidate whose
-real path leaves the root (through a symlink) is refused without being opened; both
-become diagnostics. :func:`agents_md_subscription` is the built-in hook at
+folder that is absolute or climbs with ``..`` is refused outright, and each candidate is
+opened by :class:`~pioneer.files.Beneath`, which follows a symlink only while it stays
+under the root, so even a symlink swapped in mid-lookup cannot lead it out; a candidate
+(or a folder on its way) that leads out is refused without being opened. Both become
+diagnostics. :func:`agents_md_subscription` is the built-in hook at
 ``turn.pre_prompt_compile`` (blocking, fail-closed) that renders the document with its
 source folder, a scope line and the document fenced in ``<AGENTS_MD>`` tags
 (docs/hooks-and-sections.md, "Built-in structured sections"), using
@@ -15,15 +17,16 @@ source folder, a scope line and the document fenced in ``<AGENTS_MD>`` tags
 from __future__ import annotations
 
 import codecs
+import errno
 import hashlib
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import jinja2
 
 from ..compile.bootstrap import sanitize
+from ..files import Beneath, Opened, Refused
 from ..hooks.models import HookDiagnostic, HookOutput, PromptSectionContribution, SourceRef
 from ..hooks.registry import HookContext, Subscription
 from ._macros import call_macro
@@ -86,16 +89,11 @@ class _Unreadable(Exception):
     pass
 
 
-def _read_head(path: Path, max_chars: int) -> tuple[str, bool] | None:
-    """Up to ``max_chars`` of a regular UTF-8 file and whether more follows; None if absent."""
+def _read_head(opened: Opened, max_chars: int) -> tuple[str, bool]:
+    """Up to ``max_chars`` of an opened regular UTF-8 file and whether more follows."""
+    fd = opened.fd
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as error:
-        raise _Unreadable(error.strerror or str(error)) from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        if not opened.regular:
             raise _Unreadable("not a regular file")
         limit = (max_chars + 1) * 4  # a char is at most 4 UTF-8 bytes
         data = b""
@@ -136,38 +134,45 @@ def find_agents_md(
     parts = _folder_parts(thread_folder)
     if isinstance(parts, str):
         return AgentsLookup(None, (parts,))
-    real_root = root.resolve()
     notes: list[str] = []
-    for depth in range(len(parts), -1, -1):
-        folders = parts[:depth]
-        path = root.joinpath(*folders, FILE_NAME)
-        shown = "/".join((*folders, FILE_NAME))
-        try:
-            os.lstat(path)  # most folders have none: skip them before resolving the path
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        except OSError:
-            pass  # the read below reports what is wrong
-        try:
-            inside = path.resolve().is_relative_to(real_root)
-        except (OSError, RuntimeError):  # a symlink loop
-            notes.append(f"`{shown}` could not be resolved (symlink loop); not read")
-            continue
-        if not inside:
-            notes.append(f"`{shown}` resolves outside the workspace root; not read")
-            continue
-        try:
-            found = _read_head(path, max_chars)
-        except _Unreadable as error:
-            notes.append(f"`{shown}` could not be read: {error}")
-            continue
-        if found is None:
-            continue
-        text, more = found
-        content = sanitize(text[:max_chars])
-        if content:
-            return AgentsLookup(AgentsDoc(folders, content, more, depth < len(parts)),
-                                tuple(notes))
+    #: Folders (as a prefix of ``parts``) found to lead out of the root: nothing below
+    #: them is looked at again.
+    escaped: set[tuple[str, ...]] = set()
+    with Beneath(root) as beneath:
+        for depth in range(len(parts), -1, -1):
+            folders = parts[:depth]
+            if any(folders[: len(prefix)] == prefix for prefix in escaped):
+                continue
+            shown = "/".join((*folders, FILE_NAME))
+            try:
+                opened = beneath.open([*folders, FILE_NAME])
+            except Refused as refused:
+                if refused.kind == "missing":
+                    continue
+                if refused.kind == "outside":
+                    at = depth if refused.at is None else refused.at
+                    if at < depth:  # a folder on the way leads out
+                        escaped.add(folders[: at + 1])
+                        notes.append(f"folder `{'/'.join(folders[: at + 1])}` resolves "
+                                     "outside the workspace root; not read")
+                    else:
+                        notes.append(f"`{shown}` resolves outside the workspace root; "
+                                     "not read")
+                elif refused.errno == errno.ELOOP:
+                    notes.append(f"`{shown}` could not be resolved (symlink loop); not read")
+                else:
+                    detail = os.strerror(refused.errno) if refused.errno else refused.reason
+                    notes.append(f"`{shown}` could not be read: {detail}")
+                continue
+            try:
+                text, more = _read_head(opened, max_chars)
+            except _Unreadable as error:
+                notes.append(f"`{shown}` could not be read: {error}")
+                continue
+            content = sanitize(text[:max_chars])
+            if content:
+                return AgentsLookup(AgentsDoc(folders, content, more, depth < len(parts)),
+                                    tuple(notes))
     return AgentsLookup(None, tuple(notes))
 
 

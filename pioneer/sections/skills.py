@@ -21,6 +21,7 @@ counts UTF-8 bytes; a budget of 0 counts as 1. The words come from
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -31,6 +32,7 @@ import jinja2
 import yaml  # type: ignore[import-untyped]
 
 from ..errors import InputError, Problem
+from ..files import Beneath, Opened, Refused
 from ._macros import call_macro
 
 __all__ = [
@@ -248,40 +250,52 @@ def parse_skill(
     )
 
 
-def _read(path: Path) -> str:
-    with path.open(encoding="utf-8", newline=None) as handle:
+def _read(opened: Opened) -> str:
+    with os.fdopen(opened.fd, encoding="utf-8", newline=None) as handle:
         return handle.read(READ_SKILL_MAX_CHARS)
 
 
 def discover_skills(
     root: Path, *, source: SkillSource = "user", owner: str = "workspace"
 ) -> SkillDiscovery:
-    """Every ``<root>/<folder>/SKILL.md``, folders in name order; slugs ``owner/folder``."""
+    """Every ``<root>/<folder>/SKILL.md``, folders in name order; slugs ``owner/folder``.
+
+    Each file is opened by :class:`~pioneer.files.Beneath`, so neither a symlinked
+    folder or file nor one swapped in meanwhile can lead the read out of ``root``.
+    """
     skills: list[Skill] = []
     problems: list[Problem] = []
     if not root.is_dir():
         return SkillDiscovery((), ())
-    real_root = root.resolve()
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-        path = folder / SKILL_FILE
-        if not path.is_file():
-            continue
-        file = str(path)
-        if not path.resolve().is_relative_to(real_root):
-            problems.append(Problem("skipped: it resolves outside the skills folder", file=file))
-            continue
-        if len(skills) == MAX_SKILLS_PER_SOURCE:
-            problems.append(Problem(f"skipped: more than {MAX_SKILLS_PER_SOURCE} skills in "
-                                    f"one folder", file=file))
-            continue
-        try:
-            text = _read(path)
-            skills.append(parse_skill(text, file=file, slug=f"{owner}/{folder.name}",
-                                      directory=str(folder), source=source))
-        except InputError as error:
-            problems.extend(error.problems)
-        except (OSError, UnicodeDecodeError) as error:
-            problems.append(Problem(f"cannot read: {error}", file=file))
+    with Beneath(root) as beneath:
+        for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+            path = folder / SKILL_FILE
+            file = str(path)
+            try:
+                opened = beneath.open([folder.name, SKILL_FILE])
+            except Refused as refused:
+                if refused.kind == "outside":
+                    problems.append(Problem("skipped: it resolves outside the skills folder",
+                                            file=file))
+                elif refused.kind == "error":
+                    problems.append(Problem(f"cannot read: {refused.reason}", file=file))
+                continue
+            if not opened.regular:
+                os.close(opened.fd)
+                continue
+            if len(skills) == MAX_SKILLS_PER_SOURCE:
+                os.close(opened.fd)
+                problems.append(Problem(f"skipped: more than {MAX_SKILLS_PER_SOURCE} skills "
+                                        f"in one folder", file=file))
+                continue
+            try:
+                text = _read(opened)
+                skills.append(parse_skill(text, file=file, slug=f"{owner}/{folder.name}",
+                                          directory=str(folder), source=source))
+            except InputError as error:
+                problems.extend(error.problems)
+            except (OSError, UnicodeDecodeError) as error:
+                problems.append(Problem(f"cannot read: {error}", file=file))
     return SkillDiscovery(tuple(skills), tuple(problems))
 
 

@@ -1,0 +1,273 @@
+"""Opening a file beneath a root folder, so that no symlink can lead the open out of it.
+
+The identity files of the runtime home and AGENTS.md are read from folders other people
+can write to. Checking a path and then opening it leaves a window in which a symlink to
+any file can be swapped in; :class:`Beneath` closes it by never opening a path by name
+from the top. It holds the root open as a directory and resolves a relative path one
+component at a time, each opened relative to the directory descriptor of the one before
+with ``O_NOFOLLOW`` (``O_DIRECTORY`` for folders). A symlink met on the way is read with
+``readlink`` and its target resolved by the same walk: a relative target from the
+folder holding the link, an absolute one only when it names a place under the root, and
+``..`` by going back up the walk (never past the root). So what is opened is, at the
+moment of opening, a file beneath the root, whatever is swapped in between; anything
+else is a :class:`Refused` naming why. The final component is opened with
+``O_NONBLOCK``, so a FIFO cannot block the open, and the caller gets its ``fstat`` to
+judge what it opened (docs/failure-behaviour.md).
+
+A basic module (it imports nothing of pioneer): the compile stage reads the runtime
+home with it and the sections stage AGENTS.md, and both must share one walk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["MAX_LINKS", "Beneath", "Opened", "Refused", "os_reason"]
+
+#: Symlinks one open may follow (Linux's own limit) before it is a loop.
+MAX_LINKS = 40
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_NOCTTY = getattr(os, "O_NOCTTY", 0)
+_FOLDER_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _NOCTTY | _CLOEXEC
+#: What ``open`` says when ``O_NOFOLLOW`` met a symlink (FreeBSD says EMLINK) or a
+#: symlink stood where a folder was wanted.
+_MAYBE_LINK = {errno.ELOOP, errno.EMLINK, errno.ENOTDIR}
+
+Kind = Literal["missing", "outside", "error"]
+
+
+def os_reason(error: OSError) -> str:
+    """``Permission denied (os error 13)``: an OS error as the diagnostics show it."""
+    return f"{error.strerror or error} (os error {error.errno})"
+
+
+class Refused(Exception):
+    """Why a path beneath the root was not opened.
+
+    ``kind`` is ``missing`` (nothing there, or a folder on the way is not one),
+    ``outside`` (the path, or a symlink on it, leads out of the root) or ``error`` (the
+    OS refused, or a symlink loop); ``reason`` is the text for a diagnostic and
+    ``errno`` the OS error number when there is one.
+    """
+
+    def __init__(self, kind: Kind, reason: str, error_number: int | None = None) -> None:
+        super().__init__(reason)
+        self.kind: Kind = kind
+        self.reason = reason
+        self.errno = error_number
+        #: For ``outside``: the index, in the path asked for, of the component that led
+        #: out (the symlink, or the ``..``), so a caller can tell a file from its folder.
+        self.at: int | None = None
+
+    @classmethod
+    def from_os(cls, error: OSError) -> Refused:
+        kind: Kind = "missing" if error.errno in (errno.ENOENT, errno.ENOTDIR) else "error"
+        return cls(kind, os_reason(error), error.errno)
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """An open file beneath the root: its descriptor (the caller closes it) and fstat."""
+
+    fd: int
+    info: os.stat_result
+
+    @property
+    def regular(self) -> bool:
+        return stat.S_ISREG(self.info.st_mode)
+
+
+#: Opening by descriptor works here (by name: a caller's wrapper of ``os.open`` is still
+#: the real function underneath).
+_SUPPORTED = bool(_NOFOLLOW and _DIRECTORY) and {
+    function.__name__ for function in os.supports_dir_fd} >= {"open", "readlink"}
+
+
+class Beneath:
+    """A root folder, held open, under which paths are opened without leaving it.
+
+    The root itself may be reached through symlinks (it is the caller's choice); only
+    what lies under it is resolved by the walk. Use as a context manager, or call
+    :meth:`close`.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = os.fspath(root)
+        self._fd: int | None = None
+        self._error: OSError | None = None
+        self._prefixes: tuple[tuple[str, ...], ...] | None = None
+        if not _SUPPORTED:  # pragma: no cover - every POSIX system pioneer runs on
+            return
+        try:
+            self._fd = os.open(self.root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+        except OSError as error:
+            self._error = error
+
+    def __enter__(self) -> Beneath:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def open(self, path: str | Sequence[str]) -> Opened:
+        """Open ``path`` (relative to the root; a string is split at ``/``) for reading.
+
+        Raises :class:`Refused`; never a raw ``OSError``.
+        """
+        parts = _split(path) if isinstance(path, str) else [p for p in path if p]
+        if not _SUPPORTED:  # pragma: no cover
+            return self._open_and_verify(parts)
+        if self._fd is None:
+            assert self._error is not None
+            raise Refused.from_os(self._error)
+        if parts and parts[0] == "/":
+            try:
+                parts = self._under_root(parts, "it is an absolute path outside the "
+                                         "workspace root")
+            except Refused as refused:
+                refused.at = 0
+                raise
+        return self._walk(parts)
+
+    # -- the walk ------------------------------------------------------------------
+
+    def _walk(self, parts: list[str]) -> Opened:
+        assert self._fd is not None
+        stack: list[int] = []  # folders opened below the root, innermost last
+        # Components still to walk, each with the index of the component of ``parts`` it
+        # comes from (a symlink's target comes from the link); the next is todo[-1].
+        todo = [(name, index) for index, name in reversed(list(enumerate(parts)))]
+        links = 0
+        try:
+            while todo:
+                name, origin = todo.pop()
+                if name in ("", "."):
+                    continue
+                here = stack[-1] if stack else self._fd
+                if name == "..":
+                    if not stack:
+                        how = "through a symlink" if links else "with `..`"
+                        refused = Refused("outside", f"it resolves outside the workspace "
+                                          f"root ({how})")
+                        refused.at = origin
+                        raise refused
+                    os.close(stack.pop())
+                    continue
+                last = not todo
+                try:
+                    fd = os.open(name, _FILE_FLAGS if last else _FOLDER_FLAGS, dir_fd=here)
+                except OSError as error:
+                    if error.errno not in _MAYBE_LINK:
+                        raise Refused.from_os(error) from None
+                    links += 1
+                    if links > MAX_LINKS:
+                        loop = OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+                        raise Refused("error", os_reason(loop), errno.ELOOP) from None
+                    try:
+                        target = os.readlink(name, dir_fd=here)
+                    except OSError as not_link:
+                        if not_link.errno != errno.EINVAL:  # gone meanwhile, or unreadable
+                            raise Refused.from_os(not_link) from None
+                        if error.errno == errno.ENOTDIR:  # a file where a folder should be
+                            raise Refused.from_os(error) from None
+                        todo.append((name, origin))  # swapped for a file meanwhile: again
+                        continue
+                    try:
+                        expanded = self._target_parts(target, stack)
+                    except Refused as refused:
+                        refused.at = origin
+                        raise
+                    todo.extend((part, origin) for part in reversed(expanded))
+                    continue
+                if last:
+                    return Opened(fd, _fstat(fd))
+                stack.append(fd)
+            # Only folders were named (or nothing): that is not a file to read.
+            raise Refused("error", os_reason(OSError(errno.EISDIR, os.strerror(errno.EISDIR))),
+                          errno.EISDIR)
+        finally:
+            for fd in stack:
+                os.close(fd)
+
+    def _target_parts(self, target: str, stack: list[int]) -> list[str]:
+        """A symlink's target as components still to walk, from where the walk is."""
+        parts = _split(target)
+        if parts and parts[0] == "/":
+            parts = self._under_root(parts, "it resolves outside the workspace root "
+                                     "(through a symlink)")
+            for fd in stack:  # an absolute target starts again at the root
+                os.close(fd)
+            stack.clear()
+        return parts
+
+    def _under_root(self, parts: list[str], reason: str) -> list[str]:
+        """The components of an absolute path below the root, or :class:`Refused`."""
+        for prefix in self._root_prefixes():
+            if tuple(parts[: len(prefix)]) == prefix:
+                return parts[len(prefix):]
+        raise Refused("outside", reason)
+
+    def _root_prefixes(self) -> tuple[tuple[str, ...], ...]:
+        if self._prefixes is None:
+            spellings = {os.path.abspath(self.root)}
+            with contextlib.suppress(OSError, ValueError):  # the root is open already
+                spellings.add(os.path.realpath(self.root))
+            self._prefixes = tuple(tuple(_split(s)) for s in sorted(spellings))
+        return self._prefixes
+
+    # -- where descriptors cannot be used --------------------------------------------
+
+    def _open_and_verify(self, parts: list[str]) -> Opened:  # pragma: no cover
+        """Open by path, then check that the file opened is the one the resolved path
+        names beneath the root (an identity check by ``fstat``)."""
+        path = os.path.join(self.root, *parts)
+        try:
+            fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
+        except OSError as error:
+            raise Refused.from_os(error) from None
+        try:
+            info = _fstat(fd)
+            real = os.path.realpath(path)
+            root = os.path.realpath(self.root)
+            resolved = os.stat(real)
+        except (OSError, ValueError) as error:
+            os.close(fd)
+            raise Refused("error", str(error)) from None
+        inside = os.path.commonpath([root, real]) == root
+        if not inside or (resolved.st_dev, resolved.st_ino) != (info.st_dev, info.st_ino):
+            os.close(fd)
+            raise Refused("outside", "it resolves outside the workspace root "
+                          "(through a symlink)")
+        return Opened(fd, info)
+
+
+def _fstat(fd: int) -> os.stat_result:
+    try:
+        return os.fstat(fd)
+    except OSError as error:
+        os.close(fd)
+        raise Refused.from_os(error) from None
+
+
+def _split(path: str) -> list[str]:
+    """``/a/b`` → ``["/", "a", "b"]``; ``a//b/`` → ``["a", "b"]``."""
+    parts = [part for part in path.split("/") if part]
+    if os.altsep:  # pragma: no cover - Windows
+        parts = [piece for part in parts for piece in part.split(os.altsep) if piece]
+    return ["/", *parts] if path.startswith("/") else parts
