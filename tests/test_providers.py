@@ -580,6 +580,51 @@ def test_marker_in_any_text_never_reaches_the_model(
     assert "before\\nafter" in json.dumps(body, ensure_ascii=False)
 
 
+SENDERS: dict[str, Callable[[dict[str, Any]], Wire]] = {
+    "anthropic": send_anthropic,
+    "openai-chat": send_openai_chat,
+    "openai-responses": send_openai_responses,
+    "gemini": lambda body: send_gemini("m", body),
+}
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_marker_in_tool_arguments_and_descriptions_never_reaches_the_model(
+    name: str, payload: CompiledPromptPayload
+) -> None:
+    comment = BOUNDARY_MARKER.strip()
+    leaked = f"lead-in{BOUNDARY_MARKER}follow-up"
+    tool = ToolSpec(
+        name="search", description=f"Search.{BOUNDARY_MARKER}Use it often.",
+        parameters={"type": "object", "properties": {
+            "query": {"type": "string", "description": f"what to find {comment}"},
+            f"tag{comment}": {"type": "string"},
+        }},
+    )
+    arguments = {"query": leaked, "nested": {"list": [leaked, 1, {"deep": comment}]},
+                 f"key{comment}": "value"}
+    request = ChatRequest(
+        model="m", compiled_prompt=payload, tools=[tool],
+        messages=[
+            ChatMessage.user("find it"),
+            ChatMessage.assistant("", tool_calls=[ToolCall(id="t", name="search",
+                                                           arguments=arguments)]),
+            ChatMessage.tool("t", "found"),
+            ChatMessage.user("thanks"),
+        ],
+        # The Responses API has no stop sequences.
+        sampling=SamplingOptions(stop=[] if name == "openai-responses" else [f"END{comment}"]),
+    )
+    body = ADAPTERS[name](request)
+    sent = SENDERS[name](body).body  # what the official SDK puts on the wire
+    for shown in (body, sent):
+        assert_no_marker(shown)
+        text = json.dumps(shown, ensure_ascii=False)
+        # The text around each marker stays (arguments may travel as JSON text).
+        assert text.count("lead-in") == text.count("follow-up") == 2
+        assert "Search.\\nUse it often." in text and "what to find " in text
+
+
 @pytest.mark.parametrize("name", ADAPTERS)
 def test_summary_survives_every_adapter(name: str, payload: CompiledPromptPayload) -> None:
     request = ChatRequest(model="m", compiled_prompt=payload,

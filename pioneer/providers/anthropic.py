@@ -33,7 +33,7 @@ from .caching import (
     plan_breakpoints,
 )
 from .layout import Layout, layout
-from .request import ChatMessage, ChatRequest, clean
+from .request import ChatMessage, ChatRequest, clean, model_facing
 from .system import SystemPart, system_parts
 
 __all__ = ["DEFAULT_MAX_TOKENS", "to_anthropic"]
@@ -45,6 +45,7 @@ DEFAULT_MAX_TOKENS = 4096
 Place = tuple[Any, ...]
 
 
+@model_facing
 def to_anthropic(request: ChatRequest, *, cache_conversation: bool = True) -> dict[str, Any]:
     """The Messages API body; ``cache_conversation=False`` leaves the last block unmarked."""
     plan = layout(request)

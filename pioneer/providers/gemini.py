@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from .layout import Layout, layout
-from .request import ChatMessage, ChatRequest, clean
+from .request import ChatMessage, ChatRequest, clean, model_facing
 from .system import system_parts
 
 __all__ = ["endpoint", "to_gemini"]
@@ -30,6 +30,7 @@ def endpoint(request: ChatRequest) -> str:
     return f"models/{request.model}:generateContent"
 
 
+@model_facing
 def to_gemini(request: ChatRequest) -> dict[str, Any]:
     """The generateContent body."""
     plan = layout(request)

@@ -20,7 +20,7 @@ import json
 from typing import Any, Literal
 
 from .layout import Layout, layout
-from .request import ChatMessage, ChatRequest, clean
+from .request import ChatMessage, ChatRequest, clean, model_facing
 from .system import joined_prompt, prompt_cache_key
 
 __all__ = ["SystemRole", "arguments_json", "to_openai_chat"]
@@ -28,6 +28,7 @@ __all__ = ["SystemRole", "arguments_json", "to_openai_chat"]
 SystemRole = Literal["system", "developer"]
 
 
+@model_facing
 def to_openai_chat(request: ChatRequest, *, system_role: SystemRole = "system") -> dict[str, Any]:
     """The Chat Completions body; ``system_role="developer"`` for models that want it."""
     plan = layout(request)

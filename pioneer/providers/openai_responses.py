@@ -23,12 +23,13 @@ from typing import Any
 from ..errors import InputError, Problem
 from .layout import Layout, layout
 from .openai_chat import SystemRole, arguments_json
-from .request import ChatMessage, ChatRequest, clean
+from .request import ChatMessage, ChatRequest, clean, model_facing
 from .system import joined_prompt, prompt_cache_key
 
 __all__ = ["to_openai_responses"]
 
 
+@model_facing
 def to_openai_responses(
     request: ChatRequest, *, system_role: SystemRole = "system"
 ) -> dict[str, Any]:

@@ -11,10 +11,11 @@ validation failures into an :class:`~pioneer.errors.InputError` naming file and 
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, ParamSpec
 
 from pydantic import (
     AfterValidator,
@@ -46,6 +47,7 @@ __all__ = [
     "ToolSpec",
     "clean",
     "load_chat_request",
+    "model_facing",
     "parse_chat_request",
 ]
 
@@ -91,6 +93,45 @@ def clean(text: str) -> str:
     while _COMMENT in text:
         text = strip_prompt_cache_boundary(text).replace(_COMMENT, "")
     return text
+
+
+def _scrub(value: Any) -> Any:
+    """``value`` with :func:`clean` applied to every string in it, dict keys included;
+    containers are rebuilt only where something changed."""
+    if isinstance(value, str):
+        return clean(value) if _COMMENT in value else value
+    if isinstance(value, dict):
+        items = [(_scrub(key), _scrub(item)) for key, item in value.items()]
+        if all(k is key and v is item for (k, v), (key, item) in zip(
+                items, value.items(), strict=True)):
+            return value
+        return dict(items)
+    if isinstance(value, list | tuple):
+        scrubbed = [_scrub(item) for item in value]
+        if all(new is old for new, old in zip(scrubbed, value, strict=True)):
+            return value
+        return type(value)(scrubbed)
+    return value
+
+
+P = ParamSpec("P")
+
+
+def model_facing(adapter: Callable[P, dict[str, Any]]) -> Callable[P, dict[str, Any]]:
+    """An adapter whose body never carries the boundary marker, in any field.
+
+    The one place that holds for every field of every body: whatever the adapter put
+    there (message text, a tool call's arguments, a tool's description or schema, a
+    tool result, a stop sequence, a key), the finished body gets a last pass over all
+    its strings. The adapters still clean what they test for emptiness first.
+    """
+
+    @functools.wraps(adapter)
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> dict[str, Any]:
+        body: dict[str, Any] = _scrub(adapter(*args, **kwargs))
+        return body
+
+    return wrapped
 
 
 def _visible(text: str) -> bool:
