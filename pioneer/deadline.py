@@ -9,7 +9,7 @@ Nothing else runs on that thread: the caller's own work on the result (validatin
 hook's contributions, storing a summary) happens on the waiting thread, and only for a
 result that came in time. So an abandoned call never runs pioneer code after its
 deadline, and a process that exits while one is still running does not have pioneer
-code torn down mid-way on it (docs/failure-behaviour.md).
+code torn down mid-way on it (docs/failure-behaviour.md, "Hooks").
 
 Failures: whatever the callable raises is handed back in :class:`Outcome` as a value,
 except :data:`PASSES_THROUGH` (``KeyboardInterrupt``, ``SystemExit``), which is raised

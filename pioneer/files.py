@@ -12,7 +12,7 @@ folder holding the link, an absolute one only when it names a place under the ro
 moment of opening, a file beneath the root, whatever is swapped in between; anything
 else is a :class:`Refused` naming why. The final component is opened with
 ``O_NONBLOCK``, so a FIFO cannot block the open, and the caller gets its ``fstat`` to
-judge what it opened (docs/failure-behaviour.md).
+judge what it opened (docs/failure-behaviour.md, "Identity files and AGENTS.md").
 
 A basic module (it imports nothing of pioneer): the compile stage reads the runtime
 home with it and the sections stage AGENTS.md, and both must share one walk.
@@ -131,6 +131,14 @@ class Beneath:
         Raises :class:`Refused`; never a raw ``OSError``.
         """
         parts = _split(path) if isinstance(path, str) else [p for p in path if p]
+        for part in parts:  # what no file system can name is refused before any open
+            try:
+                encoded = os.fsencode(part)
+            except UnicodeError:
+                raise Refused("error", "not a valid file name (a character cannot be "
+                              "encoded)") from None
+            if b"\0" in encoded:
+                raise Refused("error", "not a valid file name (it holds a NUL byte)")
         if not _SUPPORTED:  # pragma: no cover
             return self._open_and_verify(parts)
         if self._fd is None:
@@ -225,8 +233,10 @@ class Beneath:
 
     def _root_prefixes(self) -> tuple[tuple[str, ...], ...]:
         if self._prefixes is None:
-            spellings = {os.path.abspath(self.root)}
-            with contextlib.suppress(OSError, ValueError):  # the root is open already
+            spellings: set[str] = set()
+            with contextlib.suppress(OSError, ValueError):  # a removed working folder
+                spellings.add(os.path.abspath(self.root))
+            with contextlib.suppress(OSError, ValueError):
                 spellings.add(os.path.realpath(self.root))
             self._prefixes = tuple(tuple(_split(s)) for s in sorted(spellings))
         return self._prefixes

@@ -496,3 +496,15 @@ def test_paths_that_stay_inside_are_read(tmp_path: Path) -> None:
         result = load_bootstrap(home, [(name, True)], max_chars_per_file=100,
                                 max_chars_total=100)
         assert result.files[name].content == "Inside.", name
+
+
+@pytest.mark.parametrize(("name", "reason"), [
+    ("SO\0UL.md", "not a valid file name (it holds a NUL byte)"),
+    ("SOUL\ud800.md", "not a valid file name (a character cannot be encoded)"),
+], ids=["nul", "surrogate"])
+def test_a_file_name_no_file_system_can_hold_is_a_read_error(
+    home: Path, name: str, reason: str
+) -> None:
+    result = load_bootstrap(home, [(name, True)], max_chars_per_file=100, max_chars_total=100)
+    assert [(d.code, d.message) for d in result.diagnostics] == [
+        ("file_read_error", f"bootstrap file `{name}` could not be read: {reason}")]

@@ -7,7 +7,7 @@ OpenAI chat-completions protocol (``POST {base_url}/chat/completions``) with the
 standard library's ``urllib``; every failure becomes a :class:`SummarizerError`. It
 follows no redirect (the key goes to the configured endpoint and nowhere else) and its
 ``timeout`` is one deadline for the whole call, however slowly the server answers
-(docs/failure-behaviour.md).
+(docs/failure-behaviour.md, "Summarizers").
 """
 
 from __future__ import annotations
