@@ -178,22 +178,6 @@ def test_names_read_through_an_include_are_part_of_the_key(
         assert payload.to_json() == _cold(compile_input, template_path=[partial_templates])
 
 
-def test_a_computed_include_makes_every_name_part_of_the_key(
-    full_home: Path, tmp_path: Path, trusted: None
-) -> None:
-    folder = tmp_path / "templates"
-    folder.mkdir()
-    (folder / "identity_base.md.j2").write_text(
-        "{% include profile ~ '.part.j2' %}\n", encoding="utf-8"
-    )
-    (folder / "full.part.j2").write_text("Extra: {{ extra_system }}\n", encoding="utf-8")
-    compiler = PromptCompiler(template_path=[folder])
-    assert compiler.templates.names_read("identity_base.md.j2") is None
-    for extra in ("one", "two"):
-        payload = compiler.compile(_input(full_home, extra_system=extra))
-        assert f"Extra: {extra}" in payload.stable_system_text
-
-
 def test_a_recently_changed_file_is_not_trusted(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -8,14 +8,13 @@ verbatim even when it looks like jinja.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 from support import within
 
 from pioneer import PioneerError, PromptCompileInput, PromptCompiler, TemplateError
-from pioneer.compile.sandbox import MAX_BUILD, MAX_OUTPUT
+from pioneer.compile.sandbox import INPUT_COPIES, MAX_OUTPUT
 from pioneer.hooks.models import PromptSectionContribution
 from pioneer.hooks.registry import HookContext, HookRegistry
 from pioneer.sections.agents_md import agents_md_subscription
@@ -30,6 +29,10 @@ title = "Identity"
 stability = "stable"
 template = "evil.md.j2"
 {extra}"""
+
+#: The limit of every render here: its own MAX_OUTPUT, plus INPUT_COPIES times the text it
+#: is handed (the profile name, the section id and the title).
+LIMIT = MAX_OUTPUT + INPUT_COPIES * len("acme" + "identity_base" + "Identity")
 
 #: A generous watchdog: these renders are refused at once; only a broken guard runs on.
 NEVER_HANGS = 60.0
@@ -111,30 +114,34 @@ def test_lipsum_is_not_offered(tmp_path: Path) -> None:
          "(100000)."),
         ("'x' * 10**10",
          f"repeating a sequence would build 10000000000 characters; templates may build at "
-         f"most {MAX_BUILD}"),
+         f"most {LIMIT}"),
         ("10**10 * 'x'",
          f"repeating a sequence would build 10000000000 characters; templates may build at "
-         f"most {MAX_BUILD}"),
+         f"most {LIMIT}"),
         ("[1, 2] * 10**9",
          f"repeating a sequence would build 2000000000 characters; templates may build at "
-         f"most {MAX_BUILD}"),
+         f"most {LIMIT}"),
+        # The text of a list, not its memory: [s] * n holds s once but prints it n times.
         ("['abc'] * 500000",
-         f"repeating a list of strings would build 1500000 characters; templates may build "
-         f"at most {MAX_BUILD}"),
+         f"repeating a list of strings would build 3500000 characters; templates may build "
+         f"at most {LIMIT}"),
+        ("[['x' * 1000000]] * 1000",
+         f"repeating a list of strings would build 1000006000 characters; templates may "
+         f"build at most {LIMIT}"),
         ("2 ** 100000000",
          "a power would build 200000000 bits; templates may build at most 100000"),
         ("'{:>1000000000}'.format(1)",
          f"a format width or precision would build 1000000000 characters; templates may "
-         f"build at most {MAX_BUILD}"),
+         f"build at most {LIMIT}"),
         ("'{:.999999999f}'.format(1.5)",
          f"a format width or precision would build 999999999 characters; templates may "
-         f"build at most {MAX_BUILD}"),
+         f"build at most {LIMIT}"),
         ("'{0:{1}}'.format(1, 10**9)",
          "a replacement field inside a format spec is not allowed in templates; write the "
          "number"),
         ("'%1000000000d' % 1",
          f"a % format width would build 1000000000 characters; templates may build at most "
-         f"{MAX_BUILD}"),
+         f"{LIMIT}"),
         ("'%*d' % (10**9, 1)",
          "a '*' width or precision in % formatting is not allowed in templates; write the "
          "number"),
@@ -143,30 +150,31 @@ def test_lipsum_is_not_offered(tmp_path: Path) -> None:
          "number"),
         ("'x'|center(10**10)",
          f"the center filter would build 10000000000 characters; templates may build at "
-         f"most {MAX_BUILD}"),
+         f"most {LIMIT}"),
         ("'x'|indent(10**10, true)",
          f"the indent filter would build 10000000001 characters; templates may build at "
-         f"most {MAX_BUILD}"),
+         f"most {LIMIT}"),
         ("'x'.ljust(10**10)",
          f"str.ljust would build 10000000000 characters; templates may build at most "
-         f"{MAX_BUILD}"),
+         f"{LIMIT}"),
         ("'x'.zfill(10**10)",
          f"str.zfill would build 10000000000 characters; templates may build at most "
-         f"{MAX_BUILD}"),
+         f"{LIMIT}"),
         ("'\\t\\t'.expandtabs(10**9)",
          f"str.expandtabs would build 2000000002 characters; templates may build at most "
-         f"{MAX_BUILD}"),
-        ("('y' * 1000).replace('', 'x' * 1000)",
-         f"replace would build 1002000 characters; templates may build at most {MAX_BUILD}"),
-        ("('y' * 1000)|replace('y', 'x' * 1001)",
-         f"replace would build 1001000 characters; templates may build at most {MAX_BUILD}"),
+         f"{LIMIT}"),
+        ("('y' * 2000).replace('', 'x' * 1000)",
+         f"replace would build 2003000 characters; templates may build at most {LIMIT}"),
+        ("('y' * 1000)|replace('y', 'x' * 2001)",
+         f"replace would build 2001000 characters; templates may build at most {LIMIT}"),
         ("('ab' * 1000)|join('x' * 1000)",
-         f"join would build 2001000 characters; templates may build at most {MAX_BUILD}"),
-        ("('x' * 1000).join(['y' * 1000] * 1000)",
-         f"join would build 1999000 characters; templates may build at most {MAX_BUILD}"),
+         f"join would build 2001000 characters; templates may build at most {LIMIT}"),
+        # 2,890 characters of items and 999 separators of 3,000
+        ("('x' * 3000).join(range(1000)|map('string'))",
+         f"join would build 2999890 characters; templates may build at most {LIMIT}"),
         ("(1).to_bytes(10**10, 'big')",
          f"int.to_bytes would build 10000000000 bytes; templates may build at most "
-         f"{MAX_BUILD}"),
+         f"{LIMIT}"),
     ],
 )
 def test_exhaustion_is_refused_before_it_is_built(
@@ -195,10 +203,10 @@ def test_a_loop_that_emits_without_end_is_stopped_at_the_output_limit(tmp_path: 
     template = ("{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}"
                 "{% endfor %}\n")
     message = within(NEVER_HANGS, lambda: _render_error(tmp_path, template))
-    assert re.fullmatch(
-        r"templates/evil\.md\.j2: the rendered text went over its limit of 10000\d\d "
-        rf"characters \(a template may emit at most {MAX_OUTPUT} beyond the text it is "
-        r'given\)\n  while rendering section "identity_base"', message)
+    assert message == (
+        f"templates/evil.md.j2: the render built more than its limit of {LIMIT} characters "
+        f"(printed, captured and computed text all count: {MAX_OUTPUT} plus {INPUT_COPIES} "
+        'times the text it is given)\n  while rendering section "identity_base"')
 
 
 def test_the_output_limit_grows_with_the_input_it_passes_through(tmp_path: Path) -> None:
@@ -231,7 +239,8 @@ def test_a_failing_condition_is_a_template_error(tmp_path: Path) -> None:
     with pytest.raises(TemplateError) as info:
         compiler.compile(PromptCompileInput(workspace_root=tmp_path, profile="acme"))
     assert str(info.value) == (
-        'section "identity_base" → when: condition failed: ZeroDivisionError: division by zero'
+        f'{tmp_path}/profiles/acme.toml:8: sections[0] (id "identity_base") → when: condition '
+        "failed: ZeroDivisionError: division by zero"
     )
 
 
@@ -341,7 +350,8 @@ def test_text_inputs_are_never_rendered(tmp_path: Path) -> None:
     }))
     # 3 identity files, skills, retry, context, extra, and a body and a title each for
     # the runtime and the hook section
-    _assert_verbatim(payload.full_system_text, 11)
+    # The home's path is in the text (file headings): keep its digits out of the check.
+    _assert_verbatim(payload.full_system_text.replace(str(tmp_path), "<tmp>"), 11)
 
 
 def test_hook_and_agents_md_text_is_never_rendered(tmp_path: Path) -> None:

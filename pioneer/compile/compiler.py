@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import PioneerError, Problem, ProfileError, TemplateError
 from ..settings_values import SettingsValues
 from ..tokens import TokenCounter, default_counter
+from .allowance import render_scope, text_size
 from .bootstrap import BootstrapLoader, BootstrapResult
 from .boundary import (
     BOUNDARY_MARKER,
@@ -51,8 +52,9 @@ from .profile import (
     problem_summary,
     structural_problems,
 )
+from .readonly import read_only
 from .refs import count_ref_lines
-from .sandbox import render_parts, text_size
+from .sandbox import render_parts
 from .templates import TemplateSet, build_environment, describe, render_error
 
 __all__ = ["LoadedProfile", "PromptCompiler", "compile_prompt"]
@@ -406,8 +408,12 @@ class _SectionRenderer:
         counter: TokenCounter | None,
     ):
         self.templates = templates
-        # A pydantic model keeps its field values in ``__dict__``: one C-level copy.
+        # A pydantic model keeps its field values in ``__dict__``: one C-level copy. The
+        # templates see read-only views of its lists, never the caller's own.
         self.base: dict[str, Any] = dict(compile_input.__dict__)
+        for name, value in self.base.items():
+            if type(value) is list:
+                self.base[name] = read_only(value)
         self.base["profile"] = profile.spec.name
         # The Artifact References policy follows the refs the prompt carries: those in the
         # kept contributions and input texts, plus those the caller counted in the history
@@ -421,6 +427,8 @@ class _SectionRenderer:
         self.input = compile_input
         self.profile_name = profile.spec.name
         self.fingerprint = profile.fingerprint
+        self.locator = profile.source.locator
+        self.sections = profile.spec.sections
         self.claimed = profile.claimed
         self.plan = plan
         self.boot = boot
@@ -495,7 +503,7 @@ class _SectionRenderer:
                     section, section.id, section.title, extra, f"file:{found.name}",
                     found.truncated))
             case "input":
-                value = getattr(self.input, section.field or "")
+                value = self.base.get(section.field or "")
                 if value is None or (isinstance(value, str) and not value.strip()):
                     out.append(_left_out(section.id, "input_empty",
                                          f"input {section.field} is empty"))
@@ -605,14 +613,19 @@ class _SectionRenderer:
             return found
         expression = self.templates.condition(when)
         try:
-            result = bool(expression(self.base))
+            with render_scope(lambda: text_size(self.base.values())):
+                result = bool(expression(self.base))
         except Exception as error:  # the sandbox's refusals and any runtime error alike
-            raise TemplateError(Problem(
-                f"condition failed: {describe(error)}", path=f'section "{section.id}" → when'
+            raise TemplateError(self.locator.problem(
+                ["sections", self._index(section), "when"],
+                f"condition failed: {describe(error)}",
             )) from None
         if key is not None:
             self.conditions.put(section.id, key, result)
         return result
+
+    def _index(self, section: SectionSpec) -> int:
+        return next(i for i, s in enumerate(self.sections) if s is section)
 
     def _emit(
         self,

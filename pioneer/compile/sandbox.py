@@ -2,20 +2,26 @@
 
 jinja2's sandbox refuses attribute walks to Python internals (``__class__``,
 ``__globals__``, ``__subclasses__``, ...), including those hidden in ``str.format``
-fields, and caps ``range`` at ``MAX_RANGE`` items. It does not limit how much one
-expression may build, so ``"x" * 10**10`` or ``"{:>9999999999}".format(1)`` would ask for
-gigabytes. :class:`Sandbox` refuses, before building anything, every operation that
-would make a string or list longer than :data:`MAX_BUILD` or an integer longer than
-:data:`MAX_INT_BITS`: ``*``, ``**``, ``%`` formatting, ``str.format`` widths and
-precisions, the padding methods (``center``, ``ljust``, ``rjust``, ``zfill``,
-``expandtabs``), ``replace``, ``join``, ``int.to_bytes`` and the ``format``, ``center``,
-``indent``, ``replace`` and ``join`` filters; ``lipsum`` is not offered.
-:func:`render_parts` streams a render and stops once it emits more than its limit.
+fields, and caps ``range`` at ``MAX_RANGE`` items. It does not limit how much a template
+may build. :class:`Sandbox` charges everything to the render's
+:class:`~pioneer.compile.allowance.Allowance`, through jinja2's documented extension
+points only:
 
-What is left: a template can still spend time in nested loops, or double a string in a
-loop (``{% set ns.s = ns.s ~ ns.s %}``) until memory runs out; Python cannot stop a
-running render. Refusals raise :class:`TemplateLimitError`, a jinja2 ``SecurityError``,
-which the compiler reports as a ``TemplateError`` with the template and line.
+- ``call`` (every call from template code), ``call_binop`` (``*``, ``**``, ``%``,
+  ``+``), ``wrap_str_format`` and every filter: arguments that fix the size of the
+  result (widths, counts, separators, the text form of a value) are measured first and
+  the call refused when the result would pass the limit; the result is then charged;
+- ``finalize`` (every printed value) and the code generator's ``~`` and output buffers
+  (``{% set %}`` blocks, macros, ``caller()``, ``{% filter %}``), and ``concat`` (blocks
+  called as ``self.name()`` or ``super()``): printed and captured text is charged;
+- ``template_class``: an imported template's module is built anew for every import, so
+  nothing a template sets survives into another render, and its text is charged too.
+
+``lipsum``, ``random`` and ``pprint`` are not offered (filler text, non-determinism,
+output that grows with nesting). Refusals raise
+:class:`~pioneer.compile.allowance.TemplateLimitError` (a jinja2 ``SecurityError``); the
+compiler reports it as a ``TemplateError`` with the template and line. CPU spent in loops
+is not bounded (docs/failure.md).
 """
 
 from __future__ import annotations
@@ -23,15 +29,30 @@ from __future__ import annotations
 import re
 from collections import ChainMap
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from numbers import Number
 from string import Formatter
 from typing import Any
 
 import jinja2
-from jinja2.exceptions import SecurityError
+from jinja2.compiler import CodeGenerator, Frame
+from jinja2.environment import TemplateModule
+from jinja2.filters import make_attrgetter
+from jinja2.runtime import BlockReference, Macro
 from jinja2.sandbox import SandboxedEnvironment
 
+from .allowance import (
+    INPUT_COPIES,
+    MAX_INT_BITS,
+    MAX_OUTPUT,
+    Allowance,
+    TemplateLimitError,
+    current,
+    render_scope,
+    text_size,
+)
+
 __all__ = [
-    "MAX_BUILD",
+    "INPUT_COPIES",
     "MAX_INT_BITS",
     "MAX_OUTPUT",
     "Sandbox",
@@ -40,88 +61,104 @@ __all__ = [
     "text_size",
 ]
 
-#: The longest string (in characters) or list (in items) one template operation may build.
-MAX_BUILD = 1_000_000
-#: The largest integer (in bits) ``**`` may build.
-MAX_INT_BITS = 100_000
-#: What a section's template may emit beyond the text it was handed (see render_parts).
-MAX_OUTPUT = 1_000_000
-
 # One printf conversion: %[(key)][flags][width][.precision][length]type
 _PRINTF = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d*))?[hlL]?(.)", re.DOTALL)
 _DIGITS = re.compile(r"\d+")
+_SEQUENCES = (str, bytes, list, tuple)
 
 
-class TemplateLimitError(SecurityError):
-    """A template operation would build more than the sandbox allows."""
+def _size(value: Any) -> int:
+    """What a result counts against the allowance: its characters, bytes or items."""
+    kind = type(value)
+    if kind is str or kind is list or kind is tuple or kind is bytes or kind is dict:
+        return len(value)
+    if isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)):
+        return len(value)
+    return 0
 
 
-def _refuse(what: str, size: int, limit: int = MAX_BUILD, unit: str = "characters") -> None:
-    if size > limit:
-        raise TemplateLimitError(
-            f"{what} would build {size} {unit}; templates may build at most {limit}"
-        )
+def _largest_text(values: Iterable[Any], allowance: Allowance) -> int:
+    """The longest text form among ``values`` (what one format field can print)."""
+    return max(map(allowance.measure, values), default=0)
 
 
-def _length(value: Any) -> int:
-    return len(value) if isinstance(value, (str, bytes, list, tuple)) else 0
+# -- operators ----------------------------------------------------------------------
 
 
-def _check_repeat(left: Any, right: Any) -> None:
+def _check_repeat(allowance: Allowance, left: Any, right: Any) -> None:
     for sequence, count in ((left, right), (right, left)):
-        if isinstance(count, int) and isinstance(sequence, (str, bytes, list, tuple)):
-            _refuse("repeating a sequence", len(sequence) * max(count, 0))
-            if isinstance(sequence, (list, tuple)):
-                chars = sum(len(item) for item in sequence if isinstance(item, str))
-                _refuse("repeating a list of strings", chars * max(count, 0))
+        if isinstance(count, int) and isinstance(sequence, _SEQUENCES):
+            count = max(count, 0)
+            allowance.check(len(sequence) * count, "repeating a sequence")
+            if isinstance(sequence, (list, tuple)) and count > 1:
+                allowance.check(allowance.measure(sequence) * count,
+                                "repeating a list of strings")
+
+
+def _check_product(allowance: Allowance, left: Any, right: Any) -> None:
+    if type(left) is int and type(right) is int:
+        bits = left.bit_length() + right.bit_length()
+        if bits > MAX_INT_BITS:
+            raise TemplateLimitError(f"a product would build {bits} bits; templates may "
+                                     f"build at most {MAX_INT_BITS}")
 
 
 def _check_power(base: Any, exponent: Any) -> None:
     if isinstance(base, int) and isinstance(exponent, int) and abs(base) > 1 and exponent > 0:
-        _refuse("a power", base.bit_length() * exponent, MAX_INT_BITS, "bits")
+        bits = base.bit_length() * exponent
+        if bits > MAX_INT_BITS:
+            raise TemplateLimitError(
+                f"a power would build {bits} bits; templates may build at most {MAX_INT_BITS}")
 
 
-def _check_printf(template: Any, values: Any) -> None:
-    """``%`` formatting: every width and precision is a literal within MAX_BUILD."""
+def _check_printf(allowance: Allowance, template: Any, values: Any) -> None:
+    """``%`` formatting: literal widths, and no more text than the limit in all."""
+    if isinstance(template, bytes):
+        template = template.decode("latin-1")
     if not isinstance(template, str):
         return
+    conversions = 0
+    padding = 0
     for match in _PRINTF.finditer(template):
-        width, precision, _ = match.groups()
+        width, precision, kind = match.groups()
         if "*" in (width, precision):
             raise TemplateLimitError("a '*' width or precision in % formatting is not allowed "
                                      "in templates; write the number")
-        _refuse("a % format width", int(width or 0))
-        _refuse("a % format precision", int(precision or 0))
+        allowance.check(int(width or 0), "a % format width")
+        allowance.check(int(precision or 0), "a % format precision")
+        if kind != "%":
+            conversions += 1
+            padding += max(int(width or 0), int(precision or 0))
+    if not conversions:
+        return
+    if isinstance(values, Mapping):
+        items: Iterable[Any] = values.values()
+    elif isinstance(values, tuple):
+        items = values
+    else:
+        items = (values,)
+    allowance.check(len(template) + padding + conversions * _largest_text(items, allowance),
+                    "% formatting")
 
 
-def _check_format(template: str) -> None:
-    """``str.format``: no nested fields in a spec; every number in it within MAX_BUILD."""
+def _format_spec(template: str) -> tuple[int, int]:
+    """``str.format``: the number of fields and the sum of their widths and precisions."""
+    fields = padding = 0
     for _, field, spec, _ in Formatter().parse(template):
-        if field is None or not spec:
+        if field is None:
             continue
-        if "{" in spec:
+        fields += 1
+        if spec and "{" in spec:
             raise TemplateLimitError("a replacement field inside a format spec is not allowed "
                                      "in templates; write the number")
-        for number in _DIGITS.findall(spec):
-            _refuse("a format width or precision", int(number))
+        numbers = [int(number) for number in _DIGITS.findall(spec or "")]
+        for number in numbers:
+            current().check(number, "a format width or precision")
+        padding += sum(numbers)
+    return fields, padding
 
 
-def _check_replace(text: Any, old: Any, new: Any, count: Any = -1) -> None:
-    if not (isinstance(text, str) and isinstance(old, str) and isinstance(new, str)):
-        return
-    if len(new) <= len(old):
-        return
-    found = text.count(old) if old else len(text) + 1
-    if isinstance(count, int) and count >= 0:
-        found = min(found, count)
-    _refuse("replace", len(text) + found * (len(new) - len(old)))
-
-
-def _check_join(separator: Any, items: Any) -> None:
-    if isinstance(items, (str, list, tuple)) and isinstance(separator, str):
-        chars = len(items) if isinstance(items, str) else sum(
-            len(item) for item in items if isinstance(item, str))
-        _refuse("join", chars + len(separator) * max(len(items) - 1, 0))
+# -- methods ------------------------------------------------------------------------
 
 
 def _argument(args: Sequence[Any], kwargs: Mapping[str, Any], index: int, name: str) -> Any:
@@ -130,127 +167,400 @@ def _argument(args: Sequence[Any], kwargs: Mapping[str, Any], index: int, name: 
     return kwargs.get(name)
 
 
-def _width(args: Sequence[Any], kwargs: Mapping[str, Any], name: str = "width") -> int:
-    value = _argument(args, kwargs, 0, name)
+def _int(value: Any) -> int:
     return value if isinstance(value, int) else 0
 
 
-def _check_method(method: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
-    """Bound methods of str and int that can build far more than they are given."""
+def _replace_size(text: Any, old: Any, new: Any, count: Any = -1) -> int:
+    if not (isinstance(text, (str, bytes)) and type(old) is type(text)
+            and type(new) is type(text)):
+        return 0
+    if len(new) <= len(old):
+        return 0
+    found = text.count(old) if old else len(text) + 1  # type: ignore[arg-type]
+    if isinstance(count, int) and count >= 0:
+        found = min(found, count)
+    return len(text) + found * (len(new) - len(old))
+
+
+def _join_size(allowance: Allowance, separator: Any, items: Sequence[Any]) -> int:
+    if isinstance(separator, bytes):
+        chars = sum(len(item) for item in items if isinstance(item, (bytes, bytearray)))
+    else:
+        chars = sum(map(allowance.measure, items))
+    return chars + len(separator) * max(len(items) - 1, 0)
+
+
+def _translate_size(text: str, table: Any) -> int:
+    if isinstance(table, Mapping):
+        pairs: Iterable[tuple[Any, Any]] = table.items()
+    elif isinstance(table, (list, tuple)):
+        pairs = enumerate(table)
+    else:
+        raise TemplateLimitError("str.translate takes a dict or a list in templates")
+    size = len(text)
+    for key, value in pairs:
+        if isinstance(key, int) and isinstance(value, str) and len(value) > 1:
+            try:
+                size += text.count(chr(key)) * (len(value) - 1)
+            except (ValueError, OverflowError):
+                continue
+    return size
+
+
+_MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
+
+
+def _check_method(allowance: Allowance, method: Any, args: tuple[Any, ...],
+                  kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Bound methods that can build far more than they are given; returns the arguments
+    (an iterable a size depends on is read into a list first)."""
     owner = getattr(method, "__self__", None)
     name = getattr(method, "__name__", "")
-    if isinstance(owner, str):
+    if isinstance(owner, (str, bytes)):
+        kind = type(owner).__name__
         if name in ("center", "ljust", "rjust", "zfill"):
-            _refuse(f"str.{name}", _width(args, kwargs))
+            allowance.check(_int(_argument(args, kwargs, 0, "width")), f"{kind}.{name}")
         elif name == "expandtabs":
-            tabsize = _width(args, kwargs, "tabsize")
-            _refuse("str.expandtabs", len(owner) + owner.count("\t") * max(tabsize, 0))
+            tabsize = _int(_argument(args, kwargs, 0, "tabsize"))
+            tab = "\t" if isinstance(owner, str) else b"\t"
+            allowance.check(len(owner) + owner.count(tab) * max(tabsize, 0),  # type: ignore[arg-type]
+                            f"{kind}.expandtabs")
         elif name == "replace":
-            _check_replace(owner, _argument(args, kwargs, 0, "old"),
-                           _argument(args, kwargs, 1, "new"), _argument(args, kwargs, 2, "count"))
+            allowance.check(_replace_size(owner, _argument(args, kwargs, 0, "old"),
+                                          _argument(args, kwargs, 1, "new"),
+                                          _argument(args, kwargs, 2, "count")), "replace")
         elif name == "join" and args:
-            _check_join(owner, args[0])
+            items = args[0] if isinstance(args[0], (list, tuple)) else list(args[0])
+            allowance.check(_join_size(allowance, owner, items), "join")
+            return (items, *args[1:])
+        elif name == "translate" and args and isinstance(owner, str):
+            allowance.check(_translate_size(owner, args[0]), "str.translate")
     elif isinstance(owner, int) and name == "to_bytes":
-        length = _argument(args, kwargs, 0, "length")
-        _refuse("int.to_bytes", length if isinstance(length, int) else 0, unit="bytes")
+        allowance.check(_int(_argument(args, kwargs, 0, "length")), "int.to_bytes", "bytes")
+    elif isinstance(owner, (list, dict, set)) and name in _MUTATORS and args:
+        added = args[-1] if name in ("extend", "update") else None
+        if added is not None and not hasattr(added, "__len__"):
+            added = list(added)
+            args = (*args[:-1], added)
+        allowance.charge(len(added) if added is not None else 1)
+    return args
 
 
-def _checked_filter(
-    filters: dict[str, Callable[..., Any]], name: str, check: Callable[..., None]
-) -> None:
-    original = filters[name]
+# -- filters ------------------------------------------------------------------------
 
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        check(*args, **kwargs)
-        return original(*args, **kwargs)
-
-    # Keep jinja2's pass_eval_context marker (replace and join take the eval context).
-    checked.__dict__.update(getattr(original, "__dict__", {}))
-    filters[name] = checked
-
-
-def _format_filter(value: Any, *args: Any, **kwargs: Any) -> None:
-    _check_printf(value, args or kwargs)
+#: Filters that never turn their value into text (the others are measured first).
+_NOT_TEXT = frozenset({
+    "abs", "attr", "batch", "count", "d", "default", "dictsort", "first", "float",
+    "groupby", "int", "items", "last", "length", "list", "map", "max", "min", "reject",
+    "rejectattr", "reverse", "round", "select", "selectattr", "slice", "sort", "sum",
+    "unique", "join", "format", "tojson",
+})
+#: Not offered: filler text, a random pick, and output that grows with nesting.
+_REMOVED_FILTERS = ("random", "pprint")
 
 
-def _center_filter(value: Any, width: Any = 80) -> None:
-    _refuse("the center filter", width if isinstance(width, int) else 0)
+def _center_filter(a: Allowance, value: Any, width: Any = 80, *_: Any) -> None:
+    a.check(_int(width), "the center filter")
 
 
-def _indent_filter(value: Any, width: Any = 4, *args: Any, **kwargs: Any) -> None:
-    if isinstance(width, int):
-        lines = str(value).count("\n") + 1
-        _refuse("the indent filter", len(str(value)) + lines * max(width, 0))
+def _indent_filter(a: Allowance, value: Any, width: Any = 4, *_: Any, **__: Any) -> None:
+    per_line = len(width) if isinstance(width, str) else max(_int(width), 0)
+    text = str(value)
+    a.check(len(text) + (text.count("\n") + 1) * per_line, "the indent filter")
 
 
-def _replace_filter(eval_ctx: Any, value: Any, old: Any, new: Any, count: Any = None) -> None:
-    _check_replace(str(value), old, new, -1 if count is None else count)
+def _wordwrap_filter(a: Allowance, value: Any, width: Any = 79, _long: Any = True,
+                     wrapstring: Any = None, *_: Any, **__: Any) -> None:
+    if isinstance(wrapstring, str) and len(wrapstring) > 1:
+        text = str(value)
+        lines = len(text) // max(_int(width), 1) + text.count("\n") + 1
+        a.check(len(text) + lines * len(wrapstring), "the wordwrap filter")
 
 
-def _join_filter(eval_ctx: Any, value: Any, d: Any = "", attribute: Any = None) -> None:
-    if attribute is None:
-        _check_join(d, value)
+def _urlize_filter(a: Allowance, value: Any, *args: Any, **kwargs: Any) -> None:
+    extra = sum(len(v) for v in (*args, *kwargs.values()) if isinstance(v, str))
+    if extra:
+        text = str(value)
+        a.check(3 * len(text) + (len(text.split()) + 1) * (extra + 40), "the urlize filter")
+
+
+def _replace_filter(a: Allowance, value: Any, old: Any = "", new: Any = "",
+                    count: Any = None) -> None:
+    a.check(_replace_size(str(value), old, new, -1 if count is None else count), "replace")
+
+
+def _format_filter(a: Allowance, value: Any, *args: Any, **kwargs: Any) -> None:
+    _check_printf(a, value, kwargs or args)
+
+
+def _tojson_filter(a: Allowance, value: Any, indent: Any = None) -> None:
+    a.check_text(value, "the tojson filter")
+    if _int(indent) > 0:
+        a.check(a.measure(value) * (1 + _int(indent)), "the tojson filter")
+
+
+def _batch_filter(a: Allowance, value: Any, linecount: Any = 1, fill_with: Any = None) -> None:
+    if fill_with is not None:
+        a.check(_int(linecount), "the batch filter", "items")
+
+
+def _slice_filter(a: Allowance, value: Any, slices: Any = 1, fill_with: Any = None) -> None:
+    a.check(_int(slices), "the slice filter", "items")
+
+
+_FILTER_CHECKS: dict[str, Callable[..., None]] = {
+    "center": _center_filter,
+    "indent": _indent_filter,
+    "wordwrap": _wordwrap_filter,
+    "urlize": _urlize_filter,
+    "replace": _replace_filter,
+    "format": _format_filter,
+    "tojson": _tojson_filter,
+    "batch": _batch_filter,
+    "slice": _slice_filter,
+}
+
+
+def _items(environment: jinja2.Environment, value: Any, attribute: Any) -> list[Any]:
+    items = list(value)
+    if attribute is not None:
+        getter = make_attrgetter(environment, attribute)
+        items = [getter(item) for item in items]
+    return items
+
+
+def _keep_markers(new: Callable[..., Any], original: Callable[..., Any]) -> Callable[..., Any]:
+    """Copy jinja2's markers (pass_eval_context, pass_environment, async variants)."""
+    new.__dict__.update(getattr(original, "__dict__", {}))
+    return new
+
+
+def _join_filter(original: Callable[..., Any]) -> Callable[..., Any]:
+    def join(eval_ctx: Any, value: Any, d: Any = "", attribute: Any = None) -> Any:
+        allowance = current()
+        items = _items(eval_ctx.environment, value, attribute)
+        allowance.check(_join_size(allowance, d, items), "join")
+        result = original(eval_ctx, items, d)
+        allowance.charge(_size(result))
+        return result
+
+    return _keep_markers(join, original)
+
+
+def _sum_filter(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``sum`` over numbers as jinja2 does it; over lists or tuples in one pass (Python's
+    ``sum`` copies the total at every step), refused past the limit before it is built."""
+
+    def total(environment: jinja2.Environment, iterable: Any, attribute: Any = None,
+              start: Any = 0) -> Any:
+        if isinstance(start, Number):
+            return original(environment, iterable, attribute, start)
+        items = _items(environment, iterable, attribute)
+        if not isinstance(start, (list, tuple)):
+            return original(environment, items, None, start)
+        allowance = current()
+        kind = type(start)
+        for item in items:
+            if not isinstance(item, kind):
+                raise TypeError(f'can only concatenate {kind.__name__} (not '
+                                f'"{type(item).__name__}") to {kind.__name__}')
+        allowance.check(len(start) + sum(map(len, items)), "the sum filter", "items")
+        out = list(start)
+        for item in items:
+            out.extend(item)
+        allowance.charge(len(out))
+        return out if kind is list else tuple(out)
+
+    return _keep_markers(total, original)
+
+
+def _guarded_filter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    """``original``, its value measured before it is turned into text, its size
+    arguments checked, its result charged."""
+    offset = 1 if getattr(original, "jinja_pass_arg", None) is not None else 0
+    check = _FILTER_CHECKS.get(name)
+    text = name not in _NOT_TEXT
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        allowance = current()
+        if len(args) > offset:
+            value = args[offset]
+            if text and type(value) is not str:
+                allowance.check_text(value, f"the {name} filter")
+            if check is not None:
+                check(allowance, *args[offset:], **kwargs)
+        result = original(*args, **kwargs)
+        allowance.charge(_size(result))
+        return result
+
+    return _keep_markers(guarded, original)
+
+
+# -- the code generator: capture and ``~`` ------------------------------------------
+
+
+class _Buffer(list):  # type: ignore[type-arg]
+    """A capture buffer (``{% set %}`` block, macro, ``caller()``) that charges every
+    piece as it is added, so a capture stops at the limit instead of growing past it."""
+
+    __slots__ = ("_allowance",)
+
+    def __init__(self, allowance: Allowance):
+        super().__init__()
+        self._allowance = allowance
+
+    def append(self, piece: Any) -> None:
+        self._allowance.charge(len(piece))
+        list.append(self, piece)
+
+    def extend(self, pieces: Iterable[Any]) -> None:
+        for piece in pieces:
+            self.append(piece)
+
+
+class _CodeGenerator(CodeGenerator):
+    """jinja2's code generator with counted capture buffers and a measured ``~``."""
+
+    def buffer(self, frame: Frame) -> None:
+        frame.buffer = self.temporary_identifier()
+        self.writeline(f"{frame.buffer} = environment.capture_buffer()")
+
+    def visit_Concat(self, node: jinja2.nodes.Concat, frame: Frame) -> None:
+        if frame.eval_ctx.volatile or frame.eval_ctx.autoescape:
+            super().visit_Concat(node, frame)
+            return
+        self.write("environment.joined((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
+
+class _Template(jinja2.Template):
+    """A template whose module is built anew on every import, its text charged.
+
+    jinja2 keeps an imported template's module on the template object, so a list it
+    sets (``{% set seen = [] %}``) would be shared by every later render that imports
+    it, in any compile: one tenant's text could reach another's prompt.
+    """
+
+    def _get_default_module(self, ctx: jinja2.runtime.Context | None = None) -> TemplateModule:
+        if ctx is not None:
+            keys = ctx.globals_keys - self.globals.keys()
+            if keys:
+                return self.make_module({k: ctx.parent[k] for k in keys})
+        return self.make_module()
+
+    def make_module(self, vars: dict[str, Any] | None = None, shared: bool = False,
+                    locals: Mapping[str, Any] | None = None) -> TemplateModule:
+        context = self.new_context(vars, shared, locals)
+        allowance = current()
+        body = []
+        for piece in self.root_render_func(context):
+            allowance.charge(len(piece))
+            body.append(piece)
+        return TemplateModule(self, context, body)
+
+
+def _printable(value: Any) -> Any:
+    """``finalize``: a printed value whose text would pass the limit is refused first."""
+    if type(value) is not str:
+        current().check_text(value, "printing a value")
+    return value
 
 
 class Sandbox(SandboxedEnvironment):
-    """jinja2's sandbox, refusing operations that would build more than MAX_BUILD."""
+    """jinja2's sandbox, charging everything a template builds to its render's allowance."""
 
-    intercepted_binops = frozenset({"*", "**", "%"})
+    intercepted_binops = frozenset({"*", "**", "%", "+"})
+    code_generator_class = _CodeGenerator
+    template_class = _Template
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("finalize", _printable)
         super().__init__(*args, **kwargs)
-        self.globals.pop("lipsum", None)  # n paragraphs of filler text: nothing a prompt needs
-        for name, check in (
-            ("format", _format_filter),
-            ("center", _center_filter),
-            ("indent", _indent_filter),
-            ("replace", _replace_filter),
-            ("join", _join_filter),
-        ):
-            _checked_filter(self.filters, name, check)
+        self.globals.pop("lipsum", None)
+        for name in _REMOVED_FILTERS:
+            self.filters.pop(name, None)
+        originals = dict(self.filters)
+        for name, original in originals.items():
+            self.filters[name] = _guarded_filter(name, original)
+        self.filters["join"] = _join_filter(originals["join"])
+        self.filters["sum"] = _sum_filter(originals["sum"])
+
+    def capture_buffer(self) -> list[str]:
+        """A new capture buffer charging the current render."""
+        return _Buffer(current())
+
+    def joined(self, parts: tuple[Any, ...]) -> str:
+        """``a ~ b``: measured before it is joined, then charged."""
+        allowance = current()
+        size = 0
+        for part in parts:
+            size += len(part) if type(part) is str else allowance.measure(part)
+        allowance.check(size, "joining text with ~")
+        allowance.charge(size)
+        return "".join([part if type(part) is str else str(part) for part in parts])
+
+    def concat(self, pieces: Iterable[str]) -> str:
+        """Joining a capture buffer (already charged) or a block's output (charged here)."""
+        if type(pieces) is _Buffer:
+            return "".join(pieces)
+        allowance = current()
+        out = []
+        for piece in pieces:
+            allowance.charge(len(piece))
+            out.append(piece)
+        return "".join(out)
 
     def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any,
                    right: Any) -> Any:
-        """``*``, ``**`` and ``%``, refused when the result would be too large."""
+        """``*``, ``**``, ``%`` and ``+``, refused when the result would be too large."""
+        allowance = current()
         if operator == "*":
-            _check_repeat(left, right)
+            _check_repeat(allowance, left, right)
+            _check_product(allowance, left, right)
         elif operator == "**":
             _check_power(left, right)
         elif operator == "%":
-            _check_printf(left, right)
-        return super().call_binop(context, operator, left, right)
+            _check_printf(allowance, left, right)
+        result = super().call_binop(context, operator, left, right)
+        allowance.charge(_size(result))
+        return result
 
     def call(__self, __context: jinja2.runtime.Context, __obj: Any,
              *args: Any, **kwargs: Any) -> Any:
         """A call from template code, refused when it would build too much."""
-        _check_method(__obj, args, kwargs)
-        return super().call(__context, __obj, *args, **kwargs)
+        if isinstance(__obj, (Macro, BlockReference)):  # their output is charged as made
+            return super().call(__context, __obj, *args, **kwargs)
+        allowance = current()
+        args = _check_method(allowance, __obj, args, kwargs)
+        result = super().call(__context, __obj, *args, **kwargs)
+        allowance.charge(_size(result))
+        return result
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
-        """``str.format`` and ``format_map``, with their specs checked first."""
+        """``str.format`` and ``format_map``, their specs checked first and their
+        output measured before it is built."""
         wrapped = super().wrap_str_format(value)
         if wrapped is None:
             return None
-        _check_format(value.__self__)
-        return wrapped
+        template: str = value.__self__
+        fields, padding = _format_spec(template)
+        is_map = value.__name__ == "format_map"
 
+        def checked(*args: Any, **kwargs: Any) -> str:
+            allowance = current()
+            if is_map and args and isinstance(args[0], Mapping):
+                values: Iterable[Any] = args[0].values()
+            else:
+                values = (*args, *kwargs.values())
+            allowance.check(len(template) + padding + fields * _largest_text(values, allowance),
+                            "str.format")
+            return wrapped(*args, **kwargs)
 
-def text_size(values: Iterable[Any], depth: int = 3) -> int:
-    """Characters of the strings in ``values``, looking into lists and models a few levels."""
-    total = 0
-    for value in values:
-        if isinstance(value, str):
-            total += len(value)
-        elif depth and isinstance(value, (list, tuple)):
-            total += text_size(value, depth - 1)
-        elif depth and isinstance(value, Mapping):
-            total += text_size(value.values(), depth - 1)
-        elif depth and hasattr(value, "__dict__"):
-            total += text_size(vars(value).values(), depth - 1)
-        elif depth and hasattr(value, "__slots__"):
-            slots = (value.__slots__,) if isinstance(value.__slots__, str) else value.__slots__
-            total += text_size((getattr(value, slot, None) for slot in slots), depth - 1)
-    return total
+        return checked
 
 
 def render_parts(
@@ -259,7 +569,7 @@ def render_parts(
     *,
     given: int | Callable[[], int] | None = None,
 ) -> list[str]:
-    """Render ``template``; refuse once it emits MAX_OUTPUT characters beyond its input.
+    """Render ``template`` against a new allowance; refuse once it builds too much.
 
     The limit grows with the text handed in, so passing a long input through is never
     refused; a template that makes text of its own (a loop, a repeat) is. ``given`` is the
@@ -267,22 +577,15 @@ def render_parts(
     measures it: it is only needed once a render passes MAX_OUTPUT, which almost none do,
     so the compiler hands in a function and the measuring is skipped on every normal turn.
     """
-    limit: int | None = None
+    if given is None:
+        given = lambda: text_size(context.values())  # noqa: E731
     parts: list[str] = []
-    size = 0
-    for part in template.root_render_func(_new_context(template, context)):
-        size += len(part)
-        if size > MAX_OUTPUT:
-            if limit is None:
-                if given is None:
-                    given = text_size(context.values())
-                limit = MAX_OUTPUT + (given() if callable(given) else given)
-            if size > limit:
-                raise TemplateLimitError(
-                    f"the rendered text went over its limit of {limit} characters (a "
-                    f"template may emit at most {MAX_OUTPUT} beyond the text it is given)"
-                )
-        parts.append(part)
+    with render_scope(given) as allowance:
+        for part in template.root_render_func(_new_context(template, context)):
+            allowance.spent += len(part)
+            if allowance.spent > MAX_OUTPUT:
+                allowance.charge(0)
+            parts.append(part)
     return parts
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from jinja2 import meta
+from jinja2 import meta, nodes
 from jinja2.sandbox import SandboxedEnvironment
 
 from ..errors import Problem, TemplateError
@@ -83,10 +83,49 @@ class TemplateSet:
             yield load_problem(error, self.env, name, context=context)
             return
         display = display_name(filename)
+        computed = list(self._computed_names(name, ast, display, context))
+        if computed:
+            yield from computed
+            return
         self._templates[name] = template
         self._sources[name] = (source, display)
         self._asts[name] = ast
         yield from self._undeclared(name, provided, context=context)
+
+    def _computed_names(
+        self, name: str, ast: nodes.Template, display: str, context: str
+    ) -> Iterator[Problem]:
+        """Every ``include``, ``import``, ``from`` or ``extends`` whose template name is
+        not written as a literal, in the template and in all it reaches.
+
+        The lock, the fingerprint and the memo's record of what a section reads all come
+        from the names a template references; a name computed at render time would reach
+        a template none of them know about, so it is refused here (docs/failure.md).
+        """
+        pending, seen = [(name, ast, display)], {name}
+        while pending:
+            _, tree, where = pending.pop()
+            for node in tree.find_all(_REFERENCES):
+                targets = _literal_names(node.template)  # type: ignore[attr-defined]
+                if targets is None:
+                    tag = type(node).__name__.lower().replace("fromimport", "from")
+                    yield Problem(
+                        f"the template name of {{% {tag} %}} must be a literal string (a "
+                        "computed name cannot be checked or locked)",
+                        file=where, line=node.lineno, context=context,
+                    )
+                    continue
+                for target in targets:
+                    if target in seen:
+                        continue
+                    seen.add(target)
+                    try:
+                        source, filename, _ = self.env.loader.get_source(  # type: ignore[union-attr]
+                            self.env, target)
+                        pending.append((target, self.env.parse(source, target, filename),
+                                        display_name(filename)))
+                    except Exception:  # missing or broken: rendering reports it
+                        continue
 
     def _undeclared(
         self, name: str, provided: frozenset[str], *, context: str
@@ -103,8 +142,9 @@ class TemplateSet:
     def names_read(self, name: str) -> frozenset[str] | None:
         """Context names a template reads, through everything it includes or imports.
 
-        ``None`` means the set cannot be known (a template name computed at render
-        time), so a caller must assume the template may read any name.
+        ``None`` means the set cannot be known (a referenced template that cannot be
+        read or parsed), so a caller must assume the template may read any name. A
+        template name computed at render time is refused when the template is checked.
         """
         if name not in self._reads:
             self._reads[name] = self._collect_reads(name)
@@ -155,7 +195,9 @@ class TemplateSet:
             return
         try:
             ast = self.env.parse("{% if " + expression + " %}{% endif %}")
-            compiled = self.env.compile_expression(expression)
+            # An undefined result (a missing or unsafe attribute) must fail, not read as
+            # false: undefined_to_none would hide it.
+            compiled = self.env.compile_expression(expression, undefined_to_none=False)
         except Exception as error:  # RecursionError: nested too deeply for the parser
             yield Problem(f"invalid condition: {describe(error)}", file=file, line=line,
                           path=path)
@@ -173,6 +215,26 @@ class TemplateSet:
 
 
 # -- jinja2 failures as located problems (the one place that translates them) ----------
+
+
+_REFERENCES = (nodes.Extends, nodes.FromImport, nodes.Import, nodes.Include)
+
+
+def _literal_names(node: nodes.Expr) -> list[str] | None:
+    """The template names a reference node names literally; ``None`` when computed."""
+    if isinstance(node, nodes.Const) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, nodes.Const) and isinstance(node.value, (list, tuple)):
+        values = list(node.value)
+    elif isinstance(node, (nodes.List, nodes.Tuple)):
+        values = []
+        for item in node.items:
+            if not (isinstance(item, nodes.Const) and isinstance(item.value, str)):
+                return None
+            values.append(item.value)
+    else:
+        return None
+    return values if all(isinstance(value, str) for value in values) else None
 
 
 def describe(error: BaseException) -> str:
