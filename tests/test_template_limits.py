@@ -29,8 +29,9 @@ from pioneer.compile.allowance import (
     TemplateLimitError,
     text_length,
 )
-from pioneer.compile.inputs import RuntimeSectionInput
+from pioneer.compile.inputs import DynamicSectionInput, RuntimeSectionInput
 from pioneer.compile.readonly import FrozenDict, FrozenList, ReadOnlyError, read_only
+from pioneer.sections.memory import MemoryRecall, render_memory_recall
 
 PROFILE = """name = "acme"
 
@@ -425,3 +426,24 @@ def test_a_long_lived_compiler_equals_a_fresh_one(
                 runtime_sections=[RuntimeSectionInput(id=f"dynamic:n{i}", content=text)
                                   for i, text in enumerate(contents)])
             assert _outcome(long_lived, compile_input) == _outcome(compiler(), compile_input)
+
+
+def test_section_inputs_hold_only_plain_values() -> None:
+    # The compiler hands templates a shallow read-only view of the input's lists; that is
+    # read-only all the way down only while their items are frozen models of plain values.
+    plain = {str, bool, int, str | None, int | None}
+    for model in (RuntimeSectionInput, DynamicSectionInput):
+        assert model.model_config.get("frozen")
+        assert {field.annotation for field in model.model_fields.values()} <= plain
+
+
+def test_a_renderer_macro_runs_against_one_allowance(tmp_path: Path) -> None:
+    (tmp_path / "renderers").mkdir()
+    (tmp_path / "renderers" / "memory_recall.md.j2").write_text(
+        "{% macro section(policy, tools, blocks) %}{% set b %}{% for i in range(3) %}"
+        "{{ 'x' * 900000 }}{% endfor %}{% endset %}{{ b|length }}{% endmacro %}\n")
+    compiler = PromptCompiler(template_path=[tmp_path], count_tokens=False)
+    with pytest.raises(TemplateError) as info:
+        render_memory_recall(MemoryRecall(tools=["memory_search"]), compiler.templates.env)
+    assert str(info.value).startswith(
+        f"{tmp_path}/renderers/memory_recall.md.j2:1: the render built more than its limit of ")

@@ -18,8 +18,7 @@ checks in :mod:`pioneer.compile.sandbox`. docs/failure.md says what this guarant
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -117,15 +116,21 @@ def current() -> Allowance:
     return _CURRENT.get() or Allowance()
 
 
-@contextlib.contextmanager
-def render_scope(given: int | Callable[[], int] = 0) -> Iterator[Allowance]:
-    """Run a render against a new :class:`Allowance`."""
-    allowance = Allowance(given)
-    token = _CURRENT.set(allowance)
-    try:
-        yield allowance
-    finally:
-        _CURRENT.reset(token)
+class render_scope:
+    """Run a render against a new :class:`Allowance` (a class, not a generator: it is
+    entered on every render of every turn)."""
+
+    __slots__ = ("_token", "allowance")
+
+    def __init__(self, given: int | Callable[[], int] = 0):
+        self.allowance = Allowance(given)
+
+    def __enter__(self) -> Allowance:
+        self._token = _CURRENT.set(self.allowance)
+        return self.allowance
+
+    def __exit__(self, *_: object) -> None:
+        _CURRENT.reset(self._token)
 
 
 class _Over(Exception):

@@ -52,7 +52,7 @@ from .profile import (
     problem_summary,
     structural_problems,
 )
-from .readonly import read_only
+from .readonly import FrozenList
 from .refs import count_ref_lines
 from .sandbox import render_parts
 from .templates import TemplateSet, build_environment, describe, render_error
@@ -409,11 +409,13 @@ class _SectionRenderer:
     ):
         self.templates = templates
         # A pydantic model keeps its field values in ``__dict__``: one C-level copy. The
-        # templates see read-only views of its lists, never the caller's own.
+        # templates see read-only views of its lists, never the caller's own; their items
+        # are frozen models of plain values (a test holds the input schema to that), so a
+        # shallow view is read-only all the way down.
         self.base: dict[str, Any] = dict(compile_input.__dict__)
         for name, value in self.base.items():
             if type(value) is list:
-                self.base[name] = read_only(value)
+                self.base[name] = FrozenList(value)
         self.base["profile"] = profile.spec.name
         # The Artifact References policy follows the refs the prompt carries: those in the
         # kept contributions and input texts, plus those the caller counted in the history

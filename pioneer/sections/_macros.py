@@ -3,6 +3,7 @@
 Each renderer template under ``templates/renderers/`` holds only macros: the renderer
 chooses what fits its caps in Python and lets the template say it. Macros run in the
 compiler's sandboxed environment (data goes in as arguments, never as template source),
+each call runs against one render allowance (docs/failure.md),
 and any jinja2 failure becomes a :class:`~pioneer.errors.TemplateError` naming the
 template file and line.
 """
@@ -13,6 +14,7 @@ from typing import Any
 
 import jinja2
 
+from ..compile.allowance import render_scope, text_size
 from ..compile.templates import display_name, load_problem, render_error
 from ..errors import Problem, TemplateError
 
@@ -27,11 +29,12 @@ def call_macro(env: jinja2.Environment, template: str, macro: str, /, *args: Any
     except Exception as error:  # missing, unreadable, or does not parse
         raise TemplateError(load_problem(error, env, template, context=context)) from None
     try:
-        function = getattr(loaded.module, macro, None)
-        if function is None:
-            raise TemplateError(Problem(f'macro "{macro}" is not defined',
-                                        file=display_name(loaded.filename)))
-        text = str(function(*args))
+        with render_scope(lambda: text_size(args)):
+            function = getattr(loaded.module, macro, None)  # a new module on every call
+            if function is None:
+                raise TemplateError(Problem(f'macro "{macro}" is not defined',
+                                            file=display_name(loaded.filename)))
+            text = str(function(*args))
     except TemplateError:
         raise
     except Exception as error:  # template code is untrusted: any failure is its error
