@@ -13,7 +13,7 @@ both count). Lists count their items.
 Operations whose result size follows from their arguments (a width, a repeat count, the
 text form of a nested list) are measured *before* they run and refused when they would
 pass the limit, so nothing that large is ever built: see :func:`text_length` and the
-checks in :mod:`pioneer.compile.sandbox`. docs/failure.md says what this guarantees.
+checks in :mod:`pioneer.compile.sandbox`. docs/failure-behaviour.md says what this guarantees.
 """
 
 from __future__ import annotations

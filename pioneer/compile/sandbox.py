@@ -21,7 +21,7 @@ points only:
 output that grows with nesting). Refusals raise
 :class:`~pioneer.compile.allowance.TemplateLimitError` (a jinja2 ``SecurityError``); the
 compiler reports it as a ``TemplateError`` with the template and line. CPU spent in loops
-is not bounded (docs/failure.md).
+is not bounded (docs/failure-behaviour.md).
 """
 
 from __future__ import annotations

@@ -100,7 +100,7 @@ class TemplateSet:
 
         The lock, the fingerprint and the memo's record of what a section reads all come
         from the names a template references; a name computed at render time would reach
-        a template none of them know about, so it is refused here (docs/failure.md).
+        a template none of them know about, so it is refused here (docs/failure-behaviour.md).
         """
         pending, seen = [(name, ast, display)], {name}
         while pending:

@@ -3,7 +3,7 @@
 Each renderer template under ``templates/renderers/`` holds only macros: the renderer
 chooses what fits its caps in Python and lets the template say it. Macros run in the
 compiler's sandboxed environment (data goes in as arguments, never as template source),
-each call runs against one render allowance (docs/failure.md),
+each call runs against one render allowance (docs/failure-behaviour.md),
 and any jinja2 failure becomes a :class:`~pioneer.errors.TemplateError` naming the
 template file and line.
 """
