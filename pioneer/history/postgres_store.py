@@ -16,8 +16,10 @@ application.
 Faults: a connection the server ended (``pg_terminate_backend``, a restart, a network
 cut) is a :class:`~.sql_store.ConnectionLost`; the unit of work then runs again from the
 start on a fresh connection, a few times with a growing pause, and is a
-:class:`StoreError` when the server stays away. The pool checks each connection as it
-hands it out. A serialization failure or deadlock is retried the same way. Everything
+:class:`StoreError` when the server stays away. Before the retry, the pool's idle
+connections are checked and the dead ones dropped (a restart kills them all), rather
+than spending a round trip on every hand-out. A serialization failure or deadlock is
+retried the same way. Everything
 else PostgreSQL refuses is a :class:`StoreError` with its message.
 """
 
@@ -128,7 +130,7 @@ class PostgresStore(SqlStore):
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             url, min_size=1, max_size=pool_size, open=False, timeout=connect_timeout,
             kwargs={"autocommit": True}, configure=self._configure,
-            check=ConnectionPool.check_connection, name=f"pioneer {self._where}",
+            name=f"pioneer {self._where}",
         )
         self._pool.open()
 
