@@ -2,9 +2,9 @@
 
     python benchmarks/recall_bench.py [--snippets N] [--queries N] [--seed N]
 
-Writes one thread through ``SqliteStore.add_turn`` (so every snippet is indexed the way
-a running gateway indexes it: in the turn's own transaction) until the thread holds N
-snippets (default 10,000; each message is one chunk), in a database that also holds a
+Writes one thread through ``SqliteStore.add_turn`` with the index attached (so every
+snippet is indexed the way a running gateway indexes it: in the turn's own transaction)
+until the thread holds N snippets (default 10,000; each message is one chunk), in a database that also holds a
 second, equally large thread, so the FTS5 index is twice the thread. Words are drawn from
 a Zipf-like vocabulary with some non-ASCII and Japanese text mixed in. Then it times each
 of Q user messages (default 300: short questions, a few long pasted messages) through:
@@ -38,7 +38,8 @@ from pioneer.episodic import (
     episodic_recall_subscription,
     recall,
 )
-from pioneer.history import ArtifactRef, SqliteStore
+from pioneer.history import ArtifactRef
+from pioneer.history.open import open_store
 from pioneer.terminal import progress
 
 _COMMON = """the a to of and in is it you that for on with this be are as have not at
@@ -76,13 +77,15 @@ def _text(rng: random.Random, words: list[str], weights: list[float], limit: int
         text = more
 
 
-def build(path: Path, snippets: int, seed: int) -> tuple[list[str], list[float], float]:
-    """Write two threads of ``snippets`` one-chunk snippets each; return the vocabulary."""
+def build(path: Path | str, snippets: int, seed: int) -> tuple[list[str], list[float], float]:
+    """Write two threads of ``snippets`` one-chunk snippets each (an SQLite path or a
+    PostgreSQL URL, the index attached); return the vocabulary."""
     rng = random.Random(seed)
     words = _vocabulary(rng)
     weights = [1.0 / (rank + 1) ** 1.05 for rank in range(len(words))]
     started = time.perf_counter()
-    with SqliteStore(path) as store, progress(sys.stderr, "writing turns", snippets) as update:
+    with open_store(path) as store, EpisodicIndex(store), \
+            progress(sys.stderr, "writing turns", snippets) as update:
         for thread in ("bench", "other"):
             store.ensure_thread(thread)
             for n in range(snippets // 2):

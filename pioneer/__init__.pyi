@@ -13,6 +13,9 @@ from .audit import (
 from .audit import (
     TurnRecord as TurnRecord,
 )
+from .audit import (
+    TurnRecords as TurnRecords,
+)
 from .compile.bootstrap import (
     SeedResult as SeedResult,
 )
@@ -132,6 +135,12 @@ from .history import (
 )
 from .history import (
     SummaryRequest as SummaryRequest,
+)
+from .history.open import (
+    open_store as open_store,
+)
+from .history.postgres_store import (
+    PostgresStore as PostgresStore,
 )
 from .hooks.models import (
     HookDiagnostic as HookDiagnostic,

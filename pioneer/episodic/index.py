@@ -67,10 +67,12 @@ LIMIT ?
 # PostgreSQL: candidates match any term. ts_rank knows no term rarity, so the score weighs
 # each term's ts_rank by the term's inverse document frequency in the thread, BM25's own
 # ln((N - n + 0.5) / (n + 0.5)), and divides by ts_rank's value for one occurrence of one
-# term: a snippet with one uncommon word once scores about that word's idf, as on SQLite,
-# and the same threshold applies (recall.py, docs/stores.md).
+# term; ts_rank's length normalisation, scaled to the thread's average snippet, stands in
+# for BM25's. A snippet of average length with one uncommon word once scores about that
+# word's idf, as on SQLite, and the same threshold applies (recall.py, docs/stores.md).
 _TS_RANK_ONE = 0.0607927  # ts_rank of a single occurrence against a one-term query
-_COUNTS_POSTGRESQL = "SELECT count(*){terms} FROM episodic_snippets WHERE thread_id = ?"
+_COUNTS_POSTGRESQL = ("SELECT count(*), COALESCE(avg(length(search)), 1)::float8{terms} "
+                      "FROM episodic_snippets WHERE thread_id = ?")
 _SEARCH_POSTGRESQL = f"""
 SELECT s.turn_id, s.item_id, s.chunk_id, s.role, s.text,
        ({{score}})::float8 / {_TS_RANK_ONE} AS score
@@ -371,14 +373,17 @@ def _postgres_search(tx: StoreTransaction, text: str, query: str, thread_id: str
             for _ in operands)),
         (*operands, thread_id),
     ).fetchone()
-    total = int(counts[0])
+    total, average = int(counts[0]), max(1.0, float(counts[1]))
     weighed: list[object] = []
-    for operand, found in zip(operands, counts[1:], strict=True):
+    for operand, found in zip(operands, counts[2:], strict=True):
         weight = idf(total, int(found))
         if weight > 0:
             weighed.extend((weight, operand))
     score = " + ".join(
-        f"? * ts_rank(s.search, to_tsquery('{TS_CONFIG}', ?))" for _ in weighed[::2]) or "0"
+        f"? * ts_rank(s.search, to_tsquery('{TS_CONFIG}', ?), 1)" for _ in weighed[::2]) or "0"
+    # ts_rank's normalisation 1 divides by 1 + ln(lexemes of the snippet); multiplying by
+    # the same for the thread's average snippet keeps an average snippet's score as is.
+    score = f"({score}) * {1 + math.log(average)!r}"
     return (_SEARCH_POSTGRESQL.format(score=score),
             (*weighed, query, thread_id, excluded, summary, limit))
 

@@ -26,6 +26,10 @@ An absolute floor alone cannot do both jobs, because BM25 grows with the size of
 index (``ln N``): a floor high enough to stop incidental matches in a long thread would
 stop real ones in a short one. Counts are over the whole index, so a database of a handful
 of snippets recalls little: with so few, no word is uncommon.
+
+On PostgreSQL the score is built from ``ts_rank`` (which knows no term rarity) weighed by
+the same inverse document frequency, counted over the thread's snippets, so that the
+same two rules and numbers apply; docs/stores.md has the rule and its measurements.
 """
 
 from __future__ import annotations
