@@ -4,10 +4,11 @@
 
 Writes one thread through ``SqliteStore.add_turn`` with the index attached (so every
 snippet is indexed the way a running gateway indexes it: in the turn's own transaction)
-until the thread holds N snippets (default 10,000; each message is one chunk), in a database that also holds a
-second, equally large thread, so the FTS5 index is twice the thread. Words are drawn from
-a Zipf-like vocabulary with some non-ASCII and Japanese text mixed in. Then it times each
-of Q user messages (default 300: short questions, a few long pasted messages) through:
+until the thread holds N snippets (default 10,000; each message is one chunk), in a
+database that also holds a second, equally large thread, so the FTS5 index is twice the
+thread. Words are drawn from a Zipf-like vocabulary with some non-ASCII and Japanese text
+mixed in. Then it times each of Q user messages (default 300: short questions, a few long
+pasted messages) through:
 
 * ``search``: the FTS5 query for the message, BM25 ordering, 40 candidates, their
   artifact refs (``EpisodicIndex.search``, nothing excluded);

@@ -132,6 +132,8 @@ def _write_turns(db: Target, process: int, barrier: Any, queue: Any) -> None:
                 if n % 4 == 3:  # summaries race each other and the turn writers
                     store.set_thread_summary("shared", _summary_text(turn_id),
                                              through_turn_id=turn_id)
+                if n % 4 == 1:  # so do the truncation cuts of cache-aware history
+                    store.set_history_cut("shared", first_turn_id=turn_id)
         except BaseException as error:
             errors.append(repr(error))
 
@@ -144,7 +146,7 @@ def _write_turns(db: Target, process: int, barrier: Any, queue: Any) -> None:
     queue.put((process, errors))
 
 
-def test_writer_processes_and_threads_lose_no_turn_and_tear_no_summary(
+def test_writer_processes_and_threads_lose_no_turn_tear_no_summary_move_no_cut_back(
     store_target: StoreTarget,
 ) -> None:
     db = store_target.target
@@ -159,6 +161,7 @@ def test_writer_processes_and_threads_lose_no_turn_and_tear_no_summary(
     with make_store(db, read_only=True) as store:
         entries = store.get_thread_conversation_history("shared", limit=10_000)
         summary = store.get_thread_summary("shared")
+        window = store.get_history_window("shared")
     ids = [entry.turn_id for entry in entries]
     assert len(ids) == len(set(ids)) and set(ids) == expected  # none lost, none twice
     assert [e.seq for e in entries] == sorted({e.seq for e in entries})
@@ -179,6 +182,11 @@ def test_writer_processes_and_threads_lose_no_turn_and_tear_no_summary(
     # Coverage never moved backwards: no summary written through a later turn was lost.
     summarised = [t for t in expected if int(t.rsplit("-", 1)[1]) % 4 == 3]
     assert summary.through_seq == max(seq_of[t] for t in summarised)
+    # Nor did the cut: the stored one is the latest any writer set, with its own turn.
+    cut_at = [t for t in expected if int(t.rsplit("-", 1)[1]) % 4 == 1]
+    assert window.cut is not None
+    assert window.cut.first_seq == max(seq_of[t] for t in cut_at)
+    assert window.cut.first_seq == seq_of[window.cut.first_turn_id]
 
 
 _KILLED_WRITER = """

@@ -392,9 +392,11 @@ def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:
     assert str(raised.value) == f"{path}: file is not a database"
 
 
-def test_a_history_cut_is_stored_on_the_thread_and_never_moves_back(tmp_path: Path) -> None:
-    path = tmp_path / "cut.db"
-    with SqliteStore(path) as store:
+def test_a_history_cut_is_stored_on_the_thread_and_never_moves_back(
+    store_target: StoreTarget,
+) -> None:
+    path = store_target.target
+    with make_store(path) as store:
         store.ensure_thread("t")
         for number in range(4):
             store.add_turn("t", turn_id=f"u{number}", user_text="q", assistant_text="a")
@@ -405,8 +407,8 @@ def test_a_history_cut_is_stored_on_the_thread_and_never_moves_back(tmp_path: Pa
         assert store.set_history_cut("t", first_turn_id="u1") == cut
         with pytest.raises(StoreError) as caught:
             store.set_history_cut("t", first_turn_id="nope")
-        assert str(caught.value) == f"{path}: turn 'nope' is not in thread 't'"
-    with SqliteStore(path, create=False) as reopened:
+        assert str(caught.value) == f"{store.where}: turn 'nope' is not in thread 't'"
+    with make_store(path, read_only=True) as reopened:
         window = reopened.get_history_window("t")
         assert window.cut == cut
         assert [e.turn_id for e in window.entries] == ["u0", "u1", "u2", "u3"]
