@@ -35,6 +35,7 @@ from pioneer import (
     load_compile_input,
 )
 from pioneer.audit import HistorySnapshot, TurnRecords
+from pioneer.audit.cache_report import CacheBlock, CachePlan, plan_cache, request_blocks
 from pioneer.providers import load_chat_request
 from pioneer.review import context_map
 from pioneer.tools import ToolCatalog, TurnTools
@@ -66,36 +67,43 @@ def _inspect(case: Path, *extra: str) -> tuple[int, str, str]:
 def test_the_json_data_behind_the_page(case: Path, golden: Callable[[Path, str], None]) -> None:
     code, out, err = _inspect(case, "--json")
     assert code == 0, err
-    assert err == f"wrote {case / 'ctx.html'}: 16 blocks, 5560 tokens (1443 expected from cache)\n"
+    assert err == f"wrote {case / 'ctx.html'}: 16 blocks, 5575 tokens (1441 expected from cache)\n"
     golden(GOLDENS / "inspect.json", out.replace(str(case), "<case>"))
     page = (case / "ctx.html").read_text("utf-8")
     embedded = page.split('<script type="application/json" id="context-map-data">')[1]
     assert json.loads(embedded.split("</script>")[0]) == json.loads(out)
 
 
-def _expected(case: Path) -> tuple[list[dict[str, Any]], ChatRequest]:
-    """The blocks as the manifest and the request say they must be, computed apart from
-    the page, in the cache-first layout: tools by name, stable sections, the summary and
-    history, this turn's dynamic sections, the current message and its tool round."""
+def _expected(case: Path) -> tuple[list[dict[str, Any]], ChatRequest, CachePlan]:
+    """The blocks as the manifest and the cache plan say they must be, worked out apart
+    from the page: the plan of the request against the one the previous turn sent (the
+    summary and its own message, other dynamic text), its stable and dynamic blocks
+    opened into the manifest's sections."""
     compiler = PromptCompiler(count_tokens=True)
     compile_input = load_compile_input(CASE / "input.json").model_copy(
         update={"workspace_root": Path("home")})
     payload = compiler.compile(compile_input)
     request = load_chat_request(CASE / "messages.json", compiled_prompt=payload)
-    rows: list[dict[str, Any]] = [{"kind": "tools", "id": name}
-                                  for name in sorted(t.name for t in request.tools)]
+    before = request.model_copy(update={
+        "messages": request.messages[:2],
+        "compiled_prompt": payload.model_copy(update={"dynamic_system_text": "Sunday."}),
+    })
 
-    def sections(side: str) -> list[dict[str, Any]]:
-        return [{"kind": side, "id": s.id, "tokens": s.tokens, "truncated": s.truncated}
-                for s in payload.manifest.sections if s.stability == side]
+    def blocks(of: ChatRequest) -> list[CacheBlock]:
+        return request_blocks("anthropic", of, build_request_body("anthropic", of))
 
-    rows += sections("stable")
-    rows += [{"kind": kind, "id": f"messages[{n}]"}
-             for n, kind in enumerate(["summary", "history", "history"])]
-    rows += sections("dynamic")
-    rows += [{"kind": kind, "id": f"messages[{n}]"}
-             for n, kind in ((3, "current"), (4, "round"), (5, "round"))]
-    return rows, request
+    plan = plan_cache("anthropic", request.model, blocks(request), [blocks(before)])
+    status = {"cached": "read", "written": "written", "uncached": "uncached"}
+    rows: list[dict[str, Any]] = []
+    for block in plan.blocks:
+        if block.kind in ("stable", "dynamic"):
+            rows += [{"kind": s.stability, "id": s.id, "tokens": s.tokens,
+                      "truncated": s.truncated, "cache": status[block.status]}
+                     for s in payload.manifest.sections if s.stability == block.kind]
+        else:
+            rows.append({"plan_kind": block.kind, "id": block.label.removeprefix("tool "),
+                         "tokens": block.tokens, "cache": status[block.status]})
+    return rows, request, plan
 
 
 @pytest.fixture(scope="module")
@@ -144,13 +152,18 @@ def _blocks(page: Page) -> list[dict[str, Any]]:
 def test_the_page_shows_every_block_in_provider_order_with_its_tokens(
     opened: Opened, case: Path,
 ) -> None:
-    expected, _ = _expected(case)
+    expected, _, _ = _expected(case)
     shown = _blocks(opened.page)
-    assert [(b["kind"], b["id"]) for b in shown] == [(e["kind"], e["id"]) for e in expected]
+    assert [b["id"] for b in shown] == [e["id"] for e in expected]
+    kinds = {"tools": "tools", "summary": "summary", "history": "history", "turn": "current"}
     for block, want in zip(shown, expected, strict=True):
-        if "tokens" in want:  # a section's count is the manifest's
-            assert int(block["tokens"]) == want["tokens"], block["id"]
+        assert int(block["tokens"]) == want["tokens"], block["id"]
+        if "plan_kind" in want:  # a block of the body, counted as the plan counts it
+            assert block["kind"] in (kinds[want["plan_kind"]], "round"), block["id"]
+        else:  # a section, counted as the manifest counts it
+            assert block["kind"] == want["kind"]
             assert block["truncated"] == ("yes" if want["truncated"] else "no")
+    assert [b["kind"] for b in shown][-3:] == ["current", "round", "round"]
     assert shown[[b["id"] for b in shown].index("release_notes")]["truncated"] == "yes"
     # the table has the same blocks, in the same order, with the same numbers
     rows = opened.page.eval_on_selector_all(
@@ -168,21 +181,20 @@ def test_the_page_shows_every_block_in_provider_order_with_its_tokens(
 
 
 def test_the_cache_status_of_each_block_is_the_plans(opened: Opened, case: Path) -> None:
-    _, request = _expected(case)
-    compiler = PromptCompiler()
-    cmap = context_map.map_request(compiler, request, "anthropic", budget=(128_000, 16_000))
+    expected, _, plan = _expected(case)
     shown = _blocks(opened.page)
-    assert [b["cache"] for b in shown] == [b.cache for b in cmap.blocks]
+    assert [b["cache"] for b in shown] == [e["cache"] for e in expected]
     # the previous turn sent the tools, the stable sections, the summary and its own
-    # message (messages[1], now history): the prefix before that is read from cache, and
-    # Anthropic writes the rest at its marks
-    newest = [b["id"] for b in shown].index("messages[1]")
+    # message (now history): that prefix is read from cache, and Anthropic writes the
+    # rest at its marks
+    newest = next(i for i, b in enumerate(shown) if b["kind"] == "history")
     assert [b["kind"] for b in shown[:newest]][-1] == "summary"
     assert {b["cache"] for b in shown[:newest]} == {"read"}
     assert {b["cache"] for b in shown[newest:]} == {"written"}
-    legend = opened.page.text_content(".legend") or ""
-    read = sum(int(b["tokens"]) for b in shown[:newest])
-    assert f"read: {read} tokens" in legend
+    for status, tokens in (("read", plan.cached_tokens), ("written", plan.written_tokens),
+                           ("uncached", plan.uncached_tokens)):
+        assert opened.page.text_content(f"#plan-{status}") == str(tokens)
+    assert plan.cached_tokens > 1024 and plan.uncached_tokens == 0
 
 
 def test_blocks_are_sized_by_their_tokens(opened: Opened) -> None:
@@ -206,7 +218,7 @@ def test_keyboard_and_hover_show_a_blocks_details(opened: Opened) -> None:
     assert "origin: built-in" in details
     assert page.get_attribute("#row-3", "class") == "cache-read-row current"
     page.keyboard.press("End")
-    assert page.evaluate("document.activeElement.dataset.id") == "messages[5]"
+    assert page.evaluate("document.activeElement.dataset.id") == "messages[4] (user) block 0"
     page.hover(".block.kind-stable[data-id='soul_core']")
     details = page.text_content("#details") or ""
     assert "from: bootstrap file SOUL.md" in details and "file_status: loaded" in details
@@ -319,37 +331,48 @@ def test_explain_html_maps_the_stored_turn_round_by_round(
     record = _stored_turn(case)
     code, out, err = run_cli("explain", "turn-9", "--db", str(case / "pioneer.db"),
                              "--html", str(case / "turn.html"), "--json")
-    assert (code, err) == (0, f"wrote {case / 'turn.html'}: 16 blocks, 2 provider rounds\n")
+    assert (code, err) == (0, f"wrote {case / 'turn.html'}: 17 blocks, 2 provider rounds\n")
     golden(GOLDENS / "explain.json", out)
     last = record.rounds[-1]
+    assert last.cache is not None and record.rounds[0].cache is not None
+    sections = {s.id: s.tokens for s in last.manifest.sections}
+    expected: list[tuple[str, int | None]] = []
+    for block in last.cache.blocks:
+        if block.kind in ("stable", "dynamic"):
+            expected += [(s.id, s.tokens) for s in last.manifest.sections
+                         if s.stability == block.kind]
+        else:
+            expected.append((block.label.removeprefix("tool "), block.tokens))
     for opened in _open(browser, case / "turn.html", javascript=True):
         page = opened.page
         shown = _blocks(page)
-        sections = {s.id: s.tokens for s in last.manifest.sections}
-        history = [m.tokens for m in record.history.messages] if record.history else []
-        assert [b["kind"] for b in shown] == (
-            ["tools"] * len(last.visible_tools) + ["stable"] * sum(
-                1 for s in last.manifest.sections if s.stability == "stable")
-            + ["history"] * len(history) + ["dynamic"] * sum(
-                1 for s in last.manifest.sections if s.stability == "dynamic")
-            + ["current", "round"])
-        for block in shown:
-            if block["kind"] in ("stable", "dynamic"):
-                assert int(block["tokens"]) == sections[block["id"]]
-            if block["kind"] == "tools":
-                assert block["tokens"] == "?"  # not kept in the record
-        assert [int(b["tokens"]) for b in shown if b["kind"] == "history"] == history
+        assert [(b["id"], int(b["tokens"])) for b in shown] == expected
+        assert [int(b["tokens"]) for b in shown if b["kind"] == "stable"] == [
+            sections[b["id"]] for b in shown if b["kind"] == "stable"]
         rows = page.eval_on_selector_all(
             "#rounds tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
+        planned = [[str(n) for n in (p.cached_tokens, p.written_tokens, p.uncached_tokens)]
+                   for p in (r.cache for r in record.rounds) if p is not None]
+        assert rows == [["1", *planned[0], "3940", "3000", "900", "25"],
+                        ["2", *planned[1], "-", "-", "-", "-"]]
+        # round 2 shows a tool round 1 did not: the tools come first in the request, so
+        # nothing round 1 cached can be read back
         data = json.loads(out)
-        planned = [r["planned"] for r in data["rounds"]]
-        assert rows == [
-            ["1", *(str(planned[0][k]) for k in ("read", "written", "uncached")),
-             "3940", "3000", "900", "25"],
-            ["2", *(str(planned[1][k]) for k in ("read", "written", "uncached")),
-             "-", "-", "-", "-"],
-        ]
-        # round 2 shows a tool that round 1 did not: the tools come first, so nothing of
-        # round 1's prefix can be read back
-        assert planned[1]["read"] == 0 and planned[0]["read"] > 0
+        assert data["rounds"][1]["planned"]["read"] == 0
+        assert {b["cache"] for b in shown} == {"written"}
         assert opened.console == []
+
+
+def test_a_record_without_cache_plans_is_mapped_from_its_counts(case: Path) -> None:
+    record = _stored_turn(case)
+    bare = record.model_copy(update={
+        "rounds": [r.model_copy(update={"cache": None}) for r in record.rounds]})
+    cmap = context_map.map_turn(bare, budget=(128_000, 16_000))
+    tools = [b for b in cmap.blocks if b.kind == "tools"]
+    assert [b.id for b in tools] == record.rounds[-1].visible_tools
+    assert {b.tokens for b in tools} == {None}  # the record alone has no count for them
+    sections = [b for b in cmap.blocks if b.kind in ("stable", "dynamic")]
+    assert [(b.id, b.tokens) for b in sections] == [
+        (s.id, s.tokens) for s in record.rounds[-1].manifest.sections]
+    assert cmap.plan is None and cmap.rounds[0].reported is not None
+    assert cmap.notes[0].startswith("the record keeps no token counts for tool definitions")

@@ -16,23 +16,24 @@ price) or ``uncached``; how it is worked out is in docs/context-map.md.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from ..audit.cache_report import CacheBlock, CachePlan, plan_cache, request_blocks
 from ..audit.record import ReportedUsage, RoundRecord, TurnRecord
 from ..compile.compiler import LoadedProfile, PromptCompiler
 from ..compile.manifest import CompiledPromptPayload, Diagnostic, ManifestSection
 from ..errors import InputError, Problem
-from ..providers.caching import DEFAULT_MINIMUM_TOKENS, minimum_cacheable_tokens
-from ..providers.layout import canonical_json, layout
-from ..providers.request import ChatMessage, ChatRequest, clean
+from ..providers import build_request_body
+from ..providers.caching import DEFAULT_MINIMUM_TOKENS
+from ..providers.layout import turn_start
+from ..providers.request import ChatMessage, ChatRequest
 from ..resources import builtin_dir
-from ..tokens import MESSAGE_OVERHEAD, TokenCounter, default_counter
+from ..tokens import TokenCounter, default_counter
 
 __all__ = [
     "Block",
@@ -111,6 +112,9 @@ class ContextMap:
     rounds: tuple[RoundRow, ...] = ()
     diagnostics: tuple[dict[str, str], ...] = ()
     notes: tuple[str, ...] = field(default=())
+    #: The cache plan's read / written / uncached tokens for the request shown, when the
+    #: map was drawn from one (the plan counts the body's blocks as sent).
+    plan: dict[str, int] | None = None
 
     def totals(self) -> dict[str, Any]:
         """Tokens per kind and per cache status, and in all."""
@@ -137,37 +141,135 @@ def map_request(
     *,
     budget: tuple[int, int],
     counter: TokenCounter | None = None,
-    previous: Sequence[str] | None = None,
+    previous: Sequence[ChatRequest] | None = None,
     title: str = "pioneer inspect",
 ) -> ContextMap:
     """The map of one request; ``budget`` is (context window, response reserve).
 
-    ``previous`` lists the block fingerprints of the request sent before this one; when
-    it is None the previous request is taken to be this thread's last turn (the same
-    tools and stable text, the history without its newest exchange).
+    The cache status of each block is the cache plan's
+    (:func:`~pioneer.audit.cache_report.plan_cache`) against ``previous``, the thread's
+    earlier requests, oldest first; when it is None, against the request the thread's
+    previous turn is taken to have sent (:func:`_previous_turn`).
     """
     counter = counter or default_counter()
     payload = request.compiled_prompt
     if payload is None:
         raise ValueError("a context map needs a request with a compiled prompt")
     payload = payload.with_token_counts(counter)
+    request = request.model_copy(update={"compiled_prompt": payload})
     profile = compiler.load_profile(payload.manifest.profile)
     sources = _Sources(compiler, profile, payload)
-    placement = request.cache.dynamic_placement
-    pieces = _pieces(request, payload, placement, counter, sources)
-    blocks = _with_cache(pieces, provider, previous, _minimum(provider, request.model))
+    body = build_request_body(provider, request)
+    blocks = request_blocks(provider, request, body, manifest=payload.manifest, counter=counter)
+    earlier = [_blocks_of(provider, before, counter)
+               for before in (previous if previous is not None else [_previous_turn(request)])]
+    plan = plan_cache(provider, request.model, blocks, earlier)
+    titles = {section.id: section.title for section in payload.sections}
+    pieces = _from_plan(plan, payload.manifest.sections, titles, sources.of,
+                        sources.diagnostics)
     window, reserve = budget
-    history = sum(b.tokens or 0 for b in blocks if b.kind in ("summary", "history"))
-    threshold = _threshold(window, reserve)
+    history = sum(b.tokens or 0 for b in pieces if b.kind in ("summary", "history"))
     return ContextMap(
         title=title, profile=payload.manifest.profile,
         profile_fingerprint=payload.manifest.profile_fingerprint,
         profile_file=str(profile.file or ""), provider=provider,
-        model=request.model, placement=placement, blocks=tuple(blocks),
-        budget=Budget(window, reserve, max(0, window - reserve), threshold, history),
+        model=request.model, placement=request.cache.dynamic_placement, blocks=tuple(pieces),
+        budget=Budget(window, reserve, max(0, window - reserve), _threshold(window, reserve),
+                      history),
         diagnostics=tuple(_diagnostic(d) for d in payload.manifest.diagnostics),
-        notes=(_cache_note(previous),),
+        notes=(_plan_note(plan, previous is None),), plan=_planned_of(plan),
     )
+
+
+def _blocks_of(provider: str, request: ChatRequest, counter: TokenCounter) -> list[CacheBlock]:
+    return request_blocks(provider, request, build_request_body(provider, request),
+                          counter=counter)
+
+
+def _previous_turn(request: ChatRequest) -> ChatRequest:
+    """The request the thread's previous turn is taken to have sent: the same tools and
+    stable text, the history before this turn's newest exchange, that turn's own user
+    message, and other dynamic text (it changes from turn to turn)."""
+    history = request.messages[:turn_start(request.messages)]
+    start = turn_start(history)
+    messages = history[:start + 1] if start < len(history) else [
+        ChatMessage.user("(the previous turn's message)")]
+    payload = request.compiled_prompt
+    changed = payload.model_copy(update={"dynamic_system_text": "(the previous turn's "
+                                         "dynamic text)"}) if payload is not None else None
+    return request.model_copy(update={"messages": messages, "compiled_prompt": changed})
+
+
+_STATUS: dict[str, CacheStatus] = {"cached": "read", "written": "written",
+                                   "uncached": "uncached"}
+
+
+def _from_plan(
+    plan: CachePlan, sections: Sequence[ManifestSection], titles: Mapping[str, str],
+    source_of: Callable[[ManifestSection], dict[str, str]],
+    diagnostics_of: Callable[[ManifestSection], tuple[str, ...]],
+) -> list[Block]:
+    """The plan's blocks in its order, the stable and dynamic blocks opened into their
+    sections (each with the status of the block it is in)."""
+    out: list[Block] = []
+    seen_turn = False
+    for block in plan.blocks:
+        status = _STATUS[block.status]
+        if block.kind in ("stable", "prompt", "dynamic"):
+            sides = {"stable": ("stable",), "prompt": ("stable", "dynamic"),
+                     "dynamic": ("dynamic",)}[block.kind]
+            for record in sections:
+                if record.stability in sides:
+                    out.append(Block(
+                        len(out), record.stability, record.id, titles.get(record.id, record.id),
+                        record.stability,
+                        record.tokens, record.chars, status, source_of(record),
+                        truncated=record.truncated, diagnostics=diagnostics_of(record),
+                        fingerprint=block.label))
+            continue
+        kind: BlockKind
+        if block.kind == "tools":
+            kind, name, title = "tools", block.label.removeprefix("tool "), block.label
+        elif block.kind in ("summary", "history", "system"):
+            kind = "summary" if block.kind == "summary" else "history"
+            name, title = block.label, ("history summary" if kind == "summary"
+                                        else f"{_role(block.label)} (history)")
+        else:
+            kind = "round" if seen_turn else "current"
+            seen_turn = True
+            name, title = block.label, ("user message (this turn)" if kind == "current"
+                                        else f"{_role(block.label)} (tool round)")
+        out.append(Block(len(out), kind, name, title,
+                         "stable" if kind == "tools" else "conversation", block.tokens, None,
+                         status, {"from": f"request body: {block.label}"}
+                         | ({"cache mark": "yes"} if block.marked else {}),
+                         fingerprint=block.digest))
+    return out
+
+
+def _role(label: str) -> str:
+    """The role a body label names, e.g. "assistant" in "messages[3] (assistant) block 0"."""
+    return label.partition("(")[2].partition(")")[0] or "message"
+
+
+def _planned_of(plan: CachePlan) -> dict[str, int]:
+    return {"read": plan.cached_tokens, "written": plan.written_tokens,
+            "uncached": plan.uncached_tokens}
+
+
+def _row(number: int, plan: CachePlan, usage: ReportedUsage | None) -> RoundRow:
+    return RoundRow(number, _planned_of(plan), _reported(usage))
+
+
+def _plan_note(plan: CachePlan, assumed: bool) -> str:
+    where = ("against the thread's previous turn as it is assumed to have been sent (the "
+             "same tools and stable text, the history before the newest exchange, other "
+             "dynamic text)") if assumed else "against the request sent before it"
+    difference = plan.first_difference
+    first = (f"; first difference: {difference.label} ({difference.reason})"
+             if difference is not None else "")
+    return (f"cache status from the cache plan ({plan.provider}, minimum "
+            f"{plan.minimum_tokens} tokens), {where}{first}")
 
 
 def _threshold(window: int, reserve: int) -> int:
@@ -175,76 +277,10 @@ def _threshold(window: int, reserve: int) -> int:
     return budget * 8 // 10
 
 
-def _minimum(provider: str, model: str) -> int:
-    """The shortest prefix the provider caches: Anthropic's per-model table, else 1024."""
-    return minimum_cacheable_tokens(model) if provider in _MARKED else DEFAULT_MINIMUM_TOKENS
 
 
-def _pieces(
-    request: ChatRequest, payload: CompiledPromptPayload, placement: str,
-    counter: TokenCounter, sources: _Sources,
-) -> list[Block]:
-    out: list[Block] = []
-
-    def add(kind: BlockKind, id_: str, title: str, stability: Any, text: str | None,
-            tokens: int | None, source: dict[str, str], **extra: Any) -> None:
-        digest = hashlib.sha256((text or "").encode()).hexdigest() if text is not None else ""
-        out.append(Block(len(out), kind, id_, title, stability, tokens,
-                         None if text is None else len(text), "uncached", source,
-                         fingerprint=f"{kind}:{id_}:{digest}", **extra))
-
-    laid = layout(request)
-    for tool in laid.tools:
-        text = json.dumps(canonical_json(tool.model_dump(mode="json")), ensure_ascii=False)
-        add("tools", tool.name, f"tool {tool.name}", "stable", text, counter.count(text),
-            {"from": "ChatRequest.tools"})
-    sections = list(zip(payload.manifest.sections, payload.sections, strict=True))
-    stable = [(m, s) for m, s in sections if m.stability == "stable"]
-    dynamic = [(m, s) for m, s in sections if m.stability == "dynamic"]
-    for record, section in stable:
-        add("stable", record.id, section.title, "stable", section.text, record.tokens,
-            sources.of(record), truncated=record.truncated,
-            diagnostics=sources.diagnostics(record))
-
-    def dynamic_blocks() -> None:
-        for record, section in dynamic:
-            add("dynamic", record.id, section.title, "dynamic", section.text, record.tokens,
-                sources.of(record), truncated=record.truncated,
-                diagnostics=sources.diagnostics(record))
-
-    if placement == "system":
-        dynamic_blocks()
-    start = laid.turn_start
-    for index, message in enumerate(request.messages):
-        if index == start and placement == "cache-first":
-            dynamic_blocks()
-        text = _message_text(message)
-        tokens = counter.count(text) + MESSAGE_OVERHEAD
-        where = {"from": f"ChatRequest.messages[{index}]"}
-        if message.role == "system" and message.content.startswith(_SUMMARY_PREFIX):
-            add("summary", f"messages[{index}]", "history summary", "conversation", text,
-                tokens, where)
-        elif index < start:
-            add("history", f"messages[{index}]", f"{message.role} (history)", "conversation",
-                text, tokens, where)
-        elif index == start:
-            add("current", f"messages[{index}]", "user message (this turn)", "conversation",
-                text, tokens, where)
-        else:
-            add("round", f"messages[{index}]", f"{message.role} (tool round)",
-                "conversation", text, tokens, where)
-    if start == len(request.messages) and placement == "cache-first":
-        dynamic_blocks()
-    return out
 
 
-def _message_text(message: ChatMessage) -> str:
-    parts = [clean(message.content)]
-    parts += [json.dumps({"name": c.name, "arguments": c.arguments}, sort_keys=True)
-              for c in message.tool_calls]
-    if message.tool_result is not None:
-        parts.append(clean(message.tool_result.content))
-    return "\n".join(part for part in parts if part)
 
 
 def _with_cache(blocks: list[Block], provider: str, previous: Sequence[str] | None,
@@ -353,6 +389,8 @@ def map_turn(record: TurnRecord, *, budget: tuple[int, int]) -> ContextMap:
     tool definitions or of this turn's messages: those blocks show no count, and the
     planned figures leave them out.
     """
+    if all(r.cache is not None for r in record.rounds):
+        return _turn_from_plans(record, budget)
     per_round = [_round_blocks(record, r) for r in record.rounds]
     planned: list[list[Block]] = []
     previous: Sequence[str] | None = None
@@ -384,6 +422,44 @@ def map_turn(record: TurnRecord, *, budget: tuple[int, int]) -> ContextMap:
                      for r, p in zip(record.rounds, planned, strict=True)),
         diagnostics=tuple(_diagnostic(d) for d in manifest.diagnostics),
         notes=(*notes, _cache_note(None)),
+    )
+
+
+def _turn_from_plans(record: TurnRecord, budget: tuple[int, int]) -> ContextMap:
+    """The map of a turn whose rounds carry their cache plans: the last round's blocks
+    as its plan has them, one row per round."""
+    last = record.rounds[-1]
+    plan = last.cache
+    assert plan is not None
+    manifest = last.manifest
+
+    def source(section: ManifestSection) -> dict[str, str]:
+        return {"from": section.source}
+
+    def diagnostics(section: ManifestSection) -> tuple[str, ...]:
+        return tuple(f"{d.code}: {d.message}" for d in manifest.diagnostics
+                     if d.section_id == section.id)
+
+    blocks = _from_plan(plan, manifest.sections, {}, source, diagnostics)
+    history = record.history
+    window, reserve = budget
+    limits = (history.budget, history.threshold) if history is not None else (
+        max(0, window - reserve), _threshold(window, reserve))
+    sent = sum(b.tokens or 0 for b in blocks if b.kind in ("summary", "history"))
+    notes = [_plan_note(plan, False)]
+    if len(record.rounds) > 1:
+        notes.insert(0, f"the blocks are those of round {last.round}, the last")
+    return ContextMap(
+        title=f"pioneer explain {record.turn_id}", profile=manifest.profile,
+        profile_fingerprint=manifest.profile_fingerprint, profile_file="",
+        provider=last.provider.provider, model=plan.model,
+        placement=last.provider.dynamic_placement, blocks=tuple(blocks),
+        budget=Budget(window, reserve, limits[0], limits[1], sent,
+                      history.mode if history is not None else None),
+        rounds=tuple(_row(r.round, r.cache, r.usage) for r in record.rounds
+                     if r.cache is not None),
+        diagnostics=tuple(_diagnostic(d) for d in manifest.diagnostics),
+        notes=tuple(notes), plan=_planned_of(plan),
     )
 
 
@@ -465,6 +541,7 @@ def as_data(cmap: ContextMap) -> dict[str, Any]:
         "rounds": [asdict(r) for r in cmap.rounds],
         "diagnostics": list(cmap.diagnostics),
         "notes": list(cmap.notes),
+        "plan": cmap.plan,
     }
 
 
@@ -489,9 +566,11 @@ def render_html(cmap: ContextMap) -> str:
     e = html.escape
     strip = "\n".join(_strip_block(b) for b in cmap.blocks)
     rows = "\n".join(_table_row(b) for b in cmap.blocks)
+    figures = cmap.plan or totals["by_cache"]
     legend = "".join(
         f'<li><span class="swatch cache-{status}"></span>{status}: '
-        f'{totals["by_cache"][status]} tokens</li>' for status in ("read", "written", "uncached"))
+        f'<span id="plan-{status}">{figures[status]}</span> tokens</li>'
+        for status in ("read", "written", "uncached"))
     rounds = _rounds_table(cmap.rounds)
     notes = "".join(f"<li>{e(n)}</li>" for n in cmap.notes)
     embedded = json.dumps(data, sort_keys=True, ensure_ascii=False).replace("</", "<\\/")
