@@ -175,8 +175,8 @@ def test_the_page_shows_every_block_in_provider_order_with_its_tokens(
     history = sum(int(b["tokens"]) for b in shown if b["kind"] in ("summary", "history"))
     assert opened.page.text_content("#history-tokens") == str(history)
     assert opened.page.get_attribute("#history-window .line", "style") == "left:80%"
-    window = opened.page.get_attribute("#window .line", "style")
-    assert window == f"left:{100 * 89_600 / 128_000:.2f}%"  # 80% of 128000 - 16000
+    reserve = opened.page.get_attribute("#window .reserve", "style")
+    assert reserve == f"width:{100 * 16_000 / 128_000:.2f}%"
     assert opened.console == [] and _only_the_file(opened.requests, case)
 
 

@@ -641,13 +641,12 @@ def _budget_figure(budget: Budget, total: int) -> str:
     history_budget = max(budget.history_budget, 1)
     history_width = f"{min(100.0, 100 * budget.history_tokens / history_budget):.2f}%"
     return (
-        f'<div class="window" id="window" role="img" aria-label="request {total} of '
+        f'<p class="axis">context window: the request, and the reply\'s reserve at the '
+        f'right</p><div class="window" id="window" role="img" aria-label="request {total} of '
         f'{budget.context_window} tokens, {budget.response_reserve} reserved for the reply">'
         f'<div class="used" style="width:{pct(total)}"></div>'
-        f'<div class="reserve" style="width:{pct(budget.response_reserve)}"></div>'
-        f'<div class="line" style="left:{pct(budget.history_threshold)}" '
-        f'title="80% of the history budget: {budget.history_threshold} tokens"></div></div>'
-        f'<p class="axis">history budget</p>'
+        f'<div class="reserve" style="width:{pct(budget.response_reserve)}"></div></div>'
+        f'<p class="axis">history budget (dashed: 80%, where summarising starts)</p>'
         f'<div class="window" id="history-window" role="img" aria-label="history '
         f'{budget.history_tokens} of a {budget.history_budget}-token budget, summarising at '
         f'{budget.history_threshold}"><div class="used history" style="width:{history_width}">'
