@@ -376,3 +376,20 @@ def test_a_record_without_cache_plans_is_mapped_from_its_counts(case: Path) -> N
         (s.id, s.tokens) for s in record.rounds[-1].manifest.sections]
     assert cmap.plan is None and cmap.rounds[0].reported is not None
     assert cmap.notes[0].startswith("the record keeps no token counts for tool definitions")
+
+
+def test_a_section_names_its_template_and_the_folder_it_came_from(case: Path) -> None:
+    folder = case / "deploy_templates"
+    folder.mkdir()
+    (folder / "identity_base.md.j2").write_text("You are the Acme assistant.\n")
+    code, out, err = run_cli("inspect", "--home", "home", "--template-path", str(folder),
+                             "--html", str(case / "ctx.html"), "--json")
+    assert code == 0, err
+    blocks = {b["id"]: b for b in json.loads(out)["blocks"]}
+    assert blocks["identity_base"]["source"] == {
+        "from": "built-in text", "template": "identity_base.md.j2",
+        "origin": f"deployment folder {folder}"}
+    assert blocks["assistant_safety"]["source"]["origin"] == "built-in"
+    assert blocks["soul_core"]["source"] == {
+        "from": "bootstrap file SOUL.md", "template": "bootstrap_file.md.j2",
+        "origin": "built-in", "file": "home/SOUL.md", "file_status": "loaded"}
