@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from ..compile.manifest import Diagnostic, HookSourceEntry
+from ..compile.readonly import read_only
 from ..deadline import Outcome, Running, call
 from ..errors import HookError, PioneerError, Problem
 from .models import (
@@ -176,17 +177,16 @@ class HookRegistry:
 
 
 def read_only_input(compile_input: PromptCompileInput) -> PromptCompileInput:
-    """The compile input as hooks see it: a copy whose lists are tuples.
+    """The compile input as hooks see it: the read-only view templates get too.
 
     The input is a frozen model, but its section lists are lists; a hook appending to
     or clearing one would change the caller's input (and every later compile of it).
-    The copy's sequences are tuples of frozen sections, so a hook can read everything and
-    change nothing: a write fails that hook, under its failure policy.
+    In the view every list is a :class:`~pioneer.compile.readonly.FrozenList` of frozen
+    sections, so a hook can read everything and change nothing: a write raises
+    ``ReadOnlyError`` and fails that hook, under its failure policy.
     """
-    return compile_input.model_copy(update={
-        "runtime_sections": tuple(compile_input.runtime_sections),
-        "dynamic_sections": tuple(compile_input.dynamic_sections),
-    })
+    view: PromptCompileInput = read_only(compile_input)
+    return view
 
 
 # -- calling hooks -------------------------------------------------------------------
