@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import StoreTarget
 from doc_pages import example
+from stores import make_store
 
 from pioneer import (
     HookRegistry,
@@ -25,7 +27,8 @@ from pioneer.episodic import (
     SearchResult,
     episodic_recall_subscription,
 )
-from pioneer.history import ArtifactRef, HistoryBudgeter, HistoryLimits, SqliteStore
+from pioneer.history import ArtifactRef, HistoryBudgeter, HistoryLimits
+from pioneer.history.sql_store import SqlStore
 
 GOLDENS = Path(__file__).parent / "goldens" / "episodic"
 HOOK = "thread_episodic.context_recall"
@@ -48,9 +51,10 @@ EXPORT = ArtifactRef("art-7", "billing export.xlsx", "spreadsheet", version_id="
 
 
 @pytest.fixture
-def attached(db: Path) -> Iterator[tuple[SqliteStore, EpisodicIndex]]:
-    """A store with an index subscribed to its writes, holding the EARLIER turns."""
-    with SqliteStore(db) as opened, EpisodicIndex(opened) as index:
+def attached(store_target: StoreTarget) -> Iterator[tuple[SqlStore, EpisodicIndex]]:
+    """A store (SQLite or PostgreSQL) with an index subscribed to its writes, holding the
+    EARLIER turns."""
+    with make_store(store_target.target) as opened, EpisodicIndex(opened) as index:
         opened.ensure_thread("t1")
         for n, (user, reply) in enumerate(EARLIER):
             opened.add_turn(
@@ -62,12 +66,12 @@ def attached(db: Path) -> Iterator[tuple[SqliteStore, EpisodicIndex]]:
 
 
 @pytest.fixture
-def store(attached: tuple[SqliteStore, EpisodicIndex]) -> SqliteStore:
+def store(attached: tuple[SqlStore, EpisodicIndex]) -> SqlStore:
     return attached[0]
 
 
 @pytest.fixture
-def index(attached: tuple[SqliteStore, EpisodicIndex]) -> EpisodicIndex:
+def index(attached: tuple[SqlStore, EpisodicIndex]) -> EpisodicIndex:
     return attached[1]
 
 
@@ -92,7 +96,7 @@ def hook_diagnostics(payload: CompiledPromptPayload) -> list[Any]:
     return [d for d in payload.manifest.diagnostics if d.hook_source is not None]
 
 
-def keep_only_recent(store: SqliteStore, count: int) -> Any:
+def keep_only_recent(store: SqlStore, count: int) -> Any:
     """A history decision that sends the newest ``count`` turns (a tight budget, cut at
     the whole budget so truncation keeps all that fits)."""
     entries = store.get_thread_conversation_history("t1")
@@ -114,14 +118,16 @@ def test_subscription_matches_the_reference(index: EpisodicIndex) -> None:
 
 def test_recalled_snippets_become_the_thread_context_section(
     compiler: PromptCompiler, base: PromptCompileInput, index: EpisodicIndex,
-    store: SqliteStore, golden: Callable[[Path, str], None],
+    store: SqlStore, golden: Callable[[Path, str], None],
 ) -> None:
     decision = keep_only_recent(store, 3)
     payload = run_turn(compiler, base, index, "Where did the Frankfurt billing numbers end up?",
                        **{HISTORY_KEY: decision})
     text = thread_context(payload)
     assert text is not None
-    golden(GOLDENS / "thread-context-section.txt", text + "\n")
+    # The same snippets on both stores; the scores printed are each store's own.
+    name = "thread-context-section" + ("" if index.dialect == "sqlite" else "-postgresql")
+    golden(GOLDENS / f"{name}.txt", text + "\n")
     assert "- [thread:turn-0/turn-0-u/c0, role=user, context=user_visible_thread_item, " in text
     assert "Available artifacts for thread:turn-0/turn-0-a/c0:" in text
     assert "artifact_references" in payload.manifest.section_ids  # the refs count
@@ -132,7 +138,7 @@ def test_recalled_snippets_become_the_thread_context_section(
 
 
 def test_no_hit_no_section(compiler: PromptCompiler, base: PromptCompileInput,
-                           index: EpisodicIndex, store: SqliteStore) -> None:
+                           index: EpisodicIndex, store: SqlStore) -> None:
     decision = keep_only_recent(store, 3)
     payload = run_turn(compiler, base, index, "Tell me about volcanoes in Iceland.",
                        **{HISTORY_KEY: decision})
@@ -155,7 +161,7 @@ def test_no_thread_or_no_text_no_section(compiler: PromptCompiler, base: PromptC
 def test_turns_the_history_sends_are_not_recalled(compiler: PromptCompiler,
                                                   base: PromptCompileInput,
                                                   index: EpisodicIndex,
-                                                  store: SqliteStore) -> None:
+                                                  store: SqlStore) -> None:
     everything = keep_only_recent(store, len(EARLIER))
     payload = run_turn(compiler, base, index, "Frankfurt billing export?",
                        **{HISTORY_KEY: everything})
@@ -164,7 +170,7 @@ def test_turns_the_history_sends_are_not_recalled(compiler: PromptCompiler,
 
 def test_without_a_decision_the_keep_window_is_left_out(
     compiler: PromptCompiler, base: PromptCompileInput, index: EpisodicIndex,
-    store: SqliteStore,
+    store: SqlStore,
 ) -> None:
     text = "Frankfurt billing export?"
     assert thread_context(run_turn(compiler, base, index, text)) is None
@@ -177,7 +183,7 @@ def test_without_a_decision_the_keep_window_is_left_out(
 
 
 def test_a_slow_query_misses_the_deadline_and_the_turn_goes_on(
-    compiler: PromptCompiler, base: PromptCompileInput, db: Path, store: SqliteStore,
+    compiler: PromptCompiler, base: PromptCompileInput, db: Path, store: SqlStore,
 ) -> None:
     release = threading.Event()
     finished = threading.Event()
@@ -221,7 +227,7 @@ def test_a_failing_index_is_a_diagnostic(compiler: PromptCompiler, base: PromptC
 
 def test_recall_hits_below_the_threshold_make_no_section(
     compiler: PromptCompiler, base: PromptCompileInput, index: EpisodicIndex,
-    store: SqliteStore,
+    store: SqlStore,
 ) -> None:
     decision = keep_only_recent(store, 3)
     hooks = HookRegistry()

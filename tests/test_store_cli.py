@@ -165,3 +165,28 @@ def test_a_password_is_not_printed(pg_server: Server) -> None:
     assert (code, out) == (1, "")
     assert "secret" not in err
     assert err.startswith("postgresql://someone:***@127.0.0.1:1/nothing: ")
+
+
+def test_history_summarize_stores_and_indexes_the_summary_on_postgresql(
+    stores: tuple[Path, str], tmp_path: Path
+) -> None:
+    from test_history_summarizer import ChatServer
+
+    path, url = stores
+    server = ChatServer()
+    try:
+        outputs = []
+        for target in (str(path), url):
+            outputs.append(run_cli("history", "demo", "--db", target, "--home", str(tmp_path),
+                                   "--max-context-tokens", "120", "--reserve-tokens", "0",
+                                   "--summarize", "--summary-url", server.base_url))
+    finally:
+        server.close()
+    assert outputs[0][0] == 0
+    assert outputs[1] == outputs[0]
+    with make_store(url, read_only=True) as store, EpisodicIndex(store) as index:
+        summary = store.get_thread_summary("demo")
+        assert summary is not None and summary.text == "A short summary."
+        assert summary.through_turn_id == "turn-7"
+        assert [s.text for s in index.snippets("demo") if s.role == "generated_summary"] == [
+            "A short summary."]
