@@ -12,7 +12,7 @@ import pytest
 from stores import Server, make_store, with_database
 from support import run_cli
 
-from pioneer import ChatMessage, ChatRequest, PromptCompileInput, PromptCompiler
+from pioneer import ChatMessage, ChatRequest, PromptCompileInput, PromptCompiler, StoreError
 from pioneer.audit import TurnAudit, TurnRecord, TurnRecords
 from pioneer.episodic import EpisodicIndex
 from pioneer.history import ArtifactRef
@@ -190,3 +190,27 @@ def test_history_summarize_stores_and_indexes_the_summary_on_postgresql(
         assert summary.through_turn_id == "turn-7"
         assert [s.text for s in index.snippets("demo") if s.role == "generated_summary"] == [
             "A short summary."]
+
+
+@pytest.mark.parametrize(("version", "message"), [
+    (99, "schema version 99 is newer than this pioneer supports ({latest}); upgrade pioneer"),
+    (-1, "not a pioneer conversation store (schema version -1)"),
+])
+def test_a_postgresql_schema_of_an_unknown_version_is_refused(
+    pg_server: Server, version: int, message: str
+) -> None:
+    from pioneer.history.postgres_migrations import MIGRATIONS
+
+    schema, url = pg_server.new_schema()
+    try:
+        with make_store(url) as store:
+            store.ensure_thread("demo")
+        pg_server.execute(schema, f"UPDATE pioneer_schema SET version = {version}")
+        expected = f"{url}: {message.format(latest=len(MIGRATIONS))}"
+        code, out, err = run_cli("history", "demo", "--db", url)
+        assert (code, out, err) == (1, "", expected + "\n")
+        with pytest.raises(StoreError) as raised:
+            make_store(url)  # a writing open refuses it too
+        assert str(raised.value) == expected
+    finally:
+        pg_server.drop_schema(schema)
