@@ -393,3 +393,16 @@ def test_a_section_names_its_template_and_the_folder_it_came_from(case: Path) ->
     assert blocks["soul_core"]["source"] == {
         "from": "bootstrap file SOUL.md", "template": "bootstrap_file.md.j2",
         "origin": "built-in", "file": "home/SOUL.md", "file_status": "loaded"}
+
+
+def test_a_partly_cached_block_is_named_in_the_notes(case: Path) -> None:
+    # OpenAI caches in 128-token steps: the stable message is read up to the last step.
+    code, out, err = run_cli("inspect", "--home", "home", "--provider", "openai-chat",
+                             "--model", "gpt-5", "--html", str(case / "ctx.html"), "--json")
+    data = json.loads(out)
+    read = data["plan"]["read"]
+    assert code == 0 and read % 128 == 0 and read >= 1024
+    assert {b["cache"] for b in data["blocks"]} == {"uncached"}
+    assert f"the first {read} tokens of messages[0] (system) are read from cache too" in (
+        data["notes"][0])
+    assert err.endswith(f"({read} expected from cache)\n")

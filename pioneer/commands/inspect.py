@@ -76,6 +76,7 @@ def _context_map(args: argparse.Namespace, compiler: PromptCompiler,
     if args.json:
         out.write(context_map.render_json(cmap))
     totals = cmap.totals()
+    read = (cmap.plan or totals["by_cache"])["read"]
     print(f"wrote {args.html}: {len(cmap.blocks)} blocks, {totals['tokens']} tokens "
-          f"({totals['by_cache']['read']} expected from cache)", file=err)
+          f"({read} expected from cache)", file=err)
     return 0

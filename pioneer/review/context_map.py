@@ -268,8 +268,13 @@ def _plan_note(plan: CachePlan, assumed: bool) -> str:
     difference = plan.first_difference
     first = (f"; first difference: {difference.label} ({difference.reason})"
              if difference is not None else "")
+    whole = sum(b.tokens for b in plan.blocks if b.status == "cached")
+    partly = next((b for b in plan.blocks if b.status != "cached"), None)
+    part = (f"; the first {plan.cached_tokens - whole} tokens of {partly.label} are read from "
+            f"cache too (the provider caches in steps of {plan.step_tokens} tokens; the map draws "
+            "the whole block by its end)") if plan.cached_tokens > whole and partly else ""
     return (f"cache status from the cache plan ({plan.provider}, minimum "
-            f"{plan.minimum_tokens} tokens), {where}{first}")
+            f"{plan.minimum_tokens} tokens), {where}{first}{part}")
 
 
 def _threshold(window: int, reserve: int) -> int:
