@@ -2,9 +2,12 @@
 
 Subcommands live one per module in :mod:`pioneer.commands`; each module defines
 ``NAME``, ``HELP``, ``configure(parser)`` and ``run(args, out, err) -> int``, and is
-found by name, so adding a command never touches this file. Exit codes: 0 ok, 1 user
-error (a :class:`~pioneer.errors.PioneerError` or bad usage), 3 internal error, 130
-interrupted.
+found by name, so adding a command never touches this file. Exit codes: 0 ok, 1 bad
+input (a :class:`~pioneer.errors.PioneerError`), 2 bad usage (an unknown option or
+command, a missing argument), 3 internal error, 130 interrupted. Every failure a user
+can fix ends with the same footer, ``error: N problems``. Output goes through
+:class:`Output`, so a closed or full stream is an error message and a character the
+terminal cannot encode is escaped, never a crash (docs/cli.md).
 """
 
 from __future__ import annotations
@@ -13,26 +16,139 @@ import argparse
 import contextlib
 import gc
 import importlib
+import io
+import os
 import pkgutil
+import re
 import sys
 from collections.abc import Sequence
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 from . import commands
-from .errors import PioneerError
+from .errors import PioneerError, counted, did_you_mean
 
-__all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USER", "main"]
+__all__ = [
+    "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "EXIT_USER", "Output",
+    "main", "report",
+]
 
-EXIT_OK, EXIT_USER, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 3, 130
+EXIT_OK, EXIT_USER, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+_FOOTER = re.compile(r"^error: \d+ problems?( |$)")
 
 
 class _UsageError(PioneerError):
     pass
 
 
+class OutputError(PioneerError):
+    """Standard output is closed, full or otherwise cannot be written."""
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise _UsageError(f"{self.prog}: {message}")
+        raise _UsageError(f"{self.prog}: {message}{self._suggestion(message)}")
+
+    def _suggestion(self, message: str) -> str:
+        choice = re.match(r"argument .*: invalid choice: '(.*?)' \(choose from (.*)\)$", message)
+        if choice:
+            return did_you_mean(choice[1], re.findall(r"'([^']*)'", choice[2]))
+        unknown = re.match(r"unrecognized arguments: (\S+)", message)
+        if unknown and unknown[1].startswith("--"):
+            options = [o for action in self._actions for o in action.option_strings]
+            for sub in self._actions:  # options of the chosen subcommand
+                if isinstance(sub, argparse._SubParsersAction):
+                    for parser in sub.choices.values():
+                        options += [o for a in parser._actions for o in a.option_strings]
+            return did_you_mean(unknown[1].split("=")[0], options)
+        return ""
+
+
+class _Version(argparse.Action):
+    """``--version``: the package version, looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any):
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> NoReturn:
+        from .compile.manifest import COMPILER_VERSION
+
+        print(f"pioneer {COMPILER_VERSION}")
+        parser.exit()
+
+
+class Output(io.TextIOBase):
+    """A text stream that never crashes the command that writes to it.
+
+    A character the underlying stream's encoding cannot hold is written as a backslash
+    escape; a closed (``None``) or failing stream raises :class:`OutputError` for
+    standard output and is silently dropped for standard error (there is nowhere left to
+    say it). A broken pipe passes through: the CLI treats it as the reader having left.
+    """
+
+    def __init__(self, stream: TextIO | None, name: str, *, quiet_failure: bool = False):
+        self._stream, self._name, self._quiet = stream, name, quiet_failure
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if self._stream is None:
+            return self._failed(None)
+        try:
+            self._stream.write(text)
+        except UnicodeEncodeError:
+            stream, encoding = self._stream, getattr(self._stream, "encoding", None) or "ascii"
+            self._guard(lambda: stream.write(
+                text.encode(encoding, "backslashreplace").decode(encoding)))
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError) as error:
+            self._failed(error)
+        return len(text)
+
+    def flush(self) -> None:
+        if self._stream is not None:
+            self._guard(self._stream.flush)
+
+    def _guard(self, action: Any) -> None:
+        try:
+            action()
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError) as error:
+            self._failed(error)
+
+    def _failed(self, error: Exception | None) -> int:
+        stream, self._stream = self._stream, None
+        _discard(stream)
+        if self._quiet:
+            return 0
+        reason = "it is closed" if error is None else (
+            getattr(error, "strerror", None) or str(error))
+        raise OutputError(f"cannot write to {self._name}: {reason}")
+
+
+def _discard(stream: TextIO | None) -> None:
+    """Point a failed standard stream at the null device, so that the interpreter's own
+    flush at exit finds nothing left to fail on."""
+    if stream is None or not any(stream is s for s in (sys.__stdout__, sys.__stderr__)):
+        return
+    with contextlib.suppress(OSError, ValueError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, stream.fileno())
+        os.close(null)
+
+
+def report(error: PioneerError) -> str:
+    """The text the CLI prints for an error: every problem, each on its own line(s), and
+    the footer ``error: N problems`` (with the error's own closing line when it has one)."""
+    lines = [problem.render() for problem in error.problems]
+    summary = error.summary
+    if summary and _FOOTER.match(summary):
+        return "\n".join([*lines, summary])
+    if summary:
+        lines.append(summary)
+    return "\n".join([*lines, f"error: {counted(len(error.problems), 'problem')}"])
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -42,6 +158,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     imports that one module instead of all of them (start-up time).
     """
     parser = _Parser(prog="pioneer", description="Compile what an LLM agent sees each turn.")
+    parser.add_argument("--version", action=_Version)
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 parser_class=_Parser)
@@ -59,25 +176,37 @@ def main(
     stderr: TextIO | None = None,
 ) -> int:
     """Run the CLI; returns the exit code instead of exiting, so tests call it directly."""
-    out = stdout or sys.stdout
-    err = stderr or sys.stderr
+    out = Output(stdout if stdout is not None else sys.stdout, "standard output")
+    err = Output(stderr if stderr is not None else sys.stderr, "standard error",
+                 quiet_failure=True)
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args_list
+    if debug:  # accepted after the command too
+        args_list = ["--debug", *(a for a in args_list if a != "--debug")]
     try:
         parser = build_parser(next((a for a in args_list if not a.startswith("-")), None))
         with contextlib.redirect_stdout(out):  # --help writes to the caller's stream
             args = parser.parse_args(args_list)
         code: int = args._run(args, out, err)
+        out.flush()
         return code
+    except _UsageError as error:
+        print(f"{report(error)}\n(run `pioneer --help` for usage)", file=err)
+        return EXIT_USAGE
     except PioneerError as error:
-        print(error.render(), file=err)
+        print(report(error), file=err)
         return EXIT_USER
     except KeyboardInterrupt:
         print("interrupted", file=err)
         return EXIT_INTERRUPTED
     except SystemExit as exit_:  # --help and --version
+        with contextlib.suppress(PioneerError):
+            out.flush()
+        if exit_.code not in (None, 0) and not isinstance(exit_.code, int):
+            return EXIT_USAGE
         return exit_.code if isinstance(exit_.code, int) else EXIT_OK
     except BrokenPipeError:
+        _discard(stdout if stdout is not None else sys.stdout)
         return EXIT_OK
     except Exception as error:
         print(f"internal error: {type(error).__name__}: {error}", file=err)
@@ -88,6 +217,9 @@ def main(
         else:
             print("(run with --debug for the traceback)", file=err)
         return EXIT_INTERNAL
+    finally:
+        with contextlib.suppress(PioneerError, BrokenPipeError):
+            err.flush()
 
 
 def entry() -> NoReturn:  # pragma: no cover - the console script

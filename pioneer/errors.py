@@ -8,11 +8,14 @@ them, and ``str(error)`` renders them location-first, one per line, the way comp
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
+import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "BudgetError",
@@ -26,9 +29,13 @@ __all__ = [
     "StoreError",
     "TemplateError",
     "counted",
+    "did_you_mean",
     "format_path",
     "json_problem",
+    "parse_document",
+    "read_document",
     "read_json",
+    "read_text",
     "toml_problem",
 ]
 
@@ -156,19 +163,111 @@ def json_problem(error: json.JSONDecodeError, file: str) -> Problem:
                    column=error.colno)
 
 
-def read_json(path: Path, what: str) -> Any:
-    """The parsed JSON of ``path``; an :class:`InputError` naming the file (and the line
-    and column of a syntax error) when it cannot be read or parsed. ``what`` names the
-    file's role in the message: ``cannot read {what}: ...``."""
-    name = str(path)
+#: The name a document read from standard input (a ``-`` path) goes by in messages.
+STDIN_NAME = "<stdin>"
+#: Nesting deeper than this is refused before a parser would run out of stack.
+MAX_DEPTH = 200
+_LONG_NUMBER = re.compile(rf"\d{{{sys.get_int_max_str_digits() + 1},}}")
+
+
+def read_text(path: str | os.PathLike[str], what: str,
+              error_type: type[PioneerError] | None = None) -> tuple[str, str]:
+    """The text of ``path`` (standard input for ``-``) and the name messages give it.
+
+    A file that cannot be read (missing, a folder, a name too long for the file system,
+    a NUL byte, not UTF-8) is an error of ``error_type`` (default :class:`InputError`)
+    naming the file: ``cannot read {what}: ...``.
+    """
+    raised = error_type or InputError
+    name = os.fspath(path)
     try:
-        return json.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(Problem(f"cannot read {what}: {error}", file=name)) from None
+        if name == "-":
+            return sys.stdin.read(), STDIN_NAME
+        return Path(name).read_text("utf-8"), name
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        shown = name if name.isprintable() and len(name) <= 200 else repr(name[:200])
+        raise raised(Problem(f"cannot read {what}: {reason}", file=shown)) from None
+
+
+def parse_document(text: str, file: str, kind: Literal["json", "toml"],
+                   error_type: type[PioneerError] | None = None) -> Any:
+    """Parse JSON or TOML text; every way it can fail is an error that names the file
+    and, where it can be found, the line: a syntax error, nesting deeper than
+    :data:`MAX_DEPTH`, or a number longer than Python reads (4,300 digits)."""
+    raised = error_type or InputError
+    deep = _too_deep(text)
+    if deep is not None:
+        raise raised(Problem(f"nested more than {MAX_DEPTH} levels deep", file=file, line=deep))
+    long_number = _LONG_NUMBER.search(text)
+    try:
+        return json.loads(text) if kind == "json" else tomllib.loads(text)
     except json.JSONDecodeError as error:
-        raise InputError(json_problem(error, name)) from None
+        raise raised(json_problem(error, file)) from None
+    except tomllib.TOMLDecodeError as error:
+        raise raised(toml_problem(error, file)) from None
+    except (ValueError, RecursionError):
+        line = _line_of(text, long_number.start()) if long_number else None
+        raise raised(Problem(
+            f"a number has more than {sys.get_int_max_str_digits()} digits", file=file, line=line
+        )) from None
+
+
+def read_document(path: str | os.PathLike[str], what: str, kind: Literal["json", "toml"],
+                  error_type: type[PioneerError] | None = None) -> tuple[Any, str]:
+    """:func:`read_text`, then :func:`parse_document`: the data and the file's name."""
+    text, name = read_text(path, what, error_type)
+    return parse_document(text, name, kind, error_type), name
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def _too_deep(text: str) -> int | None:
+    """The line where brackets and braces first nest deeper than :data:`MAX_DEPTH`.
+
+    Quotes are skipped roughly (a backslash escapes the next character), which is exact
+    for JSON and close enough for TOML: the parsers still decide what the text means;
+    this only keeps them from recursing without bound.
+    """
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return None
+    depth, quote, escaped = 0, "", False
+    for offset, char in enumerate(text):
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\" and quote == '"':
+                escaped = True
+            elif char == quote or char == "\n":
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return _line_of(text, offset)
+        elif char in "]}":
+            depth -= 1
+    return None
+
+
+def read_json(path: str | os.PathLike[str], what: str) -> Any:
+    """The parsed JSON of ``path`` (standard input for ``-``); an :class:`InputError`
+    naming the file (and the line and column of a syntax error) when it cannot be read
+    or parsed. ``what`` names the file's role in the message: ``cannot read {what}: ...``."""
+    return read_document(path, what, "json")[0]
 
 
 def counted(count: int, noun: str) -> str:
     """``count`` and ``noun``, plural unless the count is one: ``2 problems``."""
     return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean "x"?)`` for the known name closest to ``name``, or ``""``."""
+    import difflib  # only when a name is wrong
+
+    close = difflib.get_close_matches(name[:200], [k for k in known if k != name], n=1, cutoff=0.6)
+    return f' (did you mean "{close[0]}"?)' if close else ""

@@ -14,9 +14,14 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
-__all__ = ["REPLACEMENT", "EdgeModel", "scrub", "utf8_text"]
+__all__ = ["EDGE_CONFIG", "REPLACEMENT", "EdgeModel", "scrub", "utf8_text"]
+
+#: The configuration of every model validated at an edge (profiles, the compile input,
+#: manifests, hook contributions, lock files, records): immutable, and an unknown key is
+#: an error rather than ignored.
+EDGE_CONFIG = ConfigDict(frozen=True, extra="forbid")
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -90,9 +90,9 @@ def test_init_reports_created_then_kept(tmp_path: Path) -> None:
     ]
 
 
-def test_usage_error_is_exit_1() -> None:
+def test_usage_error_is_exit_2() -> None:
     code, _, err = run("frobnicate")
-    assert code == 1 and "invalid choice: 'frobnicate'" in err
+    assert code == 2 and "invalid choice: 'frobnicate'" in err
 
 
 def test_internal_error_is_exit_3(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -150,7 +150,9 @@ template = "broken.md.j2"
 def test_unknown_profile_lists_known_ones() -> None:
     with pytest.raises(ProfileError) as info:
         PromptCompiler().load_profile("nope")
-    assert str(info.value) == 'unknown profile "nope" (known: full, minimal, none)'
+    assert str(info.value) == (
+        'unknown profile "nope" (did you mean "none"?) (known: full, minimal, none)'
+    )
 
 
 def test_sandbox_refuses_internals_with_template_and_line(tmp_path: Path, home: Path) -> None:

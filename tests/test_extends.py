@@ -186,7 +186,7 @@ def test_derived_profile_compiles(tmp_path: Path, home: Path) -> None:
     [
         pytest.param(
             {"profiles/acme.toml": 'name = "acme"\nextends = "fulll"\n'},
-            'profiles/acme.toml:2: extends: unknown profile "fulll" '
+            'profiles/acme.toml:2: extends: unknown profile "fulll" (did you mean "full"?) '
             "(known: acme, full, minimal, none)",
             id="unknown-base",
         ),

@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from ..compile.manifest import PromptManifest
 from ..sections.permissions import PermissionProfile
 from ..sections.skills import ActivationReason
 from .cache_report import CachePlan
+from ..text import EDGE_CONFIG
 
 if TYPE_CHECKING:
     from ..history.budget import HistoryDecision
@@ -43,13 +44,12 @@ __all__ = [
 ]
 
 ThreadMode = Literal["chat", "agent"]
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
 class HistoryMessageRecord(BaseModel):
     """One history message as sent: its role and stored token count (no text)."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     role: Literal["system", "user", "assistant"] = Field(description="Message role.")
     tokens: int = Field(ge=0, description="cl100k_base tokens, per-message overhead included.")
 
@@ -57,7 +57,7 @@ class HistoryMessageRecord(BaseModel):
 class HistorySnapshot(BaseModel):
     """The history decision of the turn: kept, summarised or truncated, with token totals."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     mode: Literal["keep", "summarise", "truncate"] = Field(description="What the budgeter did.")
     reason: str = Field(description="Why, in one line.")
     budget: int = Field(ge=0, description="max_context_tokens - response_reserve_tokens.")
@@ -102,7 +102,7 @@ class HistorySnapshot(BaseModel):
 class SkillRecord(BaseModel):
     """One skill resolved for the turn."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     skill_id: str = Field(description="The exact read_skill value, {source}:{slug}.")
     reason: ActivationReason = Field(description="Why it is active.")
 
@@ -110,7 +110,7 @@ class SkillRecord(BaseModel):
 class SkillsSnapshot(BaseModel):
     """The skills resolved for the turn and what the Skills Runtime text left out."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     active: list[SkillRecord] = Field(description="Active skills in resolver order.")
     omitted: list[str] = Field(default_factory=list, description="Skill ids left out or cut.")
     truncated: bool = Field(default=False, description="Whether the skills text was cut.")
@@ -130,7 +130,7 @@ class SkillsSnapshot(BaseModel):
 class HiddenDomain(BaseModel):
     """A tool domain still hidden in a round, and its tools."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     domain: str = Field(description="Domain name.")
     tools: list[str] = Field(description="Its tools, in domain-map order.")
 
@@ -138,7 +138,7 @@ class HiddenDomain(BaseModel):
 class ToolCallRecord(BaseModel):
     """How one tool call of a round was judged."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     call_id: str = Field(description="Call id.")
     name: str = Field(description="Called tool.")
     verdict: Literal["run", "granted", "invalid", "refused"] = Field(
@@ -160,7 +160,7 @@ class ToolCallRecord(BaseModel):
 class SystemPartRecord(BaseModel):
     """One piece of system content as the adapter sent it."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     kind: Literal["stable", "dynamic", "message"] = Field(
         description="stable or dynamic prompt text, or a system message (history summary)."
     )
@@ -170,7 +170,7 @@ class SystemPartRecord(BaseModel):
 class ProviderShape(BaseModel):
     """Which provider request shape was sent for a round."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     provider: str = Field(description="Provider name as the CLI spells it.")
     carrier: str = Field(description="Where the system prompt travels in the body.")
     dynamic_placement: Literal["cache-first", "system"] = Field(
@@ -253,7 +253,7 @@ def _int(data: Mapping[str, Any], key: str) -> int | None:
 class RoundRecord(BaseModel):
     """One provider round of the turn."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     round: int = Field(ge=1, description="Round number, from 1.")
     manifest: PromptManifest = Field(description="The prompt manifest compiled for the round.")
     visible_tools: list[str] = Field(description="Tools in ChatRequest.tools, in order.")
@@ -276,7 +276,7 @@ class RoundRecord(BaseModel):
 class TurnRecord(BaseModel):
     """Everything kept about one turn, for ``pioneer explain``."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     turn_id: str = Field(min_length=1, description="Turn id (a stored turn).")
     thread_id: str = Field(min_length=1, description="Thread of the turn.")
     mode: ThreadMode = Field(description="chat: no tool calling; agent: tools per round.")

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import PioneerError, Problem, ProfileError, TemplateError
 from ..settings_values import SettingsValues
+from ..text import utf8_text
 from ..tokens import TokenCounter, default_counter
 from .allowance import render_scope, text_size
 from .bootstrap import BootstrapLoader, BootstrapResult
@@ -725,7 +726,11 @@ class _SectionRenderer:
             text = render_section(title, body)
         if not text:
             return Rendered(None, None, diagnostic)
-        data = text.encode("utf-8")
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:  # a path with undecodable bytes, shown by a template
+            text = utf8_text(text)
+            data = text.encode("utf-8")
         fingerprint = hashlib.sha256(data).hexdigest()
         compiled = CompiledSection(
             id=section_id, title=' '.join(title.split()), stability=section.stability, text=text,

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model
 
+from ..text import EDGE_CONFIG
 from .profile import BudgetSpec, ContributionSpec, PoolSpec, ProfileSpec, SectionSpec
 
 __all__ = [
@@ -29,7 +30,6 @@ __all__ = [
     "SectionEdit",
 ]
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 _ID_PATTERN = r"^[^\s]+$"
 
 
@@ -63,7 +63,7 @@ def _optional(
 
 
 class _Frozen(BaseModel):
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
 
 
 PoolOverride = _optional(PoolSpec, "PoolOverride", "Pool keys to change; the rest is inherited.")
@@ -116,7 +116,7 @@ SectionEdit = _optional(
 class DerivedProfileSpec(BaseModel):
     """A profile that extends another and lists only what differs."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     name: str = Field(pattern=_ID_PATTERN, description="Profile name.")
     extends: str = Field(
         min_length=1,

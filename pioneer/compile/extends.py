@@ -19,23 +19,26 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import Problem, ProfileError, ProfileSyntaxError, toml_problem
+from pydantic import BaseModel
+
+from ..errors import Problem, ProfileError, ProfileSyntaxError, parse_document, read_text
 from .ids import PROFILE_ALIASES
 from .profile import (
     BudgetSpec,
     ProfileSpec,
     TextLocator,
     display_path,
+    is_file,
     is_profile_path,
     problem_summary,
     profile_candidates,
     schema_problems,
+    shown_name,
     unknown_profile,
 )
 
@@ -130,14 +133,8 @@ def _fail(problems: list[Problem], file: str) -> ProfileError:
 
 def _read(path: Path) -> SourceFile:
     file = display_path(path)
-    try:
-        text = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ProfileError(Problem(f"cannot read profile: {error}", file=file)) from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ProfileSyntaxError(toml_problem(error, file)) from None
+    text = read_text(path, "profile", ProfileError)[0]
+    data = parse_document(text, file, "toml", ProfileSyntaxError)
     return SourceFile(file, path, text, data)
 
 
@@ -145,7 +142,7 @@ def _resolve(
     path: Path, search: Sequence[Path], chain: tuple[SourceFile, ...]
 ) -> tuple[dict[str, Any], SourceMap]:
     source = _read(path)
-    problems = list(schema_problems(source.data, source.locator))
+    problems = list(schema_problems(source.data, source.locator, _file_model(source.data)))
     if problems:
         raise _fail(problems, source.file)
     if "extends" not in source.data:
@@ -156,10 +153,19 @@ def _resolve(
     if merge.problems:
         raise _fail(merge.problems, source.file)
     data, locator = merge.result()
-    problems = list(schema_problems(data, locator))
+    problems = list(schema_problems(data, locator, ProfileSpec))
     if problems:
         raise _fail(problems, source.file)
     return data, locator
+
+
+def _file_model(data: Any) -> type[BaseModel]:
+    """The model a profile file is checked against: a derived one when it has ``extends``."""
+    if isinstance(data, dict) and "extends" in data:
+        from .derived import DerivedProfileSpec  # builds its models: only when needed
+
+        return DerivedProfileSpec
+    return ProfileSpec
 
 
 def _find_base(source: SourceFile, search: Sequence[Path], chain: tuple[SourceFile, ...]) -> Path:
@@ -172,8 +178,9 @@ def _find_base(source: SourceFile, search: Sequence[Path], chain: tuple[SourceFi
 
     if is_profile_path(target):
         base = Path(os.path.normpath(source.path.parent / target))
-        if not base.is_file():
-            raise fail(f'profile file "{target}" not found (looked for {base})')
+        if not is_file(base):
+            raise fail(f'profile file "{shown_name(target)}" not found (looked for '
+                       f'{shown_name(str(base), 200)})')
     else:
         found = profile_candidates(target, search)
         resolved = [candidate.resolve() for candidate in found]

@@ -9,17 +9,23 @@ that no file system can hold (a NUL byte, an unencodable character) is refused.
 
 from __future__ import annotations
 
-import json
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
-from ..errors import InputError, Problem, counted, format_path, json_problem, toml_problem
-from ..text import EdgeModel
+from ..errors import (
+    STDIN_NAME,
+    InputError,
+    Problem,
+    counted,
+    format_path,
+    parse_document,
+    read_text,
+)
+from ..text import EDGE_CONFIG, EdgeModel
 from .ids import PROFILE_ALIASES, check_dynamic_id, check_runtime_id
 
 __all__ = [
@@ -32,13 +38,12 @@ __all__ = [
     "parse_compile_input",
 ]
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
 class SectionInput(EdgeModel):
     """A contribution section handed to the compiler."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     id: str = Field(description="Section id.")
     title: str | None = Field(
         default=None, description="Heading; a default title is used when blank."
@@ -65,7 +70,7 @@ class DynamicSectionInput(SectionInput):
 class PromptLimits(BaseModel):
     """Bootstrap budgets for one compile; they can only lower the profile's."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     max_chars_per_file: int | None = Field(
         default=None, ge=0, description="Per-file character cap."
     )
@@ -91,7 +96,7 @@ def _file_system_path(path: Path) -> Path:
 class PromptCompileInput(EdgeModel):
     """One turn's compile input."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     raw_fields = frozenset({"workspace_root"})
     workspace_root: Annotated[Path, AfterValidator(_file_system_path)] | None = Field(
         default=None,
@@ -152,22 +157,14 @@ def _summary(count: int, file: str | None) -> str:
     return f"error: {counted(count, 'problem')}{where}"
 
 
-def load_compile_input(path: Path) -> PromptCompileInput:
-    """Read a compile input from a ``.json`` or ``.toml`` file."""
-    name = str(path)
-    try:
-        raw = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(Problem(f"cannot read input: {error}", file=name)) from None
-    try:
-        if path.suffix.lower() == ".toml":
-            data: Any = tomllib.loads(raw)
-        else:
-            data = json.loads(raw)
-    except tomllib.TOMLDecodeError as error:
-        raise InputError(toml_problem(error, name)) from None
-    except json.JSONDecodeError as error:
-        raise InputError(json_problem(error, name)) from None
+def load_compile_input(path: str | os.PathLike[str]) -> PromptCompileInput:
+    """Read a compile input from a ``.json`` or ``.toml`` file (``-``: JSON or TOML from
+    standard input, told apart by its first character)."""
+    raw, name = read_text(path, "input")
+    toml = Path(os.fspath(path)).suffix.lower() == ".toml" or (
+        name == STDIN_NAME and not raw.lstrip().startswith(("{", "["))
+    )
+    data = parse_document(raw, name, "toml" if toml else "json")
     if not isinstance(data, dict):
         raise InputError(Problem("expected a JSON object at the top level", file=name))
     return parse_compile_input(data, file=name)

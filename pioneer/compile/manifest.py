@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from ..text import EDGE_CONFIG
 from .boundary import join_full_text
 
 if TYPE_CHECKING:
@@ -59,13 +60,12 @@ DiagnosticCode = Literal[
     "capability_rejected",
 ]
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
 class Diagnostic(BaseModel):
     """Something the compiler noticed; never contains the content it is about."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     code: DiagnosticCode = Field(description="snake_case diagnostic code.")
     message: str = Field(description="Human-readable message without the content itself.")
     file: str | None = Field(default=None, description="File the diagnostic is about, when any.")
@@ -76,7 +76,7 @@ class Diagnostic(BaseModel):
 class SourceManifestEntry(BaseModel):
     """One bootstrap file: where it was looked for and what became of it."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     file: str = Field(description="Canonical file name, e.g. SOUL.md.")
     path: str = Field(description="Path the file was read from.")
     status: Literal["loaded", "missing", "read_error", "truncated"] = Field(
@@ -88,7 +88,7 @@ class SourceManifestEntry(BaseModel):
 class ManifestSection(BaseModel):
     """One kept section as recorded for audit."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     id: str = Field(description="Section id (manifest id).")
     stability: Literal["stable", "dynamic"] = Field(description="Cache side of the section.")
     chars: int = Field(ge=0, description="Characters of the rendered section.")
@@ -161,7 +161,7 @@ class Placement(BaseModel):
 class HookSourceRef(BaseModel):
     """Which hook subscription produced a contribution."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     hook_id: str = Field(description="Hook id.")
     subscription_id: str = Field(description="Subscription id.")
     phase: str = Field(description="Hook phase, e.g. turn.pre_prompt_compile.")
@@ -172,7 +172,7 @@ class HookSourceRef(BaseModel):
 class HookSourceEntry(BaseModel):
     """One hook contribution as recorded in the manifest."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     source: HookSourceRef = Field(description="The producing hook subscription.")
     section_id: str | None = Field(default=None, description="Section the contribution targets.")
     contribution_kind: Literal[
@@ -192,7 +192,7 @@ class HookSourceEntry(BaseModel):
 class PromptManifest(BaseModel):
     """What compiled a turn, so an audit can reproduce and explain it."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     compiler_version: str = Field(description="pioneer compiler version.")
     profile: str = Field(description="Resolved profile name.")
     profile_fingerprint: str = Field(
@@ -261,7 +261,7 @@ class PromptManifest(BaseModel):
 class CompiledSection(BaseModel):
     """One kept section of a compiled prompt."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     id: str = Field(description="Section id.")
     title: str = Field(description="Section title (the ## heading).")
     stability: Literal["stable", "dynamic"] = Field(description="Cache side.")

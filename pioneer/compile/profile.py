@@ -16,12 +16,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field, ValidationError
 
-from ..errors import Problem, ProfileError, counted, format_path
+from ..errors import Problem, ProfileError, counted, did_you_mean, format_path
 from ..resources import builtin_dir, load_schema
+from ..text import EDGE_CONFIG
 from .ids import PROFILE_ALIASES
-from .schema_check import is_valid
 
 if TYPE_CHECKING:
     import jsonschema
@@ -44,21 +44,26 @@ __all__ = [
     "unknown_profile",
 ]
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 _ID_PATTERN = r"^[^\s]+$"
+#: File and template names: anything a file system can hold, so no NUL character.
+_NAME_PATTERN = r"^[^\x00]+$"
+#: How a failed ``pattern`` is worded, by pattern.
+_PATTERN_WORDS = {_ID_PATTERN: "must contain no whitespace",
+                  _NAME_PATTERN: "must not contain a NUL character"}
 
 
 class SectionSpec(BaseModel):
     """One declared section."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     id: str = Field(pattern=_ID_PATTERN, description="Manifest id (a contribution id for "
                     "source = \"contribution\").")
     title: str = Field(min_length=1, description="The ## heading.")
     stability: Literal["stable", "dynamic"] = Field(
         description="stable sections form the cached prefix; all come before dynamic ones."
     )
-    template: str = Field(min_length=1, description="Template file under templates/.")
+    template: str = Field(min_length=1, pattern=_NAME_PATTERN,
+                          description="Template file under templates/.")
     source: Literal["text", "bootstrap", "input", "contribution", "slot"] = Field(
         default="text",
         description="text: built-in prose; bootstrap: a file of the runtime home; input: a "
@@ -68,7 +73,8 @@ class SectionSpec(BaseModel):
     when: str | None = Field(
         default=None, min_length=1, description="jinja2 expression over the compile context."
     )
-    file: str | None = Field(default=None, min_length=1, description="bootstrap: the file name.")
+    file: str | None = Field(default=None, min_length=1, pattern=_NAME_PATTERN,
+                             description="bootstrap: the file name.")
     keep_empty: bool = Field(
         default=False, description="bootstrap: keep the section for an empty file."
     )
@@ -94,7 +100,7 @@ class SectionSpec(BaseModel):
 class PoolSpec(BaseModel):
     """A contribution pool: total characters and a section count."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     max_chars: int = Field(ge=0, description="Characters the pool may hold.")
     max_sections: int = Field(ge=0, description="Sections the pool may hold.")
 
@@ -102,7 +108,7 @@ class PoolSpec(BaseModel):
 class ContributionSpec(BaseModel):
     """Defaults for one known contribution id."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     id: str = Field(pattern=_ID_PATTERN, description="Contribution id.")
     title: str | None = Field(default=None, min_length=1, description="Default title.")
     max_chars: int = Field(
@@ -114,7 +120,7 @@ class ContributionSpec(BaseModel):
 class BudgetSpec(BaseModel):
     """Bootstrap and contribution budgets."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     max_chars_per_file: int = Field(default=20_000, ge=0, description="Per bootstrap file.")
     max_chars_total: int = Field(default=150_000, ge=0, description="All bootstrap files together.")
     runtime_pool: PoolSpec = Field(
@@ -138,7 +144,7 @@ class BudgetSpec(BaseModel):
 class ProfileSpec(BaseModel):
     """A whole profile."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     name: str = Field(pattern=_ID_PATTERN, description="Profile name.")
     description: str = Field(default="", description="What the profile is for.")
     budgets: BudgetSpec = Field(default_factory=BudgetSpec, description="Budgets.")
@@ -175,16 +181,33 @@ def is_profile_path(name: str) -> bool:
     return name.endswith(".toml") or "/" in name or "\\" in name
 
 
+def is_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file; ``False`` for a name no file system can hold
+    (too long, a NUL byte), where :meth:`Path.is_file` would raise."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def profile_candidates(name: str, search: Sequence[Path]) -> list[Path]:
     """Every ``NAME.toml`` on the search path, deployment folders first, built-ins last."""
     return [folder / f"{name}.toml" for folder in [*search, builtin_dir("profiles")]
-            if (folder / f"{name}.toml").is_file()]
+            if is_file(folder / f"{name}.toml")]
+
+
+def shown_name(name: str, limit: int = 80) -> str:
+    """A name as a message shows it: at most ``limit`` characters, control characters
+    escaped."""
+    text = name if len(name) <= limit else f"{name[:limit]}… ({len(name)} characters)"
+    return text if text.isprintable() else repr(text)[1:-1]
 
 
 def unknown_profile(name: str, search: Sequence[Path]) -> str:
     """The message for a profile name found nowhere on the search path."""
-    known = ", ".join(sorted(list_profiles(search))) or "none"
-    return f'unknown profile "{name}" (known: {known})'
+    known = sorted(list_profiles(search))
+    return f'unknown profile "{shown_name(name)}"{did_you_mean(name, known)} ' \
+        f'(known: {", ".join(known) or "none"})'
 
 
 def find_profile(name: str, search: Sequence[Path]) -> Path:
@@ -192,9 +215,9 @@ def find_profile(name: str, search: Sequence[Path]) -> Path:
     name = PROFILE_ALIASES.get(name, name)
     if is_profile_path(name):
         path = Path(name)
-        if path.is_file():
+        if is_file(path):
             return path
-        raise ProfileError(Problem("profile file not found", file=name))
+        raise ProfileError(Problem("profile file not found", file=shown_name(name, 200)))
     found = profile_candidates(name, search)
     if not found:
         raise ProfileError(Problem(unknown_profile(name, search)))
@@ -282,7 +305,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
             extra = sorted(set(error.instance) - set(schema.get("properties", {})))
             return "unknown key " + ", ".join(f'"{key}"' for key in extra)
         case "pattern":
-            return f"must contain no whitespace (got {shown})"
+            words = _PATTERN_WORDS.get(str(error.validator_value), "has the wrong form")
+            return f"{words} (got {shown})"
         case "minLength":
             return f"must not be empty (got {shown})"
         case "minItems":
@@ -290,17 +314,29 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return str(error.message)
 
 
-def schema_problems(data: Any, where: Locator) -> Iterator[Problem]:
-    """Every schema violation of parsed (or resolved) profile data, in document order."""
-    schema = load_schema("profile.schema.json")
-    if is_valid(data, schema):
-        return  # jsonschema (slow to import) is needed only to locate and word problems
+def schema_problems(data: Any, where: Locator, model: type[BaseModel]) -> Iterator[Problem]:
+    """Every schema violation of parsed (or resolved) profile data, in document order.
+
+    ``model`` is the pydantic model the schema is generated from (a test keeps the two
+    equal): when it accepts the data in strict mode (no type coercion, as JSON Schema
+    has none) the data is valid, and jsonschema, slow to import, is needed only to
+    locate and word the problems of invalid data.
+    """
+    try:
+        model.model_validate(data, strict=True)
+    except ValidationError as error:
+        pydantic_errors = error.errors()
+    else:
+        return
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.Draft202012Validator(load_schema("profile.schema.json"))
     errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
-    for error in errors:
-        yield where.problem(list(error.absolute_path), _describe(error))
+    for found in errors:
+        yield where.problem(list(found.absolute_path), _describe(found))
+    if not errors:  # a rule of the model the schema cannot say
+        for item in pydantic_errors:
+            yield where.problem(list(item["loc"]), str(item["msg"]))
 
 
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")

@@ -22,14 +22,14 @@ from typing import Any, Literal, Protocol, get_args
 
 import jinja2
 import jsonschema
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from ..errors import format_path
 from ..history.models import HistoryEntry
 from ..history.summarizer import TRUNCATION_MARK
 from ..resources import load_schema
 from ..sections._macros import call_macro
-from ..text import EdgeModel
+from ..text import EDGE_CONFIG, EdgeModel
 
 __all__ = [
     "MAX_FACTS",
@@ -59,13 +59,12 @@ _KEY_CAP = 40
 FactScope = Literal["user", "workspace", "thread"]
 FactCategory = Literal["preference", "fact", "decision", "goal", "constraint"]
 
-_STRICT = ConfigDict(frozen=True, extra="forbid")
 
 
 class MemoryFact(EdgeModel):
     """One fact worth remembering."""
 
-    model_config = _STRICT
+    model_config = EDGE_CONFIG
     scope: FactScope = Field(description="Who or what the fact is about.")
     category: FactCategory = Field(description="What kind of fact it is.")
     content: str = Field(
@@ -77,7 +76,7 @@ class MemoryFact(EdgeModel):
 class MemoryExtraction(EdgeModel):
     """The extractor's whole reply: the facts, possibly none."""
 
-    model_config = _STRICT
+    model_config = EDGE_CONFIG
     facts: list[MemoryFact] = Field(
         max_length=MAX_FACTS, description="Facts from the turn; empty when nothing lasts."
     )

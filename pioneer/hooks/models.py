@@ -23,12 +23,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
-from pydantic import AfterValidator, ConfigDict, Field
+from pydantic import AfterValidator, Field
 
 from ..compile.ids import check_runtime_id
 from ..compile.manifest import Diagnostic, HookSourceEntry, HookSourceRef
 from ..errors import HookError, Problem
-from ..text import EdgeModel
+from ..text import EDGE_CONFIG, EdgeModel
 
 if TYPE_CHECKING:
     import jinja2
@@ -56,20 +56,19 @@ __all__ = [
     "canonical_phase",
 ]
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
 class SourceRef(EdgeModel):
     """Where a contribution's text came from (a document, a thread snippet, ...)."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     kind: str = Field(min_length=1, description="Kind of source, e.g. document or thread_episodic.")
     id: str = Field(min_length=1, description="Id of the source within its kind.")
     label: str | None = Field(default=None, description="Short human-readable label.")
 
 
 class _Contribution(EdgeModel):
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     contribution_id: str = Field(min_length=1, description="Stable id of this contribution.")
     domain: str = Field(min_length=1, description="What the contribution is about.")
     priority: int = Field(
@@ -114,7 +113,7 @@ class PromptContextContribution(_Contribution):
 class HookDiagnostic(EdgeModel):
     """A manifest note from a hook, with no prompt text."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     message: str = Field(min_length=1, description="What the hook noticed (no content).")
     section_id: str | None = Field(default=None, description="Section the note is about, when any.")
 

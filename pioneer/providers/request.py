@@ -19,7 +19,6 @@ from typing import Annotated, Any, Literal, ParamSpec
 
 from pydantic import (
     AfterValidator,
-    ConfigDict,
     Field,
     ValidationError,
     WithJsonSchema,
@@ -30,7 +29,7 @@ from pydantic import (
 from ..compile.boundary import BOUNDARY_MARKER, strip_prompt_cache_boundary
 from ..compile.manifest import CompiledPromptPayload
 from ..errors import InputError, Problem, counted, format_path, read_json
-from ..text import EdgeModel
+from ..text import EDGE_CONFIG, EdgeModel
 
 __all__ = [
     "TOOL_NAME_PATTERN",
@@ -63,7 +62,6 @@ CacheRetention = Literal["in_memory", "24h"]
 #: Tool names every supported provider accepts (the strictest of their rules).
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
 def _tool_name(value: str) -> str:
@@ -142,7 +140,7 @@ def _visible(text: str) -> bool:
 class ToolSpec(EdgeModel):
     """A tool the model may call: a name, what it does, its arguments as JSON Schema."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     name: ToolName = Field(description="Tool name (letters, digits, _ and -).")
     description: str = Field(default="", description="What the tool does, for the model.")
     parameters: dict[str, Any] = Field(
@@ -169,7 +167,7 @@ class ToolSpec(EdgeModel):
 class ToolCall(EdgeModel):
     """One call the assistant made to a tool."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     id: str = Field(min_length=1, description="Call id; the tool result names it.")
     name: ToolName = Field(description="Name of the called tool.")
     arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments object.")
@@ -178,7 +176,7 @@ class ToolCall(EdgeModel):
 class ToolResult(EdgeModel):
     """What a tool returned for one call."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     call_id: str = Field(min_length=1, description="Id of the call this answers.")
     content: str = Field(description="The tool's output as text.")
     is_error: bool = Field(
@@ -189,7 +187,7 @@ class ToolResult(EdgeModel):
 class ChatMessage(EdgeModel):
     """One conversation message: system, user, assistant (maybe with tool calls) or tool."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     role: Role = Field(description="Who speaks: system, user, assistant or tool.")
     content: str = Field(default="", description="Message text; empty for tool messages.")
     tool_calls: list[ToolCall] = Field(
@@ -256,7 +254,7 @@ class ChatMessage(EdgeModel):
 class SamplingOptions(EdgeModel):
     """How the model samples its reply; unset options are left to the provider."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     max_tokens: int | None = Field(default=None, ge=1, description="Most tokens the reply may use.")
     temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature.")
     top_p: float | None = Field(default=None, gt=0, le=1, description="Nucleus sampling mass.")
@@ -271,7 +269,7 @@ class CacheOptions(EdgeModel):
     history, so every request of a thread starts with the bytes of the one before.
     """
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     dynamic_placement: DynamicPlacement = Field(
         default="cache-first",
         description="cache-first: this turn's dynamic text goes next to the current user "
@@ -300,7 +298,7 @@ class CacheOptions(EdgeModel):
 class ChatRequest(EdgeModel):
     """One provider-neutral model call: prompt, conversation, tools and sampling."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     model: str = Field(min_length=1, description="Provider model name.")
     compiled_prompt: CompiledPromptPayload | None = Field(
         default=None, description="The compiled system prompt (stable and dynamic text)."

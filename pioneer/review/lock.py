@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import os
 import tempfile
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from ..compile.compiler import LoadedProfile
 from ..compile.ids import PROFILE_ALIASES
 from ..compile.manifest import COMPILER_VERSION
-from ..errors import LockError, Problem, format_path, toml_problem
+from ..errors import LockError, Problem, format_path, read_document
+from ..text import EDGE_CONFIG
 
 __all__ = [
     "DEFAULT_LOCK_FILE",
@@ -43,14 +43,13 @@ _HEADER = (
     "# Prompt sources pinned by `pioneer lock`; `pioneer compile --locked` refuses to\n"
     "# compile a profile whose sources differ. Regenerate it instead of editing it.\n"
 )
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 _SHA256 = r"^[0-9a-f]{64}$"
 
 
 class LockedProfile(BaseModel):
     """What one profile was compiled from when it was locked."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     fingerprint: str = Field(pattern=_SHA256, description="manifest.profile_fingerprint.")
     compiler_version: str = Field(description="pioneer version that wrote the entry.")
     files: dict[str, str] = Field(
@@ -62,7 +61,7 @@ class LockedProfile(BaseModel):
 class LockFile(BaseModel):
     """A whole lock file."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     version: Literal[1] = Field(description="Lock file format version.")
     profiles: dict[str, LockedProfile] = Field(
         default_factory=dict, description="Locked profiles by the name they are compiled as."
@@ -88,15 +87,9 @@ def lock_key(name: str) -> str:
 def read_lock(path: Path) -> LockFile:
     """Read and validate a lock file."""
     file = str(path)
-    try:
-        data = tomllib.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
-        raise LockError(Problem("lock file not found; run `pioneer lock` first",
-                                file=file)) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise LockError(Problem(f"cannot read lock file: {error}", file=file)) from None
-    except tomllib.TOMLDecodeError as error:
-        raise LockError(toml_problem(error, file)) from None
+    if not os.path.lexists(path):
+        raise LockError(Problem("lock file not found; run `pioneer lock` first", file=file))
+    data = read_document(path, "lock file", "toml", LockError)[0]
     try:
         return LockFile.model_validate(data)
     except ValidationError as error:

@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import Literal
 
 import jinja2
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from ..text import EDGE_CONFIG
 from ._macros import call_macro
 
 __all__ = ["AXES", "GUIDANCE_AXES", "Behavior", "PermissionProfile", "render_current_permissions"]
@@ -37,13 +38,12 @@ GUIDANCE_AXES = tuple(axis for axis in AXES if axis != "mcp_read")
 _LISTS = ("allowed_tools", "denied_tools", "allowed_paths")
 
 Behavior = Literal["allow", "ask", "deny"]
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
 class PermissionProfile(BaseModel):
     """The permission profile in force for a turn."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     mode: str = Field(default="full_access", min_length=1,
                       description="full_access, workspace_write, read_only or a custom mode.")
     file_read: Behavior = Field(default="allow", description="Reading files.")
