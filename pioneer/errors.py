@@ -36,6 +36,7 @@ __all__ = [
     "read_document",
     "read_json",
     "read_text",
+    "toml_line",
     "toml_problem",
 ]
 
@@ -101,6 +102,56 @@ def toml_problem(error: Exception, file: str) -> Problem:
     return Problem(
         f"{message} (TOML syntax)", file=file, line=int(match["line"]), column=int(match["col"])
     )
+
+
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+
+
+def toml_line(text: str, parts: Sequence[str | int]) -> int | None:
+    """Best-effort 1-based line of a JSON path inside TOML source."""
+    lines = text.splitlines()
+    start, end = 0, len(lines)
+    table: list[str] = []
+    found: int | None = None
+    for part in parts:
+        if isinstance(part, int):
+            headers = [n for n, line in enumerate(lines) if _is_header(line, ".".join(table), True)]
+            if part >= len(headers):
+                return found
+            start, end = headers[part], _next_header(lines, headers[part] + 1)
+            found, table = start + 1, []
+            continue
+        key_line = _find_key(lines, start, end, part)
+        if key_line is not None:
+            return key_line + 1
+        table.append(part)
+        header = next(
+            (n for n, line in enumerate(lines) if _is_header(line, ".".join(table), False)), None
+        )
+        if header is not None:
+            start, end, found, table = header, _next_header(lines, header + 1), header + 1, []
+    return found
+
+
+def _is_header(line: str, name: str, array: bool) -> bool:
+    match = _HEADER.match(line)
+    return match is not None and match[1] == name and line.lstrip().startswith("[[") == array
+
+
+def _find_key(lines: list[str], start: int, end: int, key: str) -> int | None:
+    pattern = re.compile(rf'^\s*("{re.escape(key)}"|{re.escape(key)})\s*=')
+    first = start + 1 if start < len(lines) and _HEADER.match(lines[start]) else start
+    for number in range(first, _next_header(lines, first) if first == start else end):
+        if pattern.match(lines[number]):
+            return number
+    return None
+
+
+def _next_header(lines: list[str], start: int) -> int:
+    for number in range(start, len(lines)):
+        if _HEADER.match(lines[number]):
+            return number
+    return len(lines)
 
 
 class PioneerError(Exception):

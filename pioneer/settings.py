@@ -1,22 +1,32 @@
-"""Settings: environment, then a deployment ``pioneer.toml``, then defaults.
+"""Settings: the command line, then ``PIONEER_*`` variables, then ``pioneer.toml``, then defaults.
 
 The order of sources in :meth:`PioneerSettings.settings_customise_sources` *is* the
-precedence: ``PIONEER_*`` environment variables win over the deployment file, which wins
-over the defaults below (and the command line's options win over all three). The
-deployment file is ``./pioneer.toml`` unless ``PIONEER_CONFIG`` names another one;
-relative paths inside it are relative to the file, and ``~`` is expanded. The search
-paths (``PIONEER_PROFILE_PATH``, ``PIONEER_TEMPLATE_PATH``) take ``os.pathsep``-separated
-folders or a JSON list.
+precedence: values passed in (the command line's options) win over ``PIONEER_*``
+environment variables, which win over the deployment file, which wins over the defaults
+below. Which deployment file is read is asked for, never guessed behind a caller's back:
+
+- ``PioneerSettings()`` reads the environment and the file ``PIONEER_CONFIG`` names, if
+  any; a library caller who builds a :class:`~pioneer.PromptCompiler` without settings
+  gets exactly this.
+- :meth:`PioneerSettings.load` (what the ``pioneer`` command runs) also reads a given
+  ``config_file`` (``--config``) or, without one, the first ``pioneer.toml`` found in the
+  working folder or one of its parents, as ruff and pytest find theirs.
+
+Relative paths inside the file are relative to the file, and ``~`` is expanded. The
+search paths (``PIONEER_PROFILE_PATH``, ``PIONEER_TEMPLATE_PATH``) take
+``os.pathsep``-separated folders or a JSON list. Every problem is a
+:class:`~pioneer.errors.InputError` naming the file and line (docs/cli.md).
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
-import tomllib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -25,25 +35,73 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from .errors import InputError, Problem, toml_problem
-from .settings_values import CONFIG_FILE, CONFIG_VARIABLE, ENV_PREFIX, SettingsValues, default_home
+from .errors import (
+    InputError,
+    Problem,
+    did_you_mean,
+    format_path,
+    parse_document,
+    read_text,
+    toml_line,
+)
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
-__all__ = ["PioneerSettings", "default_home"]
+__all__ = [
+    "CONFIG_FILE", "CONFIG_VARIABLE", "ENV_PREFIX", "PioneerSettings", "default_home",
+    "find_config",
+]
+
+#: Prefix of the environment variables read (matched in any case).
+ENV_PREFIX = "PIONEER_"
+#: The deployment file's name, looked for in the working folder and its parents.
+CONFIG_FILE = "pioneer.toml"
+#: The variable that names a deployment file explicitly.
+CONFIG_VARIABLE = f"{ENV_PREFIX}CONFIG"
+#: The runtime home's folder under the user's home unless ``home`` says otherwise.
+DEFAULT_HOME_DIRECTORY = ".pioneer"
+
+# The deployment file one construction reads: set by ``load`` around it.
+_CONFIG: contextvars.ContextVar[Path | None] = contextvars.ContextVar("config", default=None)
 
 
-class PioneerSettings(BaseSettings, SettingsValues):
+def default_home(home_directory: str | os.PathLike[str] = DEFAULT_HOME_DIRECTORY) -> Path:
+    """The runtime home when ``home`` is not set: the user's home joined with
+    ``home_directory`` (``~/.pioneer`` by default)."""
+    return Path.home() / home_directory
+
+
+def find_config(start: str | os.PathLike[str] | None = None) -> Path | None:
+    """The first ``pioneer.toml`` in ``start`` (default: the working folder) or a parent."""
+    folder = Path(start if start is not None else os.getcwd()).absolute()
+    for candidate in [folder, *folder.parents]:
+        path = candidate / CONFIG_FILE
+        try:
+            if path.is_file():
+                return path
+        except OSError:
+            continue
+    return None
+
+
+class PioneerSettings(BaseSettings):
     """Deployment settings for the compiler, the runtime home and the history budget."""
 
-    # The fields, their defaults and checks are SettingsValues'; this class adds the
-    # sources they are read from.
-
     model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, extra="forbid", frozen=True, env_nested_delimiter="__"
+        env_prefix=ENV_PREFIX, extra="forbid", frozen=True, env_nested_delimiter="__",
+        validate_default=True,
     )
 
+    home: Path = Field(
+        default=None,  # type: ignore[assignment]  # filled in from home_directory
+        description="Runtime home folder (default: the user's home joined with "
+        "home_directory).",
+    )
+    home_directory: str = Field(
+        default=DEFAULT_HOME_DIRECTORY, min_length=1,
+        description="The runtime home's folder under the user's home, when home is not set.",
+    )
     # Taken from the environment as written and split by ``_split_search_path``, not as JSON.
     profile_path: Annotated[list[Path], NoDecode] = Field(
         default_factory=list,
@@ -53,6 +111,105 @@ class PioneerSettings(BaseSettings, SettingsValues):
         default_factory=list,
         description="Deployment template folders, searched before the built-in templates.",
     )
+    max_context_tokens: int = Field(default=128_000, ge=1, description="Model context window.")
+    response_reserve_tokens: int = Field(
+        default=16_000, ge=0, description="Tokens kept free for the model's reply."
+    )
+    summary_model: str | None = Field(
+        default=None, description="Model that writes history summaries."
+    )
+    summary_base_url: str | None = Field(
+        default=None,
+        description="OpenAI-compatible base URL for history summaries (…/v1); none: off.",
+    )
+    summary_api_key_env: str = Field(
+        default="OPENAI_API_KEY",
+        description="Environment variable holding the summary endpoint's key.",
+    )
+    summary_timeout: float = Field(
+        default=30.0, gt=0, description="Seconds before a summary request is abandoned."
+    )
+    store_path: Path | None = Field(
+        default=None, description="SQLite conversation store; defaults to <home>/pioneer.db."
+    )
+    dynamic_placement: Literal["cache-first", "system"] = Field(
+        default="cache-first",
+        description="Where provider requests put the dynamic text: after the history "
+        "(cache-first) or in the system prompt (system, the bodies of earlier versions).",
+    )
+    truncate_low_water: float = Field(
+        default=0.6, gt=0, le=1,
+        description="Share of the history budget truncation cuts back to, so following "
+        "turns only append to the kept history.",
+    )
+    keep_recent_tokens: int = Field(
+        default=0, ge=0,
+        description="Tokens of the newest turns kept verbatim after a new summary (0: the "
+        "summary message alone).",
+    )
+    store_url: str | None = Field(
+        default=None,
+        description="PostgreSQL conversation store (postgresql://…); wins over store_path.",
+    )
+
+    @field_validator("store_url")
+    @classmethod
+    def _postgres_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.lower().startswith(("postgresql://", "postgres://")):
+            raise ValueError("expected a postgresql:// URL")
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _home_from_directory(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("home") is None:
+            directory = data.get("home_directory", DEFAULT_HOME_DIRECTORY)
+            if isinstance(directory, str) and directory:
+                data = {**data, "home": default_home(directory)}
+        return data
+
+    @field_validator("profile_path", "template_path", mode="before")
+    @classmethod
+    def _split_search_path(cls, value: object) -> object:
+        if isinstance(value, str):  # from the environment
+            text = value.strip()
+            if text.startswith("["):
+                return parse_document(text, "the environment", "json")
+            return [part for part in text.split(os.pathsep) if part]
+        return value
+
+    @property
+    def database(self) -> Path:
+        """The conversation store path."""
+        return self.store_path or self.home / "pioneer.db"
+
+    @classmethod
+    def load(
+        cls, config_file: str | os.PathLike[str] | None = None, *, discover: bool = True,
+        **overrides: Any,
+    ) -> PioneerSettings:
+        """Settings as the ``pioneer`` command reads them: ``overrides``, the environment,
+        ``config_file`` (else ``PIONEER_CONFIG``'s file, else with ``discover`` the first
+        ``pioneer.toml`` in the working folder or a parent), defaults. Every problem, in
+        the file or in a variable, is one :class:`~pioneer.errors.InputError`."""
+        named = Path(config_file) if config_file is not None else None
+        if named is not None and not named.is_file():
+            raise InputError(Problem("config file not found", file=str(named)))
+        token = _CONFIG.set(named or (find_config() if discover else None))
+        try:
+            return cls._validated(overrides)
+        finally:
+            _CONFIG.reset(token)
+
+    @classmethod
+    def _validated(cls, overrides: Mapping[str, Any]) -> PioneerSettings:
+        token = _READ.set(None)
+        try:
+            return cls(**overrides)
+        except ValidationError as error:
+            raise InputError(list(_problems(error))) from None
+        finally:
+            _READ.reset(token)
 
     @classmethod
     def settings_customise_sources(
@@ -63,28 +220,45 @@ class PioneerSettings(BaseSettings, SettingsValues):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        named = os.environ.get(CONFIG_VARIABLE)
-        config_file = Path(named or CONFIG_FILE).expanduser()
-        if named and not config_file.is_file():
-            raise InputError(Problem(f"{CONFIG_VARIABLE} names {config_file}, which is not a file"))
-        return (
-            init_settings,
-            env_settings,
-            _DeploymentFile(settings_cls, toml_file=config_file),
+        config_file = _CONFIG.get()
+        named = os.environ.get(CONFIG_VARIABLE) or next(
+            (value for name, value in os.environ.items() if name.upper() == CONFIG_VARIABLE),
+            None,
         )
+        if config_file is None and named:
+            config_file = Path(named).expanduser()
+            if not config_file.is_file():
+                raise InputError(
+                    Problem(f"{CONFIG_VARIABLE} names {config_file}, which is not a file")
+                )
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if config_file is not None:
+            sources.append(_DeploymentFile(settings_cls, toml_file=config_file))
+        return tuple(sources)
 
 
 _PATH_KEYS = ("home", "store_path", "profile_path", "template_path")
+#: Where each key of the deployment file was read: (file, text), for error lines.
+_READ: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+    "read", default=None
+)
 
 
 class _DeploymentFile(TomlConfigSettingsSource):
-    """``pioneer.toml``: syntax errors are located, relative paths are relative to the file."""
+    """``pioneer.toml``: every problem located, relative paths relative to the file."""
 
     def _read_file(self, file_path: Path | Traversable) -> dict[str, Any]:
-        try:
-            data: dict[str, Any] = tomllib.loads(file_path.read_text("utf-8"))
-        except tomllib.TOMLDecodeError as error:
-            raise InputError(toml_problem(error, str(file_path))) from None
+        text, name = read_text(str(file_path), "config file")
+        data: dict[str, Any] = parse_document(text, name, "toml")
+        _READ.set((name, text))
+        known = PioneerSettings.model_fields
+        unknown = [key for key in data if key not in known]
+        if unknown:
+            raise InputError([
+                Problem(f"unknown key{did_you_mean(key, known)} (known: {', '.join(known)})",
+                        file=name, line=toml_line(text, [key]), path=key)
+                for key in unknown
+            ])
         folder = Path(str(file_path)).parent
         for key in _PATH_KEYS:
             if key in data:
@@ -99,3 +273,26 @@ def _rebase(value: Any, folder: Path) -> Any:
         path = Path(value).expanduser()
         return str(path if path.is_absolute() else folder / path)
     return value
+
+
+def _problems(error: ValidationError) -> Iterator[Problem]:
+    read = _READ.get()
+    for item in error.errors():
+        parts = [part for part in item["loc"] if part != ""]
+        message = str(item["msg"])
+        if item["type"] == "extra_forbidden":
+            known = PioneerSettings.model_fields
+            message = f"unknown setting{did_you_mean(str(parts[0]), known)}"
+        path = format_path(parts)
+        if read is not None and parts and _in_file(read[1], str(parts[0])):
+            yield Problem(message, file=read[0], line=toml_line(read[1], parts), path=path)
+        else:
+            yield Problem(message, path=f"settings → {path}")
+
+
+def _in_file(text: str, key: str) -> bool:
+    try:
+        data = parse_document(text, "", "toml")
+    except InputError:
+        return False
+    return key in data

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # beneath a root (the compile and sections stages share it); deadline: running a callable
 # with a deadline (hooks and summaries).
 BASICS = {"__init__", "__main__", "cli", "deadline", "errors", "files", "resources",
-          "settings", "settings_values", "telemetry", "terminal", "text", "tokens"}
+          "settings", "telemetry", "terminal", "text", "tokens"}
 
 
 def test_the_layers_contract_is_kept() -> None:

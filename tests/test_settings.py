@@ -1,25 +1,16 @@
-"""``load_settings``: the values of ``PioneerSettings``, without pydantic-settings when there
-is nothing for it to read."""
+"""Settings: the order of sources is the precedence, the deployment file is read only when
+asked for (or found by the command line), and every problem names where it was written."""
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
-from pydantic import BaseModel, ValidationError
-from pydantic_settings import NoDecode
 
-from pioneer import PioneerSettings, PromptCompiler
-from pioneer.settings_values import SettingsValues, load_settings
-
-OVERRIDES: list[dict[str, Any]] = [
-    {},
-    {"home": Path("h")},
-    {"home": Path("h"), "profile_path": [Path("p")], "template_path": [Path("t"), Path("u")]},
-    {"max_context_tokens": 1000, "summary_timeout": 1, "store_path": "s.db"},
-]
+from pioneer import InputError, PioneerError, PioneerSettings, PromptCompiler
+from pioneer.cli import main
 
 
 @pytest.fixture(autouse=True)
@@ -30,75 +21,132 @@ def nothing_to_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
 
 
-def _values(settings: BaseModel) -> tuple[object, ...]:
-    return (settings.model_dump(), settings.model_fields_set, repr(settings).split("(", 1)[1])
+def test_defaults() -> None:
+    settings = PioneerSettings()
+    assert (settings.home, settings.home_directory, settings.max_context_tokens) == (
+        Path.home() / ".pioneer", ".pioneer", 128_000
+    )
+    assert settings.database == Path.home() / ".pioneer" / "pioneer.db"
 
 
-@pytest.mark.parametrize("overrides", OVERRIDES)
-def test_with_nothing_to_read_the_values_are_pioneer_settings_values(
-    overrides: dict[str, Any],
+def test_home_directory_names_the_home_under_the_users_home() -> None:
+    assert PioneerSettings(home_directory=".acme").home == Path.home() / ".acme"
+    assert PioneerSettings(home_directory=".acme", home=Path("h")).home == Path("h")
+
+
+def test_home_directory_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PIONEER_HOME_DIRECTORY", ".acme")
+    assert PioneerSettings().home == Path.home() / ".acme"
+
+
+def test_precedence_is_overrides_then_environment_then_file_then_defaults(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    settings = load_settings(**overrides)
-    assert type(settings) is SettingsValues
-    assert _values(settings) == _values(PioneerSettings(**overrides))
-    assert settings.database == PioneerSettings(**overrides).database
+    (tmp_path / "pioneer.toml").write_text(
+        "max_context_tokens = 5\nresponse_reserve_tokens = 1\nsummary_timeout = 2.5\n"
+    )
+    monkeypatch.setenv("PIONEER_MAX_CONTEXT_TOKENS", "6")
+    monkeypatch.setenv("pioneer_response_reserve_tokens", "3")  # any case
+    settings = PioneerSettings.load(max_context_tokens=7)
+    assert (settings.max_context_tokens, settings.response_reserve_tokens,
+            settings.summary_timeout, settings.summary_api_key_env) == (7, 3, 2.5,
+                                                                         "OPENAI_API_KEY")
 
 
-@pytest.mark.parametrize("name", ["PIONEER_HOME", "pioneer_home", "Pioneer_Home"])
-def test_a_variable_in_any_case_is_read_by_pioneer_settings(
-    monkeypatch: pytest.MonkeyPatch, name: str
+def test_the_deployment_file_is_found_from_a_subfolder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv(name, "from-env")
-    settings = load_settings()
-    assert type(settings) is PioneerSettings
-    assert settings.home == Path("from-env")
-    assert load_settings(home=Path("flag")).home == Path("flag")
-
-
-def test_a_variable_pioneer_settings_ignores_still_goes_through_it(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("PIONEER_SOMETHING_ELSE", "1")
-    assert type(load_settings()) is PioneerSettings
-
-
-def test_the_deployment_file_is_read_by_pioneer_settings(tmp_path: Path) -> None:
     (tmp_path / "pioneer.toml").write_text('max_context_tokens = 5\nprofile_path = ["p"]\n')
-    settings = load_settings()
-    assert type(settings) is PioneerSettings
-    assert (settings.max_context_tokens, settings.profile_path) == (5, [Path("p")])
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "a" / "b")
+    settings = PioneerSettings.load()
+    assert (settings.max_context_tokens, settings.profile_path) == (5, [tmp_path / "p"])
+    assert PioneerSettings.load(discover=False).max_context_tokens == 128_000
 
 
-def test_a_deployment_folder_of_that_name_goes_through_pioneer_settings(tmp_path: Path) -> None:
+def test_a_library_caller_reads_no_file_unless_asked(tmp_path: Path) -> None:
+    (tmp_path / "pioneer.toml").write_text("max_context_tokens = 5\n")
+    assert PioneerSettings().max_context_tokens == 128_000
+    assert PromptCompiler().settings.max_context_tokens == 128_000
+    assert PioneerSettings.load(tmp_path / "pioneer.toml").max_context_tokens == 5
+
+
+def test_pioneer_config_names_a_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "elsewhere.toml").write_text("max_context_tokens = 9\n")
+    monkeypatch.setenv("PIONEER_CONFIG", str(tmp_path / "elsewhere.toml"))
+    assert PioneerSettings().max_context_tokens == 9
+    monkeypatch.setenv("PIONEER_CONFIG", str(tmp_path / "missing.toml"))
+    with pytest.raises(InputError, match=r"PIONEER_CONFIG names .*missing\.toml, which is not"):
+        PioneerSettings()
+
+
+def test_a_deployment_folder_of_that_name_is_not_a_file(tmp_path: Path) -> None:
     (tmp_path / "pioneer.toml").mkdir()
-    settings = load_settings()
-    assert type(settings) is PioneerSettings
-    assert _values(settings) == _values(SettingsValues())
+    assert PioneerSettings.load().max_context_tokens == 128_000
 
 
-def test_invalid_overrides_fail_alike() -> None:
-    errors = []
-    for model in (SettingsValues, PioneerSettings):
-        with pytest.raises(ValidationError) as info:
-            model(max_context_tokens=0, nope=1)
-        errors.append([(e["loc"], e["msg"]) for e in info.value.errors()])
-    assert errors[0] == errors[1]
-    assert len(errors[0]) == 2
+def _cli(*args: str) -> tuple[int, str]:
+    err = io.StringIO()
+    code = main(list(args), stdout=io.StringIO(), stderr=err)
+    return code, err.getvalue()
 
 
-def test_pioneer_settings_has_the_same_fields() -> None:
-    assert list(SettingsValues.model_fields) == list(PioneerSettings.model_fields)
-    for name, field in SettingsValues.model_fields.items():
-        other = PioneerSettings.model_fields[name]
-        assert (field.annotation, field.default, field.default_factory, field.description) == (
-            other.annotation, other.default, other.default_factory, other.description
-        ), name
-        assert field.metadata == [m for m in other.metadata if m is not NoDecode], name
-        assert (NoDecode in other.metadata) == (name in {"profile_path", "template_path"}), name
-    assert {**SettingsValues.model_json_schema(), "title": ""} == {
-        **PioneerSettings.model_json_schema(), "title": ""
-    }
+def test_an_unknown_key_is_named_at_its_line_with_a_suggestion(tmp_path: Path) -> None:
+    (tmp_path / "pioneer.toml").write_text(
+        '# deployment\nmax_context_tokens = 5\nprofile_paths = ["p"]\nnope = 1\n'
+    )
+    assert _cli("check") == (1, (
+        f'{tmp_path / "pioneer.toml"}:3: profile_paths: unknown key (did you mean '
+        '"profile_path"?) (known: home, home_directory, profile_path, template_path, '
+        "max_context_tokens, response_reserve_tokens, summary_model, summary_base_url, "
+        "summary_api_key_env, summary_timeout, store_path)\n"
+        f'{tmp_path / "pioneer.toml"}:4: nope: unknown key (known: home, home_directory, '
+        "profile_path, template_path, max_context_tokens, response_reserve_tokens, "
+        "summary_model, summary_base_url, summary_api_key_env, summary_timeout, store_path)\n"
+        "error: 2 problems\n"
+    ))
 
 
-def test_a_compiler_made_without_settings_reads_them() -> None:
-    assert type(PromptCompiler().settings) is PioneerSettings
+def test_a_wrong_value_is_named_at_its_line(tmp_path: Path) -> None:
+    (tmp_path / "pioneer.toml").write_text(
+        'max_context_tokens = "many"\n\nsummary_timeout = 0\n'
+    )
+    assert _cli("check") == (1, (
+        f"{tmp_path / 'pioneer.toml'}:1: max_context_tokens: Input should be a valid "
+        "integer, unable to parse string as an integer\n"
+        f"{tmp_path / 'pioneer.toml'}:3: summary_timeout: Input should be greater than 0\n"
+        "error: 2 problems\n"
+    ))
+
+
+def test_a_wrong_variable_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PIONEER_MAX_CONTEXT_TOKENS", "0")
+    assert _cli("check") == (1, (
+        "settings → max_context_tokens: Input should be greater than or equal to 1\n"
+        "error: 1 problem\n"
+    ))
+    with pytest.raises(PioneerError):
+        PromptCompiler()
+
+
+def test_config_names_the_file_on_the_command_line(tmp_path: Path) -> None:
+    (tmp_path / "custom.toml").write_text("profile_path = [\"mine\"]\n")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "only.toml").write_text(
+        'name = "only"\n[[sections]]\nid = "a"\ntitle = "A"\nstability = "stable"\n'
+        'template = "assistant_safety.md.j2"\n'
+    )
+    out = io.StringIO()
+    assert main(["check", "only", "--config", str(tmp_path / "custom.toml")],
+                stdout=out, stderr=io.StringIO()) == 0
+    assert out.getvalue() == "ok: 1 profile (only)\n"
+    assert _cli("check", "--config", "missing.toml") == (
+        1, "missing.toml: config file not found\nerror: 1 problem\n"
+    )
+
+
+def test_a_toml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    (tmp_path / "pioneer.toml").write_text("max_context_tokens = \n")
+    assert _cli("check") == (1, (
+        f"{tmp_path / 'pioneer.toml'}:1:22: invalid value (TOML syntax)\nerror: 1 problem\n"
+    ))

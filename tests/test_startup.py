@@ -95,8 +95,8 @@ def test_compile_text_loads_only_what_it_uses(tmp_path: Path) -> None:
         "tiktoken",  # token counts are left out of a text compile
         "pioneer.providers",  # --provider only
         "pioneer.review.lock",  # --locked only
-        "pydantic_settings",  # nothing to read: no PIONEER_* variable, no pioneer.toml
-        "asyncio",  # (pydantic-settings imports it)
+        "pioneer.compile.derived",  # derived profiles only
+        "difflib",  # did-you-mean, for a wrong name only
         "rich",  # progress bars only, on a terminal
         "opentelemetry",  # spans of compile_turn and audited rounds only
         "pioneer.review.context_map",  # inspect/explain --html only
@@ -104,14 +104,14 @@ def test_compile_text_loads_only_what_it_uses(tmp_path: Path) -> None:
     assert not loaded & unused
 
 
-def test_with_a_settings_source_compile_reads_it_with_pydantic_settings(tmp_path: Path) -> None:
+def test_compile_reads_the_deployment_file_of_a_parent_folder(tmp_path: Path) -> None:
     (tmp_path / "pioneer.toml").write_text(f"home = {str(tmp_path / 'home')!r}\n")
-    loaded = _loaded_after(
+    (tmp_path / "sub").mkdir()
+    _loaded_after(
         "import io\nfrom pioneer.cli import main\n"
         "assert main(['compile'], stdout=io.StringIO()) == 0",
-        cwd=tmp_path,
+        cwd=tmp_path / "sub",
     )
-    assert "pydantic_settings" in loaded
     assert (tmp_path / "home" / "SOUL.md").is_file()
 
 

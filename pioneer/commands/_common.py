@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-
-from pydantic import ValidationError
+from typing import Any
 
 from ..compile.compiler import PromptCompiler
-from ..errors import InputError, Problem, format_path
 from ..history.open import is_store_url, open_store
 from ..history.sql_store import SqlStore
-from ..settings_values import SettingsValues, load_settings
+from ..settings import PioneerSettings
 
 __all__ = [
     "add_compiler_options",
+    "add_config_option",
     "add_store_options",
     "make_compiler",
     "make_settings",
@@ -23,8 +22,18 @@ __all__ = [
 ]
 
 
+def add_config_option(parser: argparse.ArgumentParser) -> None:
+    """--config FILE."""
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE",
+        help="deployment file (default: the first pioneer.toml in the working folder or a "
+        "parent, or the file $PIONEER_CONFIG names)",
+    )
+
+
 def add_compiler_options(parser: argparse.ArgumentParser) -> None:
-    """--home, --profile-path and --template-path."""
+    """--home, --profile-path, --template-path and --config."""
+    add_config_option(parser)
     parser.add_argument(
         "--home", type=Path, help="runtime home (default: $PIONEER_HOME or ~/.pioneer)"
     )
@@ -47,7 +56,8 @@ def add_compiler_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:
-    """--db and --home, for the commands that read a conversation store."""
+    """--db, --home and --config, for the commands that read a conversation store."""
+    add_config_option(parser)
     parser.add_argument("--db", metavar="PATH|URL",
                         help="conversation store: an SQLite file or a postgresql:// URL "
                         "(default: store_url, else store_path or <home>/pioneer.db)")
@@ -55,7 +65,7 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
                         help="runtime home (default: $PIONEER_HOME or ~/.pioneer)")
 
 
-def store_path(args: argparse.Namespace, settings: SettingsValues | None = None) -> str | Path:
+def store_path(args: argparse.Namespace, settings: PioneerSettings | None = None) -> str | Path:
     """The store a command reads: ``--db``, else the settings' store URL or database."""
     if args.db:
         return args.db if is_store_url(args.db) else Path(args.db)
@@ -63,30 +73,22 @@ def store_path(args: argparse.Namespace, settings: SettingsValues | None = None)
     return settings.store_url or settings.database
 
 
-def open_command_store(args: argparse.Namespace, settings: SettingsValues | None = None, *,
+def open_command_store(args: argparse.Namespace, settings: PioneerSettings | None = None, *,
                        write: bool = False) -> SqlStore:
     """The command's store: read-only unless the command writes (it never creates one)."""
     return open_store(store_path(args, settings), read_only=not write, create=False)
 
 
-def make_settings(args: argparse.Namespace) -> SettingsValues:
+def make_settings(args: argparse.Namespace) -> PioneerSettings:
     """Settings from the environment and pioneer.toml, overridden by the command line."""
-    overrides: dict[str, object] = {}
+    overrides: dict[str, Any] = {}
     if getattr(args, "home", None) is not None:
         overrides["home"] = args.home
     if getattr(args, "profile_path", None):
         overrides["profile_path"] = args.profile_path
     if getattr(args, "template_path", None):
         overrides["template_path"] = args.template_path
-    try:
-        return load_settings(**overrides)
-    except ValidationError as error:
-        raise InputError(
-            [
-                Problem(str(item["msg"]), path=f"settings → {format_path(item['loc'])}")
-                for item in error.errors()
-            ]
-        ) from None
+    return PioneerSettings.load(getattr(args, "config", None), **overrides)
 
 
 def make_compiler(args: argparse.Namespace, *, count_tokens: bool = True) -> PromptCompiler:

@@ -11,7 +11,7 @@ from ..errors import InputError, Problem
 
 if TYPE_CHECKING:
     from ..compile.manifest import CompiledPromptPayload
-    from ..settings_values import SettingsValues
+    from ..settings import PioneerSettings
 
 __all__ = ["PROVIDER_NAMES", "add_provider_options", "provider_output"]
 
@@ -35,7 +35,7 @@ def add_provider_options(parser: argparse.ArgumentParser, output: Any) -> None:
 
 
 def provider_output(
-    args: argparse.Namespace, payload: CompiledPromptPayload, settings: SettingsValues
+    args: argparse.Namespace, payload: CompiledPromptPayload, settings: PioneerSettings
 ) -> str | None:
     """The request body JSON for ``args.provider``; None when no provider was asked for.
 

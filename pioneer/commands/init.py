@@ -6,7 +6,7 @@ import argparse
 from typing import TextIO
 
 from ..compile.bootstrap import ensure_runtime_home
-from ._common import make_settings
+from ._common import add_config_option, make_settings
 
 NAME = "init"
 HELP = "create the runtime home and seed SOUL.md and IDENTITY.md (never overwrites)"
@@ -15,6 +15,7 @@ HELP = "create the runtime home and seed SOUL.md and IDENTITY.md (never overwrit
 def configure(parser: argparse.ArgumentParser) -> None:
     """Options of ``init``."""
     parser.add_argument("--home", help="runtime home (default: $PIONEER_HOME or ~/.pioneer)")
+    add_config_option(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PioneerError, Problem, ProfileError, TemplateError
-from ..settings_values import SettingsValues
+from ..settings import PioneerSettings
 from ..text import utf8_text
 from ..tokens import TokenCounter, default_counter
 from .allowance import render_scope, text_size
@@ -119,17 +119,15 @@ class PromptCompiler:
 
     def __init__(
         self,
-        settings: SettingsValues | None = None,
+        settings: PioneerSettings | None = None,
         *,
         profile_path: Sequence[Path] | None = None,
         template_path: Sequence[Path] | None = None,
         token_counter: TokenCounter | None = None,
         count_tokens: bool = False,
     ):
-        if settings is None:
-            from ..settings import PioneerSettings  # pydantic-settings: only when it has to read
-
-            settings = PioneerSettings()
+        if settings is None:  # the environment only: a deployment file is read when asked
+            settings = PioneerSettings.load(discover=False)
         self.settings = settings
         self.profile_path = list(profile_path or self.settings.profile_path)
         self.template_path = list(template_path or self.settings.template_path)

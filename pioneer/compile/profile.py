@@ -11,14 +11,13 @@ Template checks need the template environment and live in :mod:`pioneer.compile.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..errors import Problem, ProfileError, counted, did_you_mean, format_path
+from ..errors import Problem, ProfileError, counted, did_you_mean, format_path, toml_line
 from ..resources import builtin_dir, load_schema
 from ..text import EDGE_CONFIG
 from .ids import PROFILE_ALIASES
@@ -245,7 +244,7 @@ class TextLocator:
     def where(self, parts: Sequence[str | int]) -> tuple[str, int | None, str]:
         """(file, line, rendered path) for ``parts``."""
         path = format_path(parts, _section_labels(self.data, parts)) or "(root)"
-        return self.file, locate(self.text, parts), path
+        return self.file, toml_line(self.text, parts), path
 
     def problem(self, parts: Sequence[str | int], message: str) -> Problem:
         """A problem located at ``parts``."""
@@ -337,56 +336,6 @@ def schema_problems(data: Any, where: Locator, model: type[BaseModel]) -> Iterat
     if not errors:  # a rule of the model the schema cannot say
         for item in pydantic_errors:
             yield where.problem(list(item["loc"]), str(item["msg"]))
-
-
-_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
-
-
-def locate(text: str, parts: Sequence[str | int]) -> int | None:
-    """Best-effort 1-based line of a JSON path inside TOML source."""
-    lines = text.splitlines()
-    start, end = 0, len(lines)
-    table: list[str] = []
-    found: int | None = None
-    for part in parts:
-        if isinstance(part, int):
-            headers = [n for n, line in enumerate(lines) if _is_header(line, ".".join(table), True)]
-            if part >= len(headers):
-                return found
-            start, end = headers[part], _next_header(lines, headers[part] + 1)
-            found, table = start + 1, []
-            continue
-        key_line = _find_key(lines, start, end, part)
-        if key_line is not None:
-            return key_line + 1
-        table.append(part)
-        header = next(
-            (n for n, line in enumerate(lines) if _is_header(line, ".".join(table), False)), None
-        )
-        if header is not None:
-            start, end, found, table = header, _next_header(lines, header + 1), header + 1, []
-    return found
-
-
-def _is_header(line: str, name: str, array: bool) -> bool:
-    match = _HEADER.match(line)
-    return match is not None and match[1] == name and line.lstrip().startswith("[[") == array
-
-
-def _find_key(lines: list[str], start: int, end: int, key: str) -> int | None:
-    pattern = re.compile(rf'^\s*("{re.escape(key)}"|{re.escape(key)})\s*=')
-    first = start + 1 if start < len(lines) and _HEADER.match(lines[start]) else start
-    for number in range(first, _next_header(lines, first) if first == start else end):
-        if pattern.match(lines[number]):
-            return number
-    return None
-
-
-def _next_header(lines: list[str], start: int) -> int:
-    for number in range(start, len(lines)):
-        if _HEADER.match(lines[number]):
-            return number
-    return len(lines)
 
 
 _SOURCE_NEEDS = {"bootstrap": "file", "input": "field"}

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from ..deadline import run_with_deadline
 from ..errors import counted
-from ..settings_values import SettingsValues
+from ..settings import PioneerSettings
 from ..tokens import TokenCounter, default_counter, message_tokens
 from .models import HistoryEntry, HistoryMessage, HistoryWindow, ThreadSummary, summary_message_text
 from .store import MAX_TURNS, CrudStore
@@ -86,7 +86,7 @@ class HistoryLimits:
                    int(budget * low_water))
 
     @classmethod
-    def from_settings(cls, settings: SettingsValues) -> HistoryLimits:
+    def from_settings(cls, settings: PioneerSettings) -> HistoryLimits:
         """Limits from ``max_context_tokens``, ``response_reserve_tokens`` and
         ``truncate_low_water``."""
         return cls.from_tokens(settings.max_context_tokens, settings.response_reserve_tokens,
@@ -263,7 +263,7 @@ class HistoryBudgeter:
 
     @classmethod
     def from_settings(
-        cls, store: CrudStore, settings: SettingsValues, *, summarizer: Summarizer | None = None
+        cls, store: CrudStore, settings: PioneerSettings, *, summarizer: Summarizer | None = None
     ) -> HistoryBudgeter:
         """A budgeter with the settings' limits, summary model, summary timeout and
         ``keep_recent_tokens``."""

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from ..deadline import Running
 from ..errors import PioneerError
-from ..settings_values import SettingsValues
+from ..settings import PioneerSettings
 from .models import HistoryMessage
 
 __all__ = [
@@ -288,7 +288,7 @@ def _reply_text(raw: bytes, url: str) -> str:
 
 
 def summarizer_from_settings(
-    settings: SettingsValues, *, base_url: str | None = None
+    settings: PioneerSettings, *, base_url: str | None = None
 ) -> OpenAIChatSummarizer | None:
     """The HTTP summarizer the settings configure (``base_url`` overrides), or ``None``."""
     url = base_url or settings.summary_base_url
