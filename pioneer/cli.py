@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn, TextIO
 
 from . import commands
-from .errors import PioneerError, counted, did_you_mean
+from .errors import PioneerError, UsageError, counted, did_you_mean
 
 __all__ = [
     "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "EXIT_USER", "Output",
@@ -36,17 +36,13 @@ EXIT_OK, EXIT_USER, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 13
 _FOOTER = re.compile(r"^error: \d+ problems?( |$)")
 
 
-class _UsageError(PioneerError):
-    pass
-
-
 class OutputError(PioneerError):
     """Standard output is closed, full or otherwise cannot be written."""
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise _UsageError(f"{self.prog}: {message}{self._suggestion(message)}")
+        raise UsageError(f"{self.prog}: {message}{self._suggestion(message)}")
 
     def _suggestion(self, message: str) -> str:
         choice = re.match(r"argument .*: invalid choice: '(.*?)' \(choose from (.*)\)$", message)
@@ -190,7 +186,7 @@ def main(
         code: int = args._run(args, out, err)
         out.flush()
         return code
-    except _UsageError as error:
+    except UsageError as error:
         print(f"{report(error)}\n(run `pioneer --help` for usage)", file=err)
         return EXIT_USAGE
     except PioneerError as error:

@@ -28,6 +28,7 @@ __all__ = [
     "ProfileSyntaxError",
     "StoreError",
     "TemplateError",
+    "UsageError",
     "counted",
     "did_you_mean",
     "format_path",
@@ -174,6 +175,11 @@ class PioneerError(Exception):
 
     def __str__(self) -> str:
         return self.render()
+
+
+class UsageError(PioneerError):
+    """The command line is wrong: an unknown option or command, a missing or conflicting
+    argument (exit 2, where bad input is exit 1)."""
 
 
 class ProfileError(PioneerError, ValueError):

@@ -73,14 +73,20 @@ def default_home(home_directory: str | os.PathLike[str] = DEFAULT_HOME_DIRECTORY
 
 
 def find_config(start: str | os.PathLike[str] | None = None) -> Path | None:
-    """The first ``pioneer.toml`` in ``start`` (default: the working folder) or a parent."""
-    folder = Path(start if start is not None else os.getcwd()).absolute()
-    for candidate in [folder, *folder.parents]:
+    """The first ``pioneer.toml`` in ``start`` (default: the working folder) or a parent.
+
+    The path is relative to the working folder (``pioneer.toml``, ``../pioneer.toml``)
+    when it can be, so that messages, and paths read from the file, stay as short as the
+    user would write them.
+    """
+    here = Path(os.getcwd())
+    folder = Path(start) if start is not None else here
+    for candidate in [folder, *folder.absolute().parents]:
         path = candidate / CONFIG_FILE
         try:
             if path.is_file():
-                return path
-        except OSError:
+                return Path(os.path.relpath(path, here)) if path.is_absolute() else path
+        except (OSError, ValueError):
             continue
     return None
 
@@ -255,7 +261,7 @@ class _DeploymentFile(TomlConfigSettingsSource):
         unknown = [key for key in data if key not in known]
         if unknown:
             raise InputError([
-                Problem(f"unknown key{did_you_mean(key, known)} (known: {', '.join(known)})",
+                Problem(f"unknown key{did_you_mean(key, known) or _known(known)}",
                         file=name, line=toml_line(text, [key]), path=key)
                 for key in unknown
             ])
@@ -264,6 +270,10 @@ class _DeploymentFile(TomlConfigSettingsSource):
             if key in data:
                 data[key] = _rebase(data[key], folder)
         return data
+
+
+def _known(names: Mapping[str, Any]) -> str:
+    return f" (known: {', '.join(names)})"
 
 
 def _rebase(value: Any, folder: Path) -> Any:

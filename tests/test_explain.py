@@ -279,12 +279,13 @@ def test_a_turn_without_a_record_is_a_user_error(workspace: Path) -> None:
         store.ensure_thread("t")
     assert _explain("missing", "--db", "empty.db") == (
         1, "", "empty.db: turn 'missing' has no stored record (a turn is recorded when its "
-        "agent loop saves a TurnRecord)\n")
+        "agent loop saves a TurnRecord)\nerror: 1 problem\n")
 
 
 def test_explain_never_creates_a_store(workspace: Path) -> None:
     code, _, err = _explain("t", "--db", "nowhere.db")
-    assert (code, err) == (1, "nowhere.db: no conversation store at this path\n")
+    assert (code, err) == (1, "nowhere.db: no conversation store at this path\n"
+                              "error: 1 problem\n")
     assert not Path("nowhere.db").exists()
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from support import run_cli as run
 
-from pioneer import PromptCompileInput, PromptCompiler
+from pioneer import PioneerSettings, PromptCompileInput, PromptCompiler
 from pioneer.review.gate import budget_gate
 
 CASE = Path(__file__).parent / "cases" / "derived-deployment"
@@ -83,7 +83,7 @@ def test_declared_limits_pass_and_apply_without_flags(deployment: Path) -> None:
 def test_the_tighter_limit_wins(deployment: Path, tmp_path: Path) -> None:
     (deployment / "profiles" / "lim.toml").write_text(LIMITED.format(total=900, soul=900,
                                                                      slot=900))
-    compiler = PromptCompiler()
+    compiler = PromptCompiler(PioneerSettings.load())  # reads ./pioneer.toml
     turn = PromptCompileInput.model_validate(
         {**json.loads((deployment / "input.json").read_text()), "profile": "lim",
          "workspace_root": "home"}

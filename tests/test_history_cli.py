@@ -89,7 +89,7 @@ def test_errors_exit_1_without_traceback(
 ) -> None:
     code, out, err = run(thread, "--db", str(db.parent / database))
     assert (code, out) == (1, "")
-    assert err == message.format(tmp=db.parent) + "\n"
+    assert err == message.format(tmp=db.parent) + "\nerror: 1 problem\n"
     assert not (db.parent / "absent.db").exists()
 
 

@@ -76,8 +76,9 @@ def test_a_changed_template_is_refused_and_named(deployment: Path) -> None:
     assert err == (
         'pioneer.lock: profiles → acme: template "rules.md.j2" changed '
         f"(locked {sha(KIND)[:12]}, now {sha(KINDER)[:12]})\n"
-        'error: profile "acme" does not match pioneer.lock; refusing to compile '
+        'profile "acme" does not match pioneer.lock; refusing to compile '
         "(run `pioneer lock --profile acme` to accept the change)\n"
+        "error: 1 problem\n"
     )
     assert run("lock", "--profile", "acme")[0] == 0
     assert run("compile", "--profile", "acme", "--locked")[0] == 0
@@ -106,11 +107,12 @@ def test_a_comment_only_edit_keeps_the_lock(deployment: Path) -> None:
 
 def test_unlocked_profile_and_missing_lock(deployment: Path) -> None:
     assert run("compile", "--profile", "none", "--locked") == (
-        1, "", "pioneer.lock: lock file not found; run `pioneer lock` first\n"
+        1, "", "pioneer.lock: lock file not found; run `pioneer lock` first\nerror: 1 problem\n"
     )
     run("lock", "--profile", "acme")
     assert run("compile", "--profile", "assistant_none", "--locked") == (
         1, "", 'pioneer.lock: profile "none" is not locked; run `pioneer lock --profile none`\n'
+        "error: 1 problem\n"
     )
 
 
@@ -129,7 +131,7 @@ def test_lock_updates_named_profiles_and_a_full_lock_replaces(deployment: Path) 
 
 def test_an_unreadable_lock_is_never_overwritten(deployment: Path) -> None:
     (deployment / "pioneer.lock").write_text("version = 2\n")
-    expected = (1, "", "pioneer.lock: version: Input should be 1\n")
+    expected = (1, "", "pioneer.lock: version: Input should be 1\nerror: 1 problem\n")
     assert run("lock", "--profile", "acme") == expected
     assert run("compile", "--profile", "acme", "--locked") == expected
     assert (deployment / "pioneer.lock").read_text() == "version = 2\n"

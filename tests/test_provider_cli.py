@@ -81,25 +81,27 @@ def test_model_without_messages(tmp_path: Path) -> None:
 
 def test_provider_needs_a_model(tmp_path: Path) -> None:
     code, out, err = run("compile", "--home", str(tmp_path / "home"), "--provider", "gemini")
-    assert (code, out) == (1, "")
-    assert err == '--provider needs --model (or a --messages file that sets "model")\n'
+    assert (code, out) == (2, "")
+    assert err == ('--provider needs --model (or a --messages file that sets "model")\n'
+                   "error: 1 problem\n(run `pioneer --help` for usage)\n")
 
 
 def test_model_needs_a_provider(tmp_path: Path) -> None:
     code, _, err = run("compile", "--home", str(tmp_path / "home"), "--model", "m")
-    assert (code, err) == (1, "--model and --messages need --provider\n")
+    assert (code, err) == (2, "--model and --messages need --provider\nerror: 1 problem\n"
+                              "(run `pioneer --help` for usage)\n")
 
 
 def test_provider_excludes_other_outputs(tmp_path: Path) -> None:
     code, _, err = run("compile", "--home", str(tmp_path / "home"), "--json",
                        "--provider", "gemini", "--model", "m")
-    assert code == 1
+    assert code == 2
     assert "not allowed with argument --json" in err
 
 
 def test_unknown_provider(tmp_path: Path) -> None:
     code, _, err = run("compile", "--home", str(tmp_path / "home"), "--provider", "bedrock")
-    assert code == 1
+    assert code == 2
     assert "invalid choice: 'bedrock'" in err
 
 
@@ -122,7 +124,7 @@ def test_provider_rule_refusal_is_a_user_error(tmp_path: Path) -> None:
     code, _, err = run("compile", "--home", str(tmp_path / "home"), "--provider",
                        "openai-responses", "--model", "m", "--messages", str(chat))
     assert (code, err) == (1, "sampling → stop: openai-responses has no stop sequences; "
-                              "leave sampling.stop empty\n")
+                              "leave sampling.stop empty\nerror: 1 problem\n")
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -161,4 +163,5 @@ def test_dynamic_placement_flag_and_setting(
 def test_dynamic_placement_needs_a_provider(tmp_path: Path) -> None:
     code, _, err = run("compile", "--home", str(tmp_path / "home"),
                        "--dynamic-placement", "system")
-    assert (code, err) == (1, "--dynamic-placement needs --provider\n")
+    assert (code, err) == (2, "--dynamic-placement needs --provider\nerror: 1 problem\n"
+                              "(run `pioneer --help` for usage)\n")

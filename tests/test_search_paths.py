@@ -44,10 +44,10 @@ def test_precedence_is_flag_then_environment_then_file(
     for source in ("file", "env", "flag"):
         _profile(tmp_path / source, "none", f"From {source}")
     (tmp_path / "pioneer.toml").write_text('profile_path = ["file"]\n')
-    assert _title(PioneerSettings()) == "From file"
+    assert _title(PioneerSettings.load()) == "From file"
     monkeypatch.setenv("PIONEER_PROFILE_PATH", "env")
-    assert _title(PioneerSettings()) == "From env"
-    assert _title(PioneerSettings(profile_path=[Path("flag")])) == "From flag"
+    assert _title(PioneerSettings.load()) == "From env"
+    assert _title(PioneerSettings.load(profile_path=[Path("flag")])) == "From flag"
     out = io.StringIO()
     assert main(["compile", "--profile", "none", "--home", "h", "--profile-path", "flag"],
                 stdout=out) == 0
@@ -107,10 +107,13 @@ def test_a_broken_deployment_file_is_a_located_user_error(tmp_path: Path) -> Non
     (tmp_path / "pioneer.toml").write_text('profile_path = ["a"\n')
     err = io.StringIO()
     assert main(["check"], stdout=io.StringIO(), stderr=err) == 1
-    assert err.getvalue() == "pioneer.toml: unclosed array at end of document (TOML syntax)\n"
+    assert err.getvalue() == (
+        "pioneer.toml: unclosed array at end of document (TOML syntax)\nerror: 1 problem\n"
+    )
     (tmp_path / "pioneer.toml").write_text('profile_path = "a" "b"\n')
     err = io.StringIO()
     assert main(["check"], stdout=io.StringIO(), stderr=err) == 1
     assert err.getvalue() == (
         "pioneer.toml:1:20: expected newline or end of document after a statement (TOML syntax)\n"
+        "error: 1 problem\n"
     )

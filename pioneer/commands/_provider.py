@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InputError, Problem
+from ..errors import Problem, UsageError
 
 if TYPE_CHECKING:
     from ..compile.manifest import CompiledPromptPayload
@@ -47,9 +47,9 @@ def provider_output(
         fields["model"] = args.model
     if args.provider is None:
         if len(fields) > 1 or args.messages is not None:
-            raise InputError(Problem("--model and --messages need --provider"))
+            raise UsageError("--model and --messages need --provider")
         if args.dynamic_placement is not None:
-            raise InputError(Problem("--dynamic-placement needs --provider"))
+            raise UsageError("--dynamic-placement needs --provider")
         return None
     from ..providers import ChatRequest, build_request_body, load_chat_request
 
@@ -58,7 +58,7 @@ def provider_output(
     elif args.model:
         request = ChatRequest(**fields)
     else:
-        raise InputError(Problem(
+        raise UsageError(Problem(
             '--provider needs --model (or a --messages file that sets "model")'
         ))
     placement = args.dynamic_placement

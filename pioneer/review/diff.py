@@ -63,7 +63,7 @@ def read_manifest(path: Path) -> PromptManifest:
             Problem("unknown field" if item["type"] == "extra_forbidden" else str(item["msg"]),
                     file=name, path=format_path([*prefix, *item["loc"]]) or "(root)")
             for item in error.errors()
-        ], summary=f"error: {name} is not a pioneer manifest or payload") from None
+        ], summary=f"{name} is not a pioneer manifest or payload") from None
 
 
 def _keys(sections: Sequence[ManifestSection]) -> list[str]:

@@ -166,6 +166,6 @@ def check_lock(name: str, profile: LoadedProfile, path: Path) -> None:
         where = format_path(["profiles", key])
         raise LockError(
             [Problem(change, file=str(path), path=where) for change in changes],
-            summary=f'error: profile "{key}" does not match {path}; refusing to compile '
+            summary=f'profile "{key}" does not match {path}; refusing to compile '
             f"(run `pioneer lock --profile {key}` to accept the change)",
         )
