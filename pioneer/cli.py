@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn, TextIO
 
 from . import commands
-from .errors import PioneerError, UsageError, counted, did_you_mean
+from .errors import PioneerError, UsageError, counted, describe_exception, did_you_mean
 
 __all__ = [
     "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "EXIT_USER", "Output",
@@ -205,7 +205,7 @@ def main(
         _discard(stdout if stdout is not None else sys.stdout)
         return EXIT_OK
     except Exception as error:
-        print(f"internal error: {type(error).__name__}: {error}", file=err)
+        print(f"internal error: {describe_exception(error)}", file=err)
         if debug:
             import traceback  # only for --debug
 

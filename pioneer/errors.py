@@ -30,6 +30,7 @@ __all__ = [
     "TemplateError",
     "UsageError",
     "counted",
+    "describe_exception",
     "did_you_mean",
     "format_path",
     "json_problem",
@@ -328,3 +329,10 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
 
     close = difflib.get_close_matches(name[:200], [k for k in known if k != name], n=1, cutoff=0.6)
     return f' (did you mean "{close[0]}"?)' if close else ""
+
+
+def describe_exception(error: BaseException) -> str:
+    """``Type: message`` for an exception (just ``Type`` when it has no message): how an
+    error pioneer did not raise itself is named in a problem or a diagnostic."""
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

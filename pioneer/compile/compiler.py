@@ -10,26 +10,33 @@ and the manifest.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import PioneerError, Problem, ProfileError, TemplateError
+from ..errors import (
+    PioneerError,
+    Problem,
+    ProfileError,
+    TemplateError,
+    did_you_mean,
+)
 from ..settings import PioneerSettings
 from ..text import utf8_text
 from ..tokens import TokenCounter, default_counter
 from .allowance import render_scope, text_size
-from .bootstrap import BootstrapLoader, BootstrapResult
+from .bootstrap import BootstrapFile, BootstrapLoader, BootstrapResult
 from .boundary import (
     BOUNDARY_MARKER,
     render_section,
     render_section_parts,
     render_sections,
 )
-from .extends import ProfileSource, resolve_profile
+from .extends import PartialProfile, ProfileSource, resolve_profile
 from .fingerprint import profile_fingerprint, template_digests
-from .inputs import PromptCompileInput
+from .inputs import DynamicSectionInput, PromptCompileInput, PromptLimits, RuntimeSectionInput
 from .manifest import (
     COMPILER_VERSION,
     CompiledPromptPayload,
@@ -56,7 +63,7 @@ from .profile import (
 from .readonly import FrozenList
 from .refs import count_ref_lines
 from .sandbox import render_parts
-from .templates import TemplateSet, build_environment, describe, render_error
+from .templates import TemplateSet, build_environment, describe, render_problem
 
 __all__ = ["LoadedProfile", "PromptCompiler", "compile_prompt"]
 
@@ -101,6 +108,11 @@ class LoadedProfile:
     templates: Mapping[str, str]
     #: The profile's contribution specs by id (what ``[[contributions]]`` declares).
     contributions: Mapping[str, ContributionSpec]
+
+    @property
+    def warnings(self) -> tuple[Problem, ...]:
+        """What ``check`` warns about in the profile's files (they never fail a compile)."""
+        return self.source.locator.warnings
 
     def placed_by_slot(self, record: ManifestSection) -> bool:
         """Whether a kept section is a contribution the slot placed (no section of its own)."""
@@ -153,7 +165,19 @@ class PromptCompiler:
         cached = self._profiles.get(name)
         if cached is not None:
             return cached
-        source = resolve_profile(find_profile(name, self.profile_path), self.profile_path)
+        try:
+            source = resolve_profile(find_profile(name, self.profile_path), self.profile_path)
+        except ProfileError as error:
+            partial = getattr(error, "partial", None)
+            if partial is None:
+                raise
+            more = list(self._partial_problems(partial))
+            if not more:
+                raise
+            problems = sorted([*error.problems, *more],
+                              key=lambda p: (p.file != partial.locator.file, p.line or 0))
+            raise ProfileError(problems, summary=problem_summary(problems, partial.locator.file)
+                               ) from None
         spec, file, where = source.spec, source.file, source.locator
         problems = list(structural_problems(spec, where, input_fields=sorted(INPUT_FIELDS)))
         problems += list(self._template_problems(spec, where, file))
@@ -178,6 +202,19 @@ class PromptCompiler:
         self._profiles[name] = loaded
         return loaded
 
+    def _partial_problems(self, partial: PartialProfile) -> Iterator[Problem]:
+        """The template problems of the well-formed sections of a profile that failed its
+        schema (a section whose own keys are wrong is left to the schema's problems)."""
+        sections = partial.data.get("sections")
+        for index, raw in enumerate(sections if isinstance(sections, list) else []):
+            try:
+                section = SectionSpec.model_validate(raw, strict=True)
+            except ValueError:
+                continue
+            spec = ProfileSpec.model_construct(name="", sections=[section])
+            yield from self._template_problems(spec, _Shifted(partial.locator, index),
+                                               partial.locator.file)
+
     def _template_problems(
         self, spec: ProfileSpec, where: Locator, file: str
     ) -> Iterator[Problem]:
@@ -197,14 +234,48 @@ class PromptCompiler:
                 )
 
     def check(self, names: Sequence[str] | None = None) -> list[PioneerError]:
-        """Load every named (default: every visible) profile; return the errors found."""
+        """Load every named (default: every visible) profile and render each of its
+        sections against a representative input (:meth:`trial`); return the errors found,
+        every problem of every profile."""
         errors: list[PioneerError] = []
         for name in names or sorted(self.available_profiles()):
             try:
-                self.load_profile(name)
+                problems = self.trial(name)
             except PioneerError as error:
                 errors.append(error)
+                continue
+            if problems:
+                file = self.load_profile(name).file
+                errors.append(TemplateError(problems, summary=problem_summary(problems, file)))
         return errors
+
+    def trial(self, name: str) -> list[Problem]:
+        """Render every section of a profile against a representative input and return
+        the problems, so that what a compile would find is found by ``check``.
+
+        The input has every field set to a value of its type (text, true, one
+        contribution, a count of one) and every bootstrap file present; each ``when`` is
+        evaluated, and each section is rendered whatever its condition says, so a template
+        reading an attribute that does not exist (``limits.max_chars``) fails here.
+        """
+        profile = self.load_profile(name)
+        files = {
+            file: BootstrapFile(name=file, path=file, content="text", original_chars=4,
+                                truncated=False)
+            for file, _ in profile.bootstrap_files
+        }
+        renderer = _TrialRenderer(
+            self.templates, representative_input(name), profile, self._plan(profile),
+            BootstrapResult(files, (), ()), [], memo=Memo(1), recent=Recent(1),
+            conditions=Recent(1), counter=None,
+        )
+        problems: list[Problem] = []
+        for section in profile.spec.sections:
+            try:
+                renderer.visit(section, [])
+            except TemplateError as error:
+                problems += error.problems
+        return problems
 
     # -- compiling -------------------------------------------------------------
 
@@ -427,6 +498,7 @@ class _SectionRenderer:
             self.base["artifact_ref_count"] = compile_input.artifact_ref_count + carried
         self.input = compile_input
         self.profile_name = profile.spec.name
+        self.source = profile.source
         self.fingerprint = profile.fingerprint
         self.locator = profile.source.locator
         self.sections = profile.spec.sections
@@ -619,7 +691,7 @@ class _SectionRenderer:
         except Exception as error:  # the sandbox's refusals and any runtime error alike
             raise TemplateError(self.locator.problem(
                 ["sections", self._index(section), "when"],
-                f"condition failed: {describe(error)}",
+                f"condition failed: {_attribute_hint(describe(error), self.base)}",
             )) from None
         if key is not None:
             self.conditions.put(section.id, key, result)
@@ -702,8 +774,10 @@ class _SectionRenderer:
         try:
             parts = render_parts(template, context, given=given)
         except Exception as error:  # template code is untrusted: any failure is its error
-            raise render_error(error, context=f'while rendering section "{section_id}"',
-                               template=template) from None
+            problem = render_problem(error, context=f'while rendering section "{section_id}"',
+                                     template=template)
+            raise TemplateError(replace(
+                problem, message=_attribute_hint(problem.message, context))) from None
         diagnostic = None
         if section.max_chars is None and not any("\r" in part for part in parts):
             text = render_section_parts(title, parts)  # the common case: one copy
@@ -755,6 +829,81 @@ def _item_left_out(
         None, None, omitted_diagnostic(item.id, detail) if diagnostic else None,
         omission=Omission(id=item.id, reason=reason, detail=detail, pool=item.pool,
                           index=item.position),
+    )
+
+
+_NO_ATTRIBUTE = re.compile(r"^'(?P<type>[\w.]+) object' has no attribute '(?P<name>[^']*)'$")
+
+
+def _attribute_hint(text: str, context: Mapping[str, Any]) -> str:
+    """``'pioneer.….PromptLimits object' has no attribute 'max_chars'`` said in the
+    template's own names: ```limits` has no attribute `max_chars`; `limits` has
+    `max_chars_per_file`, `max_chars_total```."""
+    match = _NO_ATTRIBUTE.match(text)
+    if match is None:
+        return text
+    for name, value in context.items():
+        kind = type(value)
+        if f"{kind.__module__}.{kind.__qualname__}" == match["type"] or (
+            kind.__qualname__ == match["type"]
+        ):
+            fields = list(getattr(kind, "model_fields", None) or [
+                attribute for attribute in dir(value) if not attribute.startswith("_")
+            ])
+            known = ", ".join(f"`{field}`" for field in fields)
+            return (f"`{name}` has no attribute `{match['name']}`"
+                    f"{did_you_mean(match['name'], fields)}; `{name}` has {known}")
+    return text
+
+
+class _Shifted:
+    """A locator for a one-section profile whose section is ``index`` of the file."""
+
+    def __init__(self, locator: Locator, index: int):
+        self.locator, self.index = locator, index
+
+    def _parts(self, parts: Sequence[str | int]) -> list[str | int]:
+        return ["sections", self.index, *parts[2:]] if parts[:1] == ["sections"] else [*parts]
+
+    def where(self, parts: Sequence[str | int]) -> tuple[str, int | None, str]:
+        """(file, line, rendered path) for ``parts``."""
+        return self.locator.where(self._parts(parts))
+
+    def problem(self, parts: Sequence[str | int], message: str) -> Problem:
+        """A problem located at ``parts``."""
+        return self.locator.problem(self._parts(parts), message)
+
+
+class _TrialRenderer(_SectionRenderer):
+    """Renders every section once, whatever its condition says (the condition is still
+    evaluated, so its errors surface), with a value of the right kind for each source."""
+
+    def visit(self, section: SectionSpec, out: list[Rendered]) -> None:
+        if section.when is not None:
+            self._condition(section)
+        extra: dict[str, Any] = {}
+        match section.source:
+            case "bootstrap":
+                extra = {"file": self.boot.files.get(section.file or ""),
+                         "reminder": section.reminder}
+            case "input":
+                extra = {"content": getattr(self.input, section.field or "", "text")}
+            case "contribution" | "slot":
+                extra = {"content": "text"}
+        self._render(section, section.id, section.title, extra, "trial", False)
+
+
+def representative_input(profile: str) -> PromptCompileInput:
+    """A compile input with every field present, each a value of its type."""
+    return PromptCompileInput(
+        workspace_root=Path("workspace"), profile=profile, skills_prompt="text",
+        retry_instruction="text", include_tool_recovery_policy=True,
+        include_task_orchestration_policy=True, continue_generation_hint=True,
+        runtime_sections=[RuntimeSectionInput(id="runtime_trial", title="Runtime",
+                                              content="text")],
+        dynamic_sections=[DynamicSectionInput(id="hook_trial", title="Hook", content="text")],
+        artifact_ref_count=1, dynamic_context="text", extra_system="text",
+        limits=PromptLimits(max_chars_per_file=20_000, max_chars_total=150_000),
     )
 
 

@@ -42,7 +42,9 @@ from .profile import (
     unknown_profile,
 )
 
-__all__ = ["Origin", "ProfileSource", "SourceFile", "SourceMap", "resolve_profile"]
+__all__ = [
+    "Origin", "PartialProfile", "ProfileSource", "SourceFile", "SourceMap", "resolve_profile",
+]
 
 Parts = tuple[str | int, ...]
 _SECTION_OPS = frozenset({"remove", "replace", "before", "after"})
@@ -82,6 +84,8 @@ class SourceMap:
 
     files: tuple[SourceFile, ...]
     origins: Mapping[Parts, Origin]
+    #: What ``check`` warns about in the chain (edits that may not do what was meant).
+    warnings: tuple[Problem, ...] = ()
 
     def origin(self, parts: Sequence[str | int]) -> Origin:
         """The origin of ``parts``: the nearest recorded ancestor, extended by the rest."""
@@ -101,6 +105,17 @@ class SourceMap:
         """A problem located where ``parts`` was written."""
         file, line, path = self.where(parts)
         return Problem(message, file=file, line=line, path=path)
+
+
+@dataclass(frozen=True, slots=True)
+class PartialProfile:
+    """The parsed data of a profile file that failed its schema, and where its values
+    are: attached to that :class:`~pioneer.errors.ProfileError` as ``partial``, so the
+    compiler can check the templates of the sections that are well formed and report
+    their problems with the schema's, all at once."""
+
+    data: dict[str, Any]
+    locator: TextLocator
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +159,10 @@ def _resolve(
     source = _read(path)
     problems = list(schema_problems(source.data, source.locator, _file_model(source.data)))
     if problems:
-        raise _fail(problems, source.file)
+        error = _fail(problems, source.file)
+        if "extends" not in source.data:  # the rest can still be checked: see PartialProfile
+            error.partial = PartialProfile(source.data, source.locator)  # type: ignore[attr-defined]
+        raise error
     if "extends" not in source.data:
         return source.data, SourceMap((source,), {(): Origin(source, ())})
     base_path = _find_base(source, search, chain)
@@ -225,6 +243,7 @@ class _Merge:
         self.lists = {key: _entries(base, base_map, key) for key in _LISTS}
         self.present = {key for key in _LISTS if key in base or key in derived.data}
         self.touched: set[tuple[str, str]] = set()
+        self.warnings: list[Problem] = list(base_map.warnings)
         edits = derived.data
         for key in ("name", "description"):
             if key in edits:
@@ -278,6 +297,8 @@ class _Merge:
             del entries[current]  # type: ignore[arg-type]  # _wrong ruled out None
             return
         fields = {key: value for key, value in edit.items() if key not in _SECTION_OPS}
+        if current is not None and kind == "sections" and not edit.get("replace"):
+            self._retitled(at, entries[current].data, fields, anchor_key)
         if current is None or edit.get("replace"):
             entry = _Entry(fields, Origin(self.derived, at))
         else:
@@ -292,6 +313,20 @@ class _Merge:
             entries.append(entry)
         else:
             entries[current] = entry
+
+    def _retitled(self, at: Parts, base: dict[str, Any], fields: dict[str, Any],
+                  anchor_key: str | None) -> None:
+        """Warn about an entry that gives a base section a new title without
+        ``replace``: often a new section whose id happens to be a base one's."""
+        title = fields.get("title")
+        if title is None or title == base.get("title"):
+            return
+        what = "patches and moves" if anchor_key else "patches"
+        self.warnings.append(self.derived.locator.problem(list((*at, "title")), (
+            f'section "{base["id"]}" of base profile "{self.base_name}" exists: this entry '
+            f'{what} it and changes its title from "{base.get("title")}" to "{title}" '
+            '(add replace = true if that is meant, or give a new section its own id)'
+        )))
 
     def _wrong(
         self, kind: str, edit: dict[str, Any], ids: list[str], current: int | None,
@@ -343,7 +378,7 @@ class _Merge:
                 origins[(kind, index)] = entry.origin
                 for sub, origin in entry.keys.items():
                     origins[(kind, index, *sub)] = origin
-        return data, SourceMap(self.files, origins)
+        return data, SourceMap(self.files, origins, tuple(self.warnings))
 
 
 _LISTS = ("contributions", "sections")

@@ -331,11 +331,19 @@ def schema_problems(data: Any, where: Locator, model: type[BaseModel]) -> Iterat
 
     validator = jsonschema.Draft202012Validator(load_schema("profile.schema.json"))
     errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    problems: list[Problem] = []
     for found in errors:
-        yield where.problem(list(found.absolute_path), _describe(found))
+        if found.validator == "additionalProperties" and isinstance(found.instance, dict):
+            # each unknown key at its own line, with the name it was probably meant to be
+            allowed = list((found.schema or {}).get("properties", {}))
+            for key in sorted(set(found.instance) - set(allowed)):
+                hint = did_you_mean(key, allowed) or f" (known: {', '.join(allowed)})"
+                problems.append(where.problem([*found.absolute_path, key], f"unknown key{hint}"))
+            continue
+        problems.append(where.problem(list(found.absolute_path), _describe(found)))
     if not errors:  # a rule of the model the schema cannot say
-        for item in pydantic_errors:
-            yield where.problem(list(item["loc"]), str(item["msg"]))
+        problems += [where.problem(list(item["loc"]), str(item["msg"])) for item in pydantic_errors]
+    yield from sorted(problems, key=lambda problem: problem.line or 0)
 
 
 _SOURCE_NEEDS = {"bootstrap": "file", "input": "field"}

@@ -20,7 +20,7 @@ import jinja2
 from jinja2 import meta, nodes
 from jinja2.sandbox import SandboxedEnvironment
 
-from ..errors import Problem, TemplateError
+from ..errors import Problem, TemplateError, describe_exception, did_you_mean
 from ..resources import builtin_dir
 from .sandbox import Sandbox
 
@@ -133,7 +133,8 @@ class TemplateSet:
         source, display = self._sources[name]
         for variable in sorted(meta.find_undeclared_variables(self._asts[name]) - provided):
             yield Problem(
-                f'"{variable}" is undefined (not in the compile context)',
+                f'"{variable}" is undefined{did_you_mean(variable, provided)} '
+                "(not in the compile context)",
                 file=display,
                 line=_line_of(source, variable),
                 context=context,
@@ -205,7 +206,8 @@ class TemplateSet:
         unknown = sorted(meta.find_undeclared_variables(ast) - provided)
         for variable in unknown:
             yield Problem(
-                f'"{variable}" is undefined (not in the compile context)',
+                f'"{variable}" is undefined{did_you_mean(variable, provided)} '
+                "(not in the compile context)",
                 file=file,
                 line=line,
                 path=path,
@@ -243,8 +245,7 @@ def describe(error: BaseException) -> str:
         return error.message
     if isinstance(error, UnicodeDecodeError):
         return "not valid UTF-8"
-    text = str(error)  # ZeroDivisionError, OverflowError from range, MemoryError, ...
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return describe_exception(error)  # ZeroDivisionError, OverflowError from range, ...
 
 
 def load_problem(

@@ -264,7 +264,7 @@ class _Pending:
 def _detail(error: BaseException) -> str:
     if isinstance(error, PioneerError):
         return error.render()
-    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    text = describe_exception(error)
     return text if len(text) <= _DETAIL_CAP else text[: _DETAIL_CAP - 3] + "..."
 
 
