@@ -323,11 +323,12 @@ def counted(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def did_you_mean(name: str, known: Iterable[str]) -> str:
+def did_you_mean(name: str, known: Iterable[str], *, cutoff: float = 0.6) -> str:
     """`` (did you mean "x"?)`` for the known name closest to ``name``, or ``""``."""
     import difflib  # only when a name is wrong
 
-    close = difflib.get_close_matches(name[:200], [k for k in known if k != name], n=1, cutoff=0.6)
+    close = difflib.get_close_matches(name[:200], sorted(k for k in known if k != name), n=1,
+                                      cutoff=cutoff)
     return f' (did you mean "{close[0]}"?)' if close else ""
 
 

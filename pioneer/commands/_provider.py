@@ -27,7 +27,8 @@ def add_provider_options(parser: argparse.ArgumentParser, output: Any) -> None:
     parser.add_argument("--model", help="model name for --provider (overrides the messages file)")
     parser.add_argument("--messages", type=Path, metavar="FILE",
                         help="conversation for --provider as JSON: a list of messages, or an "
-                        "object of request fields (see schemas/chat_request.schema.json)")
+                        "object of request fields (see schemas/chat_request.schema.json); - reads "
+                        "standard input")
     parser.add_argument("--dynamic-placement", choices=["cache-first", "system"],
                         help="for --provider: put the dynamic text after the history "
                         "(cache-first) or in the system prompt (system); default: the "

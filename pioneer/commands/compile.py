@@ -23,12 +23,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", help="profile name or path (default: the input's, else full)")
     parser.add_argument(
         "--input", type=Path, metavar="FILE",
-        help="compile input as JSON or TOML (see schemas/compile_input.schema.json)",
+        help="compile input as JSON or TOML (see schemas/compile_input.schema.json); "
+        "- reads standard input",
     )
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the whole payload as JSON")
     output.add_argument("--manifest", action="store_true", help="print the manifest as JSON")
     add_provider_options(parser, output)
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="do not print the compile's diagnostics as warnings on stderr")
     parser.add_argument("--locked", action="store_true",
                         help="refuse to compile when the profile's sources differ from the lock")
     parser.add_argument("--lock", type=Path, default=Path(DEFAULT_LOCK_FILE), metavar="FILE",
@@ -56,6 +59,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
         check_lock(compile_input.profile, compiler.load_profile(compile_input.profile), args.lock)
     payload = compiler.compile(compile_input)
+    if not args.quiet:
+        for diagnostic in payload.manifest.diagnostics:
+            print(f"warning: {diagnostic.message} [{diagnostic.code}]", file=err)
     body = provider_output(args, payload, compiler.settings)
     if body is not None:
         out.write(body)

@@ -22,7 +22,8 @@ HELP = "show each section's stability, chars, tokens, source and why it was cut 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Options of ``inspect``."""
     parser.add_argument("--profile", help="profile name or path (default: the input's, else full)")
-    parser.add_argument("--input", type=Path, metavar="FILE", help="compile input (JSON or TOML)")
+    parser.add_argument("--input", type=Path, metavar="FILE",
+                        help="compile input (JSON or TOML; - reads standard input)")
     parser.add_argument("--json", action="store_true",
                         help="print JSON instead of a table (with --html: the map's data)")
     parser.add_argument("--html", type=Path, metavar="FILE",

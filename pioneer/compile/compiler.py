@@ -36,6 +36,7 @@ from .boundary import (
 )
 from .extends import PartialProfile, ProfileSource, resolve_profile
 from .fingerprint import profile_fingerprint, template_digests
+from .ids import BUILT_IN_SECTION_IDS, RUNTIME_BUILT_IN_IDS
 from .inputs import DynamicSectionInput, PromptCompileInput, PromptLimits, RuntimeSectionInput
 from .manifest import (
     COMPILER_VERSION,
@@ -91,6 +92,8 @@ STABLE_MEMO_SIZE = 32
 SECTION_MEMO_SIZE = 256
 #: Slots (section, contribution id) whose latest render is kept for a quick check.
 RECENT_SIZE = 512
+#: Contribution ids whose did-you-mean check is remembered (cleared when full).
+ID_HINTS_SIZE = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +111,12 @@ class LoadedProfile:
     templates: Mapping[str, str]
     #: The profile's contribution specs by id (what ``[[contributions]]`` declares).
     contributions: Mapping[str, ContributionSpec]
+
+    @property
+    def known_ids(self) -> frozenset[str]:
+        """Contribution ids the profile knows: claimed, declared or built in."""
+        return self.claimed | frozenset(self.contributions) | BUILT_IN_SECTION_IDS | (
+            RUNTIME_BUILT_IN_IDS)
 
     @property
     def warnings(self) -> tuple[Problem, ...]:
@@ -147,6 +156,7 @@ class PromptCompiler:
         self._counter = token_counter
         self._count_tokens = count_tokens
         self._profiles: dict[str, LoadedProfile] = {}
+        self._id_hints: dict[tuple[str, str], str] = {}
         self._bootstrap_loader = BootstrapLoader()
         self._plans: dict[str, ProfilePlan] = {}
         self._stable_memo: Memo[tuple[object, ...], StablePart] = Memo(STABLE_MEMO_SIZE)
@@ -285,6 +295,7 @@ class PromptCompiler:
         plan = self._plan(profile)
         boot = self._bootstrap(profile, compile_input)
         contributions, pool_diagnostics, pool_omissions = _pools(profile, compile_input)
+        pool_diagnostics += self._unknown_contributions(profile, contributions)
         renderer = _SectionRenderer(
             self.templates, compile_input, profile, plan, boot, contributions, pool_omissions,
             memo=self._section_memo,
@@ -303,6 +314,31 @@ class PromptCompiler:
         omissions += [r.omission for r in dynamic if r.omission]
         return self._assemble(profile, stable, dynamic, boot, diagnostics, omissions,
                               renderer.placements(compile_input), ignored)
+
+    def _unknown_contributions(
+        self, profile: LoadedProfile, contributions: list[Contribution]
+    ) -> list[Diagnostic]:
+        """An ``unknown_contribution`` diagnostic for each contribution the slot places
+        whose id is close to an id the profile knows (a likely typo)."""
+        found = []
+        for item in contributions:
+            if item.id in profile.claimed or item.id in profile.contributions:
+                continue
+            key = (profile.fingerprint, item.id)
+            hint = self._id_hints.get(key)
+            if hint is None:
+                if len(self._id_hints) >= ID_HINTS_SIZE:
+                    self._id_hints.clear()
+                hint = self._id_hints[key] = did_you_mean(item.id, profile.known_ids,
+                                                                  cutoff=0.85)
+            if hint:
+                found.append(Diagnostic(
+                    code="unknown_contribution",
+                    message=f"contribution `{item.id}` matches no section or declared "
+                    f"contribution and was placed by the slot{hint}",
+                    section_id=item.id,
+                ))
+        return found
 
     def _plan(self, profile: LoadedProfile) -> ProfilePlan:
         plan = self._plans.get(profile.fingerprint)

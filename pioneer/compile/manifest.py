@@ -55,6 +55,7 @@ DiagnosticCode = Literal[
     "dynamic_section_omitted",
     "section_truncated",
     "input_ignored",
+    "unknown_contribution",
     "hook_diagnostic",
     "hook_best_effort_failed",
     "capability_rejected",

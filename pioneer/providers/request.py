@@ -12,6 +12,7 @@ validation failures into an :class:`~pioneer.errors.InputError` naming file and 
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -28,7 +29,7 @@ from pydantic import (
 
 from ..compile.boundary import BOUNDARY_MARKER, strip_prompt_cache_boundary
 from ..compile.manifest import CompiledPromptPayload
-from ..errors import InputError, Problem, counted, format_path, read_json
+from ..errors import InputError, Problem, counted, format_path, read_document
 from ..text import EDGE_CONFIG, EdgeModel
 
 __all__ = [
@@ -386,13 +387,13 @@ def parse_chat_request(data: Mapping[str, Any], *, file: str | None = None) -> C
         ) from None
 
 
-def load_chat_request(path: Path, **fields: Any) -> ChatRequest:
-    """Read a chat request from JSON: an object of request fields or a list of messages.
+def load_chat_request(path: str | os.PathLike[str], **fields: Any) -> ChatRequest:
+    """Read a chat request from JSON: an object of request fields or a list of messages
+    (``-``: standard input).
 
     ``fields`` (such as ``model`` or ``compiled_prompt``) override what the file says.
     """
-    name = str(path)
-    data = read_json(path, "messages")
+    data, name = read_document(path, "messages", "json")
     if isinstance(data, list):
         data = {"messages": data}
     if not isinstance(data, dict):

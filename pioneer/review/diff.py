@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
 from ..compile.manifest import ManifestSection, PromptManifest
-from ..errors import InputError, Problem, format_path, read_json
+from ..errors import InputError, Problem, format_path, read_document
 
 __all__ = ["Change", "ManifestDiff", "diff_manifests", "read_manifest", "render_json",
            "render_text"]
@@ -49,10 +49,10 @@ class ManifestDiff:
     dynamic_changed: bool
 
 
-def read_manifest(path: Path) -> PromptManifest:
-    """Read a manifest JSON file, or the manifest of a payload JSON file."""
-    name = str(path)
-    data = read_json(path, "manifest")
+def read_manifest(path: str | os.PathLike[str]) -> PromptManifest:
+    """Read a manifest JSON file, or the manifest of a payload JSON file (``-``: standard
+    input)."""
+    data, name = read_document(path, "manifest", "json")
     prefix: list[str | int] = []
     if isinstance(data, dict) and isinstance(data.get("manifest"), dict):
         data, prefix = data["manifest"], ["manifest"]
