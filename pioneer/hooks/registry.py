@@ -30,7 +30,7 @@ from pydantic import BaseModel
 from ..compile.manifest import Diagnostic, HookSourceEntry
 from ..compile.readonly import read_only
 from ..deadline import Outcome, Running, call
-from ..errors import HookError, PioneerError, Problem
+from ..errors import HookError, PioneerError, Problem, describe_exception
 from .models import (
     PHASES,
     PROMPT_PHASES,
