@@ -33,6 +33,7 @@ __all__ = [
     "describe_exception",
     "did_you_mean",
     "format_path",
+    "json_line",
     "json_problem",
     "parse_document",
     "read_document",
@@ -107,6 +108,55 @@ def toml_problem(error: Exception, file: str) -> Problem:
 
 
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+
+
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _space(text: str, position: int) -> int:
+    """The position after the JSON whitespace at ``position``."""
+    match = _JSON_SPACE.match(text, position)
+    return match.end() if match else position
+
+
+def json_line(text: str, parts: Sequence[str | int]) -> int | None:
+    """Best-effort 1-based line of a JSON path inside JSON source: the line of the key
+    of an object member, of the first character of an array item; the nearest line
+    found when the text does not hold the whole path."""
+    skip = json.JSONDecoder().raw_decode
+    position = _space(text, 0)
+    found: int | None = None
+    try:
+        for part in parts:
+            opener = text[position]
+            position = _space(text, position + 1)
+            if isinstance(part, str) and opener == "{":
+                while text[position] != "}":
+                    start = position
+                    key, position = skip(text, position)
+                    position = _space(text, _space(text, position) + 1)  # past the colon
+                    if key == part:
+                        found = _line_of(text, start)
+                        break
+                    position = _space(text, skip(text, position)[1])
+                    if text[position] == ",":
+                        position = _space(text, position + 1)
+                else:
+                    return found
+            elif isinstance(part, int) and opener == "[":
+                for _ in range(part):
+                    position = _space(text, skip(text, position)[1])
+                    if text[position] != ",":
+                        return found
+                    position = _space(text, position + 1)
+                if text[position] == "]":
+                    return found
+                found = _line_of(text, position)
+            else:
+                return found
+    except (IndexError, ValueError):
+        return found
+    return found
 
 
 def toml_line(text: str, parts: Sequence[str | int]) -> int | None:

@@ -518,7 +518,7 @@ class SeedResult:
     existing: tuple[Path, ...]
 
 
-def ensure_runtime_home(home: Path) -> SeedResult:
+def ensure_runtime_home(home: str | os.PathLike[str]) -> SeedResult:
     """Create ``home`` and seed SOUL.md and IDENTITY.md; never overwrite anything.
 
     Each seed is written to a temporary file and hard-linked into place, so a concurrent
@@ -526,6 +526,7 @@ def ensure_runtime_home(home: Path) -> SeedResult:
     name (even an empty file, a directory, a FIFO or a dangling link) always wins: the
     bootstrap read reports what is wrong with it, as a diagnostic.
     """
+    home = Path(home)
     try:
         home.mkdir(parents=True, exist_ok=True)
     except FileExistsError:

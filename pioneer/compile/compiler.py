@@ -10,6 +10,7 @@ and the manifest.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import (
+    InputError,
     PioneerError,
     Problem,
     ProfileError,
@@ -37,7 +39,13 @@ from .boundary import (
 from .extends import PartialProfile, ProfileSource, resolve_profile
 from .fingerprint import profile_fingerprint, template_digests
 from .ids import BUILT_IN_SECTION_IDS, RUNTIME_BUILT_IN_IDS
-from .inputs import DynamicSectionInput, PromptCompileInput, PromptLimits, RuntimeSectionInput
+from .inputs import (
+    DynamicSectionInput,
+    PromptCompileInput,
+    PromptLimits,
+    RuntimeSectionInput,
+    parse_compile_input,
+)
 from .manifest import (
     COMPILER_VERSION,
     CompiledPromptPayload,
@@ -66,7 +74,7 @@ from .refs import count_ref_lines
 from .sandbox import render_parts
 from .templates import TemplateSet, build_environment, describe, render_problem
 
-__all__ = ["LoadedProfile", "PromptCompiler", "compile_prompt"]
+__all__ = ["LoadedProfile", "PromptCompiler", "as_compile_input", "compile_prompt"]
 
 INPUT_FIELDS: frozenset[str] = frozenset(PromptCompileInput.model_fields)
 _BASE_NAMES = INPUT_FIELDS | {"profile", "section"}
@@ -142,16 +150,16 @@ class PromptCompiler:
         self,
         settings: PioneerSettings | None = None,
         *,
-        profile_path: Sequence[Path] | None = None,
-        template_path: Sequence[Path] | None = None,
+        profile_path: Sequence[str | os.PathLike[str]] | None = None,
+        template_path: Sequence[str | os.PathLike[str]] | None = None,
         token_counter: TokenCounter | None = None,
         count_tokens: bool = False,
     ):
         if settings is None:  # the environment only: a deployment file is read when asked
             settings = PioneerSettings.load(discover=False)
         self.settings = settings
-        self.profile_path = list(profile_path or self.settings.profile_path)
-        self.template_path = list(template_path or self.settings.template_path)
+        self.profile_path = _paths(profile_path, self.settings.profile_path)
+        self.template_path = _paths(template_path, self.settings.template_path)
         self.templates = TemplateSet(build_environment(self.template_path))
         self._counter = token_counter
         self._count_tokens = count_tokens
@@ -289,8 +297,17 @@ class PromptCompiler:
 
     # -- compiling -------------------------------------------------------------
 
-    def compile(self, compile_input: PromptCompileInput) -> CompiledPromptPayload:
-        """Compile one turn's prompt; sections whose inputs did not change are reused."""
+    def compile(
+        self, compile_input: PromptCompileInput | Mapping[str, Any]
+    ) -> CompiledPromptPayload:
+        """Compile one turn's prompt; sections whose inputs did not change are reused.
+
+        ``compile_input`` may also be a mapping of its fields, validated as
+        :func:`~pioneer.compile.inputs.parse_compile_input` does (an
+        :class:`~pioneer.errors.InputError` listing every problem).
+        """
+        if not isinstance(compile_input, PromptCompileInput):
+            compile_input = as_compile_input(compile_input)
         profile = self.load_profile(compile_input.profile)
         plan = self._plan(profile)
         boot = self._bootstrap(profile, compile_input)
@@ -468,6 +485,26 @@ def _ignored_diagnostic(name: str, profile: str) -> Diagnostic:
         code="input_ignored",
         message=f"input `{name}` is ignored: no section of profile `{profile}` reads it",
     )
+
+
+def as_compile_input(value: object) -> PromptCompileInput:
+    """``value`` as a compile input: itself, or a mapping validated; else an InputError."""
+    if isinstance(value, PromptCompileInput):
+        return value
+    if isinstance(value, Mapping):
+        return parse_compile_input(value)
+    raise InputError(Problem(
+        f"expected a PromptCompileInput or a mapping of its fields, got {type(value).__name__}"
+    ))
+
+
+def _paths(given: Sequence[str | os.PathLike[str]] | None, default: list[Path]) -> list[Path]:
+    """A search path as folders: ``given`` (str or path-like items) else ``default``."""
+    if isinstance(given, (str, os.PathLike)):
+        raise InputError(Problem(
+            f"expected a list of folders, got one path ({os.fspath(given)!r}): wrap it in a list"
+        ))
+    return [Path(folder) for folder in given] if given else list(default)
 
 
 def _pools(
@@ -944,7 +981,8 @@ def representative_input(profile: str) -> PromptCompileInput:
 
 
 def compile_prompt(
-    compile_input: PromptCompileInput, *, compiler: PromptCompiler | None = None
+    compile_input: PromptCompileInput | Mapping[str, Any], *,
+    compiler: PromptCompiler | None = None,
 ) -> CompiledPromptPayload:
     """Compile one prompt; pass a long-lived ``compiler`` to reuse loaded profiles."""
     return (compiler or PromptCompiler()).compile(compile_input)

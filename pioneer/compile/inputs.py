@@ -10,20 +10,23 @@ that no file system can hold (a NUL byte, an unencodable character) is refused.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, ValidationError
 
 from ..errors import (
     STDIN_NAME,
     InputError,
     Problem,
     counted,
+    did_you_mean,
     format_path,
+    json_line,
     parse_document,
     read_text,
+    toml_line,
 )
 from ..text import EDGE_CONFIG, EdgeModel
 from .ids import PROFILE_ALIASES, check_dynamic_id, check_runtime_id
@@ -40,10 +43,15 @@ __all__ = [
 
 
 
+#: The edge configuration, strict: a value of the wrong JSON type is refused, never
+#: converted (``"2"`` is not a count), as JSON Schema would refuse it.
+_STRICT = ConfigDict(**EDGE_CONFIG, strict=True)
+
+
 class SectionInput(EdgeModel):
     """A contribution section handed to the compiler."""
 
-    model_config = EDGE_CONFIG
+    model_config = _STRICT
     id: str = Field(description="Section id.")
     title: str | None = Field(
         default=None, description="Heading; a default title is used when blank."
@@ -70,7 +78,7 @@ class DynamicSectionInput(SectionInput):
 class PromptLimits(BaseModel):
     """Bootstrap budgets for one compile; they can only lower the profile's."""
 
-    model_config = EDGE_CONFIG
+    model_config = _STRICT
     max_chars_per_file: int | None = Field(
         default=None, ge=0, description="Per-file character cap."
     )
@@ -96,9 +104,12 @@ def _file_system_path(path: Path) -> Path:
 class PromptCompileInput(EdgeModel):
     """One turn's compile input."""
 
-    model_config = EDGE_CONFIG
+    model_config = _STRICT
     raw_fields = frozenset({"workspace_root"})
-    workspace_root: Annotated[Path, AfterValidator(_file_system_path)] | None = Field(
+    # A path is written as a string in JSON and TOML: the one field not strict.
+    workspace_root: Annotated[
+        Path, Strict(False), AfterValidator(_file_system_path)
+    ] | None = Field(
         default=None,
         description="Folder holding the bootstrap files; defaults to the runtime home.",
     )
@@ -132,23 +143,60 @@ class PromptCompileInput(EdgeModel):
     limits: PromptLimits = Field(default_factory=PromptLimits, description="Budget overrides.")
 
 
-def _problems_from(error: ValidationError, file: str | None) -> list[Problem]:
+def _problems_from(
+    error: ValidationError, file: str | None, line: Callable[[list[str | int]], int | None]
+) -> list[Problem]:
     problems = []
     for item in error.errors():
         loc = [part for part in item["loc"] if not isinstance(part, str) or part]
         message = str(item["msg"]).removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
-            message = "unknown field"
-        problems.append(Problem(message, file=file, path=format_path(loc) or "(root)"))
+            known = _fields_at(PromptCompileInput, loc[:-1])
+            hint = did_you_mean(str(loc[-1]), known) or f" (known: {', '.join(known)})"
+            message = f"unknown field{hint}"
+        problems.append(Problem(message, file=file, line=line(loc),
+                                path=format_path(loc) or "(root)"))
     return problems
 
 
-def parse_compile_input(data: Mapping[str, Any], *, file: str | None = None) -> PromptCompileInput:
-    """Validate a mapping as compile input, reporting every problem at once."""
+def _fields_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
+    """The fields of the model found at ``loc`` under ``model`` (its own at the root)."""
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        inner = _model_of(field.annotation) if field is not None else None
+        if inner is None:
+            return []
+        model = inner
+    return list(model.model_fields)
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for argument in get_args(annotation):  # list[X], X | None
+        found = _model_of(argument)
+        if found is not None:
+            return found
+    return None
+
+
+def parse_compile_input(
+    data: Mapping[str, Any], *, file: str | None = None, text: str | None = None,
+    kind: Literal["json", "toml"] = "json",
+) -> PromptCompileInput:
+    """Validate a mapping as compile input, reporting every problem at once; with the
+    ``text`` it was parsed from, each problem names its line."""
     try:
         return PromptCompileInput.model_validate(data)
     except ValidationError as error:
-        problems = _problems_from(error, file)
+        finder = json_line if kind == "json" else toml_line
+
+        def line(loc: list[str | int]) -> int | None:
+            return finder(text, loc) if text is not None else None
+
+        problems = sorted(_problems_from(error, file, line), key=lambda p: p.line or 0)
         raise InputError(problems, summary=_summary(len(problems), file)) from None
 
 
@@ -167,4 +215,4 @@ def load_compile_input(path: str | os.PathLike[str]) -> PromptCompileInput:
     data = parse_document(raw, name, "toml" if toml else "json")
     if not isinstance(data, dict):
         raise InputError(Problem("expected a JSON object at the top level", file=name))
-    return parse_compile_input(data, file=name)
+    return parse_compile_input(data, file=name, text=raw, kind="toml" if toml else "json")

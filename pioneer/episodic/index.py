@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,10 +123,10 @@ class EpisodicIndex:
     """
 
     def __init__(
-        self, store: DatabaseStore | str | Path, *, create: bool = True,
+        self, store: DatabaseStore | str | os.PathLike[str], *, create: bool = True,
         read_only: bool = False, busy_timeout: float = 30.0,
     ) -> None:
-        if isinstance(store, str | Path):
+        if isinstance(store, str | os.PathLike):
             self._store: DatabaseStore = SqliteStore(store, create=create, read_only=read_only,
                                                      busy_timeout=busy_timeout)
             self._owned = True

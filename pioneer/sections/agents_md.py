@@ -208,8 +208,11 @@ def agents_md_contribution(
     )
 
 
-def agents_md_subscription(root: Path, *, max_chars: int = HOOK_MAX_CHARS) -> Subscription:
+def agents_md_subscription(
+    root: str | os.PathLike[str], *, max_chars: int = HOOK_MAX_CHARS
+) -> Subscription:
     """The built-in AGENTS.md hook for workspace ``root``: blocking and fail-closed."""
+    root = Path(root)
 
     def agents_md_hook(context: HookContext) -> list[HookOutput]:
         lookup = find_agents_md(root, context.turn.thread_folder, max_chars=max_chars)

@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol
 
 from .. import telemetry
 from ..compile.boundary import strip_prompt_cache_boundary
-from ..compile.compiler import PromptCompiler
+from ..compile.compiler import PromptCompiler, as_compile_input
 from ..compile.inputs import PromptCompileInput, RuntimeSectionInput
 from ..compile.manifest import (
     CompiledPromptPayload,
@@ -62,7 +62,7 @@ _TRUNCATION: dict[tuple[bool, bool], Truncation] = {
 
 def compile_turn(
     compiler: PromptCompiler,
-    compile_input: PromptCompileInput,
+    compile_input: PromptCompileInput | Mapping[str, Any],
     hooks: HookRegistry | None = None,
     *,
     turn: TurnContext | None = None,
@@ -78,8 +78,8 @@ def compile_turn(
     ``artifact_ref_count`` is replaced by the refs those messages carry.
     """
     with telemetry.span("pioneer.compile_turn") as current:
-        compiled = _compile_turn(compiler, compile_input, hooks, turn, permissions,
-                                 hidden_tool_domains, phases, history)
+        compiled = _compile_turn(compiler, as_compile_input(compile_input), hooks, turn,
+                                 permissions, hidden_tool_domains, phases, history)
         if current is not None and current.is_recording():
             telemetry.set_attributes(current, compile_attributes(compiled))
         return compiled

@@ -1,0 +1,127 @@
+"""The library API as a Python caller expects it: every path parameter takes ``str`` and
+``os.PathLike``, and every bad input from a public function is a ``PioneerError``."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pioneer
+from pioneer import (
+    EpisodicIndex,
+    InputError,
+    PioneerError,
+    PioneerSettings,
+    PromptCompileInput,
+    PromptCompiler,
+    SqliteStore,
+    agents_md_subscription,
+    compile_prompt,
+    compile_turn,
+    ensure_runtime_home,
+    load_compile_input,
+)
+
+PathMaker = Callable[[Path], Any]
+
+
+def _close(value: Any) -> Any:
+    close = getattr(value, "close", None)
+    if close is not None:
+        close()
+    return value
+
+
+def _files(tmp_path: Path) -> None:
+    (tmp_path / "in.json").write_text('{"profile": "minimal"}')
+    (tmp_path / "pioneer.toml").write_text("max_context_tokens = 5\n")
+    (tmp_path / "profiles").mkdir(exist_ok=True)
+    (tmp_path / "templates").mkdir(exist_ok=True)
+
+
+#: Every public callable parameter that takes a path, and a call that passes one: each
+#: gets the work folder and a function making the argument (``str`` or ``Path``).
+CALLS: dict[str, Callable[[Path, PathMaker], Any]] = {
+    "ensure_runtime_home.home": lambda p, a: ensure_runtime_home(a(p / "home")).created,
+    "load_compile_input.path": lambda p, a: load_compile_input(a(p / "in.json")).profile,
+    "PromptCompiler.__init__.profile_path": lambda p, a: PromptCompiler(
+        profile_path=[a(p / "profiles")]).profile_path,
+    "PromptCompiler.__init__.template_path": lambda p, a: PromptCompiler(
+        template_path=[a(p / "templates")]).template_path,
+    "PioneerSettings.load.config_file": lambda p, a: PioneerSettings.load(
+        a(p / "pioneer.toml")).max_context_tokens,
+    "SqliteStore.__init__.path": lambda p, a: _close(SqliteStore(a(p / "a.db"))).path,
+    "EpisodicIndex.__init__.path": lambda p, a: _close(EpisodicIndex(a(p / "b.db"))).path,
+    "agents_md_subscription.root": lambda p, a: agents_md_subscription(a(p)).hook_id,
+}
+#: Path-typed parameters that are not a caller's input (pydantic-settings' own, results).
+NOT_INPUTS = {"PioneerSettings.__init__._secrets_dir", "SeedResult.__init__.created",
+              "SeedResult.__init__.existing"}
+
+
+def _path_parameters() -> set[str]:
+    found = set()
+    for name in pioneer.__all__:
+        obj = getattr(pioneer, name)
+        members: list[tuple[str, Any]] = []
+        if inspect.isclass(obj):
+            members = [("__init__", obj.__init__)]
+            members += [(attr, getattr(obj, attr)) for attr, value in vars(obj).items()
+                        if not attr.startswith("_")
+                        and (inspect.isfunction(value) or isinstance(value, classmethod))]
+        elif callable(obj):
+            members = [("", obj)]
+        for attr, function in members:
+            try:
+                signature = inspect.signature(function)
+            except (TypeError, ValueError):
+                continue
+            for parameter in signature.parameters.values():
+                if "Path" in str(parameter.annotation):
+                    found.add(".".join(part for part in (name, attr, parameter.name) if part))
+    return found
+
+
+def test_the_table_names_every_path_parameter() -> None:
+    assert _path_parameters() - NOT_INPUTS == set(CALLS)
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_every_path_parameter_takes_str_and_path(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    results = []
+    for kind in (str, Path):
+        where = tmp_path / kind.__name__
+        where.mkdir()
+        _files(where)
+        results.append(CALLS[name](where, kind))
+    assert results[0] is not None
+    assert str(results[0]).replace("/str", "/Path") == str(results[1])
+
+
+def test_a_mapping_compiles_and_a_bad_one_is_a_pioneer_error(tmp_path: Path) -> None:
+    compiler = PromptCompiler()
+    turn = {"profile": "minimal", "workspace_root": str(tmp_path)}
+    assert compiler.compile(turn).stable_system_text == compiler.compile(
+        PromptCompileInput.model_validate(turn)).stable_system_text
+    assert compile_prompt(turn, compiler=compiler).manifest.profile == "minimal"
+    assert compile_turn(compiler, turn).manifest.profile == "minimal"
+    with pytest.raises(PioneerError) as info:
+        compiler.compile({"profile": "minimal", "artifact_ref_count": "2", "nope": 1})
+    assert str(info.value) == (
+        'artifact_ref_count: Input should be a valid integer\nnope: unknown field\n'
+        "error: 2 problems"
+    )
+    with pytest.raises(InputError, match="expected a PromptCompileInput or a mapping"):
+        compiler.compile("minimal")  # type: ignore[arg-type]
+
+
+def test_one_folder_instead_of_a_list_is_said_plainly() -> None:
+    with pytest.raises(InputError, match="expected a list of folders, got one path"):
+        PromptCompiler(profile_path="profiles")  # type: ignore[arg-type]
