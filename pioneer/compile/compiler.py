@@ -72,9 +72,11 @@ from .profile import (
 from .readonly import FrozenList
 from .refs import count_ref_lines
 from .sandbox import render_parts
-from .templates import TemplateSet, build_environment, describe, render_problem
+from .templates import TemplateSet, build_environment, describe, display_name, render_problem
 
-__all__ = ["LoadedProfile", "PromptCompiler", "as_compile_input", "compile_prompt"]
+__all__ = [
+    "LoadedProfile", "PromptCompiler", "as_compile_input", "compile_prompt", "pool_usage",
+]
 
 INPUT_FIELDS: frozenset[str] = frozenset(PromptCompileInput.model_fields)
 _BASE_NAMES = INPUT_FIELDS | {"profile", "section"}
@@ -130,6 +132,16 @@ class LoadedProfile:
     def warnings(self) -> tuple[Problem, ...]:
         """What ``check`` warns about in the profile's files (they never fail a compile)."""
         return self.source.locator.warnings
+
+    def template_origin(self, name: str, env: Any) -> tuple[str, bool]:
+        """Where template ``name`` is read from, as messages name it, and whether that is
+        a deployment folder (not the built-in templates)."""
+        try:
+            filename = env.loader.get_source(env, name)[1]
+        except Exception:  # not found or unreadable: the load already said so
+            return name, False
+        shown = display_name(filename)
+        return shown, not shown.startswith("templates/")
 
     def placed_by_slot(self, record: ManifestSection) -> bool:
         """Whether a kept section is a contribution the slot placed (no section of its own)."""
@@ -496,6 +508,17 @@ def as_compile_input(value: object) -> PromptCompileInput:
     raise InputError(Problem(
         f"expected a PromptCompileInput or a mapping of its fields, got {type(value).__name__}"
     ))
+
+
+def pool_usage(
+    profile: LoadedProfile, compile_input: PromptCompileInput
+) -> dict[str, tuple[int, int]]:
+    """What each contribution pool holds for this input: (sections, characters) kept,
+    to set against the profile's ``runtime_pool`` and ``hook_pool`` budgets."""
+    kept, _ = _pools(profile, compile_input)
+    return {pool: (sum(1 for item in kept if item.pool == pool),
+                   sum(len(item.content) for item in kept if item.pool == pool))
+            for pool in ("runtime", "hook")}
 
 
 def _paths(given: Sequence[str | os.PathLike[str]] | None, default: list[Path]) -> list[Path]:

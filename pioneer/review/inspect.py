@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
-from ..compile.compiler import LoadedProfile, PromptCompiler
+from ..compile.compiler import LoadedProfile, PromptCompiler, pool_usage
 from ..compile.inputs import PromptCompileInput
 from ..compile.manifest import CompiledPromptPayload, ManifestSection, Omission
 from ..compile.profile import SectionSpec
@@ -26,7 +26,9 @@ from ..errors import counted
 from ..terminal import Painter, plain
 from ..tokens import TokenCounter, default_counter
 
-__all__ = ["Inspection", "Row", "Totals", "inspect_prompt", "render_json", "render_table"]
+__all__ = [
+    "Inspection", "PoolUse", "Row", "Totals", "inspect_prompt", "render_json", "render_table",
+]
 
 Status = Literal["kept", "truncated", "omitted"]
 
@@ -42,6 +44,10 @@ class Row:
     source: str | None
     status: Status
     reason: str | None
+    #: The template file that rendered the section (``templates/…`` when built in).
+    template: str | None = None
+    #: Whether that template came from a deployment folder.
+    deployment: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +57,17 @@ class Totals:
     sections: int
     chars: int
     tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class PoolUse:
+    """A contribution pool's use against its budget."""
+
+    pool: str
+    sections: int
+    max_sections: int
+    chars: int
+    max_chars: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +81,7 @@ class Inspection:
     dynamic: Totals
     #: Compile-input fields given a value that no section of the profile reads.
     ignored_inputs: tuple[str, ...] = ()
+    pools: tuple[PoolUse, ...] = ()
 
 
 def inspect_prompt(
@@ -74,7 +92,7 @@ def inspect_prompt(
     counter = counter or default_counter()
     payload = compiler.compile(compile_input)
     profile = compiler.load_profile(compile_input.profile)
-    explain = _Explainer(profile, payload, counter)
+    explain = _Explainer(profile, payload, counter, compiler.templates.env)
     manifest = payload.manifest
     return Inspection(
         profile=manifest.profile,
@@ -83,6 +101,16 @@ def inspect_prompt(
         stable=_totals(payload, "stable", counter),
         dynamic=_totals(payload, "dynamic", counter),
         ignored_inputs=tuple(manifest.ignored_inputs),
+        pools=_pools(profile, compile_input),
+    )
+
+
+def _pools(profile: LoadedProfile, compile_input: PromptCompileInput) -> tuple[PoolUse, ...]:
+    used = pool_usage(profile, compile_input)
+    budgets = profile.spec.budgets
+    return tuple(
+        PoolUse(pool, used[pool][0], spec.max_sections, used[pool][1], spec.max_chars)
+        for pool, spec in (("runtime", budgets.runtime_pool), ("hook", budgets.hook_pool))
     )
 
 
@@ -97,8 +125,9 @@ class _Explainer:
 
     def __init__(
         self, profile: LoadedProfile, payload: CompiledPromptPayload, counter: TokenCounter,
+        env: Any = None,
     ):
-        self.counter = counter
+        self.counter, self.env = counter, env
         self.profile, self.spec = profile, profile.spec
         manifest = payload.manifest
         self.kept = list(zip(manifest.sections, payload.sections, strict=True))
@@ -114,12 +143,12 @@ class _Explainer:
         for section in self.spec.sections:
             taken = 0
             while position < len(self.kept) and self._belongs(self.kept[position][0], section):
-                rows.append(self._kept_row(*self.kept[position]))
+                rows.append(self._with_template(self._kept_row(*self.kept[position]), section))
                 position, taken = position + 1, taken + 1
                 if section.source not in ("contribution", "slot"):
                     break
             if not taken:
-                rows.append(self._omitted_row(section))
+                rows.append(self._with_template(self._omitted_row(section), section))
             if section.source == "slot":
                 slot = True
                 rows += [self._dropped_row(o) for o in self.left_out
@@ -127,6 +156,10 @@ class _Explainer:
         if not slot:
             rows += [self._dropped_row(o) for o in self.left_out if o.reason == "unplaced"]
         return rows
+
+    def _with_template(self, row: Row, section: SectionSpec) -> Row:
+        template, deployment = self.profile.template_origin(section.template, self.env)
+        return replace(row, template=template, deployment=deployment)
 
     def _belongs(self, kept: ManifestSection, section: SectionSpec) -> bool:
         if section.source == "slot":
@@ -166,13 +199,14 @@ def render_json(inspection: Inspection) -> str:
         "profile_fingerprint": inspection.profile_fingerprint,
         "sections": [asdict(row) for row in inspection.rows],
         "totals": {"stable": asdict(inspection.stable), "dynamic": asdict(inspection.dynamic)},
+        "pools": [asdict(pool) for pool in inspection.pools],
     }
     if inspection.ignored_inputs:
         data["ignored_inputs"] = list(inspection.ignored_inputs)
     return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False)
 
 
-_HEAD = ("SECTION", "STABILITY", "CHARS", "TOKENS", "SOURCE", "STATUS")
+_HEAD = ("SECTION", "STABILITY", "CHARS", "TOKENS", "SOURCE", "TEMPLATE", "STATUS")
 
 
 def render_table(inspection: Inspection, paint: Painter = plain) -> str:
@@ -183,7 +217,7 @@ def render_table(inspection: Inspection, paint: Painter = plain) -> str:
     """
     cells = [_HEAD] + [
         (row.id, row.stability, _number(row.chars), _number(row.tokens), row.source or "-",
-         row.status + (f": {row.reason}" if row.reason else ""))
+         _template(row), row.status + (f": {row.reason}" if row.reason else ""))
         for row in inspection.rows
     ]
     widths = [max(len(line[column]) for line in cells) for column in range(len(_HEAD) - 1)]
@@ -196,7 +230,16 @@ def render_table(inspection: Inspection, paint: Painter = plain) -> str:
                      f"{counted(totals.chars, 'char')}, {counted(totals.tokens, 'token')}")
     lines += [f"ignored  input {name}: no section of profile {inspection.profile} reads it"
               for name in inspection.ignored_inputs]
+    for pool in inspection.pools:
+        lines.append(f"{pool.pool + ' pool':<13} {pool.sections} of {pool.max_sections} "
+                     f"sections, {pool.chars} of {counted(pool.max_chars, 'char')}")
     return "\n".join(lines)
+
+
+def _template(row: Row) -> str:
+    if row.template is None:
+        return "-"
+    return f"{row.template} (deployment)" if row.deployment else row.template
 
 
 def _line(cells: Sequence[str], widths: Sequence[int], styles: tuple[str, str],
