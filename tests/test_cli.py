@@ -14,7 +14,8 @@ from pioneer import BOUNDARY_MARKER
 def test_compile_seeds_the_home_and_prints_the_prompt(tmp_path: Path) -> None:
     home = tmp_path / "fresh"
     code, out, err = run("compile", "--home", str(home))
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, "warning: bootstrap file `USER.md` is missing [missing_file]\n")
+    assert run("compile", "--home", str(home), "-q")[2] == ""
     assert (home / "SOUL.md").is_file() and (home / "IDENTITY.md").is_file()
     assert out.startswith("## Identity\nYou are Pioneer, a personal assistant agent")
     assert f"### SOUL.md ({home / 'SOUL.md'})" in out
@@ -59,7 +60,7 @@ def test_compile_bad_input_is_exit_1_without_traceback(tmp_path: Path) -> None:
     code, out, err = run("compile", "--home", str(tmp_path), "--input", str(spec))
     assert (code, out) == (1, "")
     assert err == (
-        f"{spec}: runtime_sections[0] → id: must not contain whitespace (got 'a b')\n"
+        f"{spec}:1: runtime_sections[0] → id: must not contain whitespace (got 'a b')\n"
         f"error: 1 problem in {spec}\n"
     )
     assert "Traceback" not in err
@@ -75,7 +76,7 @@ def test_check_fails_and_lists_problems(tmp_path: Path) -> None:
     assert (code, out) == (1, "")
     assert err == (
         f"{tmp_path / 'bad.toml'}:2: sections: expected array (got 3)\n"
-        f"error: 1 problem in {tmp_path / 'bad.toml'}\n"
+        "error: 1 problem in 1 profile\n"
     )
 
 

@@ -71,10 +71,12 @@ colour = "red"
     assert _text(error, tmp_path) == "\n".join(
         [
             "profiles/acme.toml:4: budgets → max_chars_total: must be ≥ 0 (got -3)",
-            'profiles/acme.toml:12: sections[1] (id "soul_core"): unknown key "colour"',
-            'profiles/acme.toml:17: sections[1] (id "soul_core") → max_chars: must be ≥ 0 (got -5)',
             'profiles/acme.toml:15: sections[1] (id "soul_core") → stability: '
             'expected one of "stable", "dynamic" (got \'sometimes\')',
+            'profiles/acme.toml:17: sections[1] (id "soul_core") → max_chars: must be ≥ 0 (got -5)',
+            'profiles/acme.toml:18: sections[1] (id "soul_core") → colour: unknown key (known: '
+            "field, file, id, keep_empty, max_chars, max_tokens, reminder, source, stability, "
+            "template, title, when)",
             "error: 4 problems in profiles/acme.toml",
         ]
     )
@@ -180,10 +182,10 @@ def test_sandbox_refuses_internals_with_template_and_line(tmp_path: Path, home: 
         ("list.json", "[1, 2]", "list.json: expected a JSON object at the top level"),
         (
             "fields.json",
-            '{"limits": {"max_chars_total": -1}, "artifact_ref_count": "many"}',
-            "fields.json: artifact_ref_count: Input should be a valid integer, unable to parse "
-            "string as an integer\nfields.json: limits → max_chars_total: Input should be "
-            "greater than or equal to 0\nerror: 2 problems in fields.json",
+            '{"limits": {"max_chars_total": -1},\n "artifact_ref_count": "many"}',
+            "fields.json:1: limits → max_chars_total: Input should be greater than or equal to "
+            "0\nfields.json:2: artifact_ref_count: Input should be a valid integer\n"
+            "error: 2 problems in fields.json",
         ),
     ],
 )

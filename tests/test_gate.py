@@ -50,7 +50,7 @@ def test_max_tokens_passes_and_fails(deployment: Path) -> None:
         1,
         "tokens: acme 704 (stable 363 + dynamic 341), limit 703\n",
         "profiles/acme.toml: the prompt has 704 cl100k tokens (stable 363 + dynamic 341), "
-        "over --max-tokens 703\nerror: 1 token budget exceeded\n",
+        "over --max-tokens 703\nerror: 1 problem in 1 profile: token budgets exceeded\n",
     )
 
 
@@ -67,7 +67,7 @@ def test_declared_limits_fail_at_their_lines(deployment: Path) -> None:
         'profiles/lim.toml:13: sections[1] (id "contributions") → max_tokens: section '
         '"hook.alpha" (placed by slot "contributions") has 10 cl100k tokens, over its limit '
         "of 8",
-        "error: 3 token budgets exceeded",
+        "error: 3 problems in 1 profile: token budgets exceeded",
     ]
 
 

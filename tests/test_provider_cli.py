@@ -38,7 +38,7 @@ def chat(tmp_path: Path) -> Path:
 
 def test_anthropic_body(tmp_path: Path, turn: Path, chat: Path) -> None:
     home = tmp_path / "home"
-    code, out, err = run("compile", "--home", str(home), "--input", str(turn),
+    code, out, err = run("compile", "-q", "--home", str(home), "--input", str(turn),
                          "--provider", "anthropic", "--messages", str(chat))
     assert (code, err) == (0, "")
     body = json.loads(out)
@@ -59,7 +59,7 @@ def test_anthropic_body(tmp_path: Path, turn: Path, chat: Path) -> None:
 def test_every_provider_prints_json_without_marker(
     provider: str, tmp_path: Path, turn: Path, chat: Path
 ) -> None:
-    code, out, err = run("compile", "--home", str(tmp_path / "home"), "--input", str(turn),
+    code, out, err = run("compile", "-q", "--home", str(tmp_path / "home"), "--input", str(turn),
                          "--provider", provider, "--messages", str(chat), "--model", "cli-model")
     assert (code, err) == (0, "")
     assert "PIONEER_PROMT_CACHE_BOUNDARY" not in out
@@ -70,7 +70,7 @@ def test_every_provider_prints_json_without_marker(
 
 
 def test_model_without_messages(tmp_path: Path) -> None:
-    code, out, _ = run("compile", "--home", str(tmp_path / "home"), "--profile", "none",
+    code, out, _ = run("compile", "-q", "--home", str(tmp_path / "home"), "--profile", "none",
                        "--provider", "openai-chat", "--model", "m")
     assert code == 0
     assert json.loads(out)["messages"] == [{"role": "system", "content": (
@@ -80,27 +80,27 @@ def test_model_without_messages(tmp_path: Path) -> None:
 
 
 def test_provider_needs_a_model(tmp_path: Path) -> None:
-    code, out, err = run("compile", "--home", str(tmp_path / "home"), "--provider", "gemini")
+    code, out, err = run("compile", "-q", "--home", str(tmp_path / "home"), "--provider", "gemini")
     assert (code, out) == (2, "")
     assert err == ('--provider needs --model (or a --messages file that sets "model")\n'
                    "error: 1 problem\n(run `pioneer --help` for usage)\n")
 
 
 def test_model_needs_a_provider(tmp_path: Path) -> None:
-    code, _, err = run("compile", "--home", str(tmp_path / "home"), "--model", "m")
+    code, _, err = run("compile", "-q", "--home", str(tmp_path / "home"), "--model", "m")
     assert (code, err) == (2, "--model and --messages need --provider\nerror: 1 problem\n"
                               "(run `pioneer --help` for usage)\n")
 
 
 def test_provider_excludes_other_outputs(tmp_path: Path) -> None:
-    code, _, err = run("compile", "--home", str(tmp_path / "home"), "--json",
+    code, _, err = run("compile", "-q", "--home", str(tmp_path / "home"), "--json",
                        "--provider", "gemini", "--model", "m")
     assert code == 2
     assert "not allowed with argument --json" in err
 
 
 def test_unknown_provider(tmp_path: Path) -> None:
-    code, _, err = run("compile", "--home", str(tmp_path / "home"), "--provider", "bedrock")
+    code, _, err = run("compile", "-q", "--home", str(tmp_path / "home"), "--provider", "bedrock")
     assert code == 2
     assert "invalid choice: 'bedrock'" in err
 
@@ -108,7 +108,7 @@ def test_unknown_provider(tmp_path: Path) -> None:
 def test_bad_messages_file_is_a_user_error(tmp_path: Path) -> None:
     chat = tmp_path / "chat.json"
     chat.write_text(json.dumps([{"role": "assistant", "tool_calls": [{"id": "a", "name": "x"}]}]))
-    code, out, err = run("compile", "--home", str(tmp_path / "home"), "--provider", "anthropic",
+    code, out, err = run("compile", "-q", "--home", str(tmp_path / "home"), "--provider", "anthropic",
                          "--model", "m", "--messages", str(chat))
     assert (code, out) == (1, "")
     assert err == (
@@ -121,7 +121,7 @@ def test_provider_rule_refusal_is_a_user_error(tmp_path: Path) -> None:
     chat = tmp_path / "chat.json"
     chat.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}],
                                 "sampling": {"stop": ["END"]}}))
-    code, _, err = run("compile", "--home", str(tmp_path / "home"), "--provider",
+    code, _, err = run("compile", "-q", "--home", str(tmp_path / "home"), "--provider",
                        "openai-responses", "--model", "m", "--messages", str(chat))
     assert (code, err) == (1, "sampling → stop: openai-responses has no stop sequences; "
                               "leave sampling.stop empty\nerror: 1 problem\n")
@@ -135,7 +135,7 @@ def test_a_lone_surrogate_in_the_messages_file_becomes_a_replacement_character(
     chat = tmp_path / "chat.json"
     chat.write_text('{"model": "m", "messages": [{"role": "user", "content": "a\\ud800b"}],'
                     ' "tools": [{"name": "t", "description": "x\\udfffy"}]}', "utf-8")
-    code, out, err = run("compile", "--home", str(tmp_path / "home"), "--input", str(turn),
+    code, out, err = run("compile", "-q", "--home", str(tmp_path / "home"), "--input", str(turn),
                          "--provider", provider, "--messages", str(chat))
     assert (code, err) == (0, "")
     assert "a\ufffdb" in json.dumps(json.loads(out), ensure_ascii=False)
@@ -147,7 +147,7 @@ def test_dynamic_placement_flag_and_setting(
     provider: str, tmp_path: Path, turn: Path, chat: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """--dynamic-placement system gives the earlier bodies; the setting is the default."""
-    base = ("compile", "--home", str(tmp_path / "home"), "--input", str(turn),
+    base = ("compile", "-q", "--home", str(tmp_path / "home"), "--input", str(turn),
             "--provider", provider, "--messages", str(chat))
     _, cache_first, _ = run(*base)
     code, system, err = run(*base, "--dynamic-placement", "system")
@@ -161,7 +161,7 @@ def test_dynamic_placement_flag_and_setting(
 
 
 def test_dynamic_placement_needs_a_provider(tmp_path: Path) -> None:
-    code, _, err = run("compile", "--home", str(tmp_path / "home"),
+    code, _, err = run("compile", "-q", "--home", str(tmp_path / "home"),
                        "--dynamic-placement", "system")
     assert (code, err) == (2, "--dynamic-placement needs --provider\nerror: 1 problem\n"
                               "(run `pioneer --help` for usage)\n")

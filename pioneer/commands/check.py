@@ -45,8 +45,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for name in names:
         errors = compiler.check([name])
         problems += [(name, problem) for error in errors for problem in error.problems]
-        if not errors:
-            warnings += [(name, problem) for problem in compiler.load_profile(name).warnings]
+        if not errors:  # a base's warning is said once, not again for each profile on it
+            warnings += [(name, problem) for problem in compiler.load_profile(name).warnings
+                         if problem not in {seen for _, seen in warnings}]
     gated = []
     if not problems:
         turn = load_compile_input(args.input) if args.input else PromptCompileInput()
@@ -66,12 +67,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for _, problem in problems:
             print(problem.render(), file=err)
     if problems:
-        over = sum(len(result.problems) for result in gated)
-        what = f"{counted(over, 'token budget')} exceeded" if over else counted(
-            len(problems), "problem")
         failing = len({profile for profile, _ in problems})
+        why = ": token budgets exceeded" if gated else ""
         if not args.json:
-            print(f"error: {what} in {counted(failing, 'profile')}", file=err)
+            print(f"error: {counted(len(problems), 'problem')} in "
+                  f"{counted(failing, 'profile')}{why}", file=err)
         return 1
     if not args.json:
         print(f"ok: {counted(len(names), 'profile')} ({', '.join(names)})", file=out)

@@ -59,9 +59,6 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
         check_lock(compile_input.profile, compiler.load_profile(compile_input.profile), args.lock)
     payload = compiler.compile(compile_input)
-    if not args.quiet:
-        for diagnostic in payload.manifest.diagnostics:
-            print(f"warning: {diagnostic.message} [{diagnostic.code}]", file=err)
     body = provider_output(args, payload, compiler.settings)
     if body is not None:
         out.write(body)
@@ -71,4 +68,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(payload.manifest.to_json() + "\n")
     else:
         out.write(payload.full_system_text + "\n")
+    if not args.quiet:  # after the output: a failure above is not mixed with warnings
+        for diagnostic in payload.manifest.diagnostics:
+            print(f"warning: {diagnostic.message} [{diagnostic.code}]", file=err)
     return 0

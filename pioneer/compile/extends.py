@@ -316,10 +316,14 @@ class _Merge:
 
     def _retitled(self, at: Parts, base: dict[str, Any], fields: dict[str, Any],
                   anchor_key: str | None) -> None:
-        """Warn about an entry that gives a base section a new title without
-        ``replace``: often a new section whose id happens to be a base one's."""
+        """Warn about an entry written like a new section (a title, and a template or a
+        stability) whose id is a base section's, without ``replace``: it patches (and,
+        with ``before``/``after``, moves) that section instead of adding one. A plain
+        patch of a few keys, such as a new title alone, says what it does and is quiet."""
         title = fields.get("title")
-        if title is None or title == base.get("title"):
+        if title is None or title == base.get("title") or not (
+            {"template", "stability"} & set(fields)
+        ):
             return
         what = "patches and moves" if anchor_key else "patches"
         self.warnings.append(self.derived.locator.problem(list((*at, "title")), (
