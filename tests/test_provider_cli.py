@@ -108,8 +108,8 @@ def test_unknown_provider(tmp_path: Path) -> None:
 def test_bad_messages_file_is_a_user_error(tmp_path: Path) -> None:
     chat = tmp_path / "chat.json"
     chat.write_text(json.dumps([{"role": "assistant", "tool_calls": [{"id": "a", "name": "x"}]}]))
-    code, out, err = run("compile", "-q", "--home", str(tmp_path / "home"), "--provider", "anthropic",
-                         "--model", "m", "--messages", str(chat))
+    code, out, err = run("compile", "-q", "--home", str(tmp_path / "home"), "--provider",
+                         "anthropic", "--model", "m", "--messages", str(chat))
     assert (code, out) == (1, "")
     assert err == (
         f"{chat}: messages[0]: call 'a' has no tool result at the end of the conversation\n"
