@@ -207,7 +207,7 @@ class ReportedUsage(BaseModel):
     mapping per provider.
     """
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     input_tokens: int = Field(ge=0, description="Prompt tokens, cached ones included.")
     output_tokens: int | None = Field(None, ge=0, description="Reply tokens.")
     cache_read_input_tokens: int | None = Field(

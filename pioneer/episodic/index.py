@@ -27,7 +27,6 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError

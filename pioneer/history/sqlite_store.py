@@ -19,6 +19,7 @@ version) is refused with a :class:`StoreError`.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -79,7 +80,7 @@ class SqliteStore(SqlStore):
 
     def __init__(
         self,
-        path: str | Path,
+        path: str | os.PathLike[str],
         *,
         counter: TokenCounter | None = None,
         create: bool = True,
