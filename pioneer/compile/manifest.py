@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..text import EDGE_CONFIG
+from ..text import EDGE_CONFIG, utf8_text
 from .boundary import join_full_text
 
 if TYPE_CHECKING:
@@ -255,8 +255,10 @@ class PromptManifest(BaseModel):
         return self.model_dump(mode="json", exclude_none=True)
 
     def to_json(self, *, indent: int | None = 2) -> str:
-        """Canonical JSON: sorted keys, no unset optionals."""
-        return json.dumps(self.to_dict(), sort_keys=True, indent=indent, ensure_ascii=False)
+        """Canonical JSON: sorted keys, no unset optionals (valid UTF-8: a path's undecodable
+        byte shows as U+FFFD)."""
+        return utf8_text(json.dumps(self.to_dict(), sort_keys=True, indent=indent,
+                                    ensure_ascii=False))
 
 
 class CompiledSection(BaseModel):
@@ -331,6 +333,6 @@ class CompiledPromptPayload(BaseModel):
         return self if manifest is self.manifest else self.model_copy(update={"manifest": manifest})
 
     def to_json(self, *, indent: int | None = 2) -> str:
-        """Canonical JSON of the whole payload."""
+        """Canonical JSON of the whole payload (valid UTF-8, as :meth:`PromptManifest.to_json`)."""
         data = self.model_dump(mode="json", exclude_none=True)
-        return json.dumps(data, sort_keys=True, indent=indent, ensure_ascii=False)
+        return utf8_text(json.dumps(data, sort_keys=True, indent=indent, ensure_ascii=False))
