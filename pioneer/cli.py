@@ -87,6 +87,21 @@ class Output(io.TextIOBase):
     def writable(self) -> bool:
         return True
 
+    def isatty(self) -> bool:  # colour and progress bars ask the stream underneath
+        try:
+            return self._stream is not None and self._stream.isatty()
+        except (OSError, ValueError):
+            return False
+
+    def fileno(self) -> int:
+        if self._stream is None:
+            raise OSError(f"{self._name} is closed")
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._stream, "encoding", None) or "utf-8"
+
     def write(self, text: str) -> int:
         if self._stream is None:
             return self._failed(None)

@@ -55,7 +55,7 @@ CALLS: dict[str, Callable[[Path, PathMaker], Any]] = {
     "PioneerSettings.load.config_file": lambda p, a: PioneerSettings.load(
         a(p / "pioneer.toml")).max_context_tokens,
     "SqliteStore.__init__.path": lambda p, a: _close(SqliteStore(a(p / "a.db"))).path,
-    "EpisodicIndex.__init__.path": lambda p, a: _close(EpisodicIndex(a(p / "b.db"))).path,
+    "EpisodicIndex.__init__.store": lambda p, a: _close(EpisodicIndex(a(p / "b.db"))).path,
     "agents_md_subscription.root": lambda p, a: agents_md_subscription(a(p)).hook_id,
 }
 #: Path-typed parameters that are not a caller's input (pydantic-settings' own, results).
@@ -115,7 +115,10 @@ def test_a_mapping_compiles_and_a_bad_one_is_a_pioneer_error(tmp_path: Path) -> 
     with pytest.raises(PioneerError) as info:
         compiler.compile({"profile": "minimal", "artifact_ref_count": "2", "nope": 1})
     assert str(info.value) == (
-        'artifact_ref_count: Input should be a valid integer\nnope: unknown field\n'
+        "artifact_ref_count: Input should be a valid integer\nnope: unknown field (known: "
+        "workspace_root, profile, skills_prompt, retry_instruction, include_tool_recovery_policy, "
+        "include_task_orchestration_policy, continue_generation_hint, runtime_sections, "
+        "dynamic_sections, artifact_ref_count, dynamic_context, extra_system, limits)\n"
         "error: 2 problems"
     )
     with pytest.raises(InputError, match="expected a PromptCompileInput or a mapping"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,7 +30,12 @@ CaseSetup = Callable[[Path], tuple[PromptCompiler, PromptCompileInput]]
 
 
 def _inspect(case: Path, case_setup: CaseSetup) -> tuple[str, str]:
-    inspection = inspect_prompt(*case_setup(case))
+    compiler, turn = case_setup(case)
+    if (case / "templates").is_dir():  # beside the home, so the goldens name it portably
+        shutil.copytree(case / "templates", "templates")
+        compiler = PromptCompiler(profile_path=compiler.profile_path,
+                                  template_path=[Path("templates")])
+    inspection = inspect_prompt(compiler, turn)
     return render_table(inspection) + "\n", render_json(inspection) + "\n"
 
 
@@ -59,14 +65,16 @@ def test_inspect_command_never_seeds_the_home(tmp_path: Path) -> None:
     assert main(["inspect", "--home", str(home), "--profile", "minimal"], stdout=out) == 0
     assert not home.exists()
     lines = out.getvalue().splitlines()
-    assert lines[1].split() == ["SECTION", "STABILITY", "CHARS", "TOKENS", "SOURCE", "STATUS"]
-    assert "soul_core              stable         -       -  -        omitted: SOUL.md is " \
-        "missing" in lines
+    assert lines[1].split() == ["SECTION", "STABILITY", "CHARS", "TOKENS", "SOURCE", "TEMPLATE",
+                                "STATUS"]
+    assert "soul_core              stable         -       -  -        templates/bootstrap_file." \
+        "md.j2         omitted: SOUL.md is missing" in lines
     out = io.StringIO()
     assert main(["inspect", "--home", str(home), "--profile", "none", "--json"], stdout=out) == 0
     assert json.loads(out.getvalue())["sections"] == [{
         "chars": 97, "id": "identity_base", "reason": None, "source": "builtin",
         "stability": "stable", "status": "kept", "tokens": 20,
+        "template": "templates/identity_base.md.j2", "deployment": False,
     }]
 
 

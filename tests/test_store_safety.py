@@ -124,7 +124,7 @@ def test_a_read_command_refuses_a_database_it_does_not_know_and_changes_nothing(
     before, mode = _snapshot(path), _journal_mode(path)
     code, out, err = run_cli(*READ_COMMANDS[command], "--db", str(path))
     assert (code, out) == (1, "")
-    assert err == f"{path}: {message}\n"
+    assert err == f"{path}: {message}\nerror: 1 problem\n"
     assert _snapshot(path) == before  # same bytes, no -wal or -shm file beside it
     assert _journal_mode(path) == mode
 
@@ -155,7 +155,7 @@ def test_a_version_whose_tables_are_missing_is_refused(tmp_path: Path) -> None:
     code, _out, err = run_cli("history", "t1", "--db", str(path))
     assert code == 1
     assert err == (f"{path}: not a pioneer conversation store (schema version "
-                   f"{len(MIGRATIONS)} but no table 'turn_rounds')\n")
+                   f"{len(MIGRATIONS)} but no table 'turn_rounds')\nerror: 1 problem\n")
 
 
 @pytest.mark.parametrize("command", sorted(READ_COMMANDS))
@@ -227,7 +227,7 @@ def test_a_row_of_the_wrong_type_is_a_located_store_error(tmp_path: Path, damage
         _sql(path, "UPDATE threads SET summary_through_seq = 0")
     code, out, err = run_cli("history", "t1", "--db", str(path))
     assert (code, out) == (1, "")
-    assert err == f"{path}: {message}\n"
+    assert err == f"{path}: {message}\nerror: 1 problem\n"
     with SqliteStore(path) as store, pytest.raises(StoreError) as raised:
         HistoryBudgeter(store, HistoryLimits.from_tokens(10_000, 0)).build("t1")
     assert str(raised.value) == f"{path}: {message}"
@@ -249,7 +249,7 @@ def test_recall_reports_a_damaged_row(tmp_path: Path, statement: str, message: s
     _sql(path, statement)
     code, out, err = run_cli("recall", "t1", "billing export", "--db", str(path))
     assert (code, out) == (1, "")
-    assert err == f"{path}: {message}\n"
+    assert err == f"{path}: {message}\nerror: 1 problem\n"
 
 
 def test_explain_reports_a_damaged_record_row(tmp_path: Path) -> None:
@@ -268,4 +268,4 @@ def test_explain_reports_a_damaged_record_row(tmp_path: Path) -> None:
     code, out, err = run_cli("explain", "turn-1", "--db", str(path))
     assert (code, out) == (1, "")
     assert err == (f"{path}: the record of turn 'turn-1': column manifest holds a "
-                   "blob, expected text\n")
+                   "blob, expected text\nerror: 1 problem\n")

@@ -25,6 +25,7 @@ from ..errors import (
     TemplateError,
     did_you_mean,
 )
+from ..resources import builtin_dir
 from ..settings import PioneerSettings
 from ..text import utf8_text
 from ..tokens import TokenCounter, default_counter
@@ -140,8 +141,10 @@ class LoadedProfile:
             filename = env.loader.get_source(env, name)[1]
         except Exception:  # not found or unreadable: the load already said so
             return name, False
-        shown = display_name(filename)
-        return shown, not shown.startswith("templates/")
+        if Path(filename).resolve().is_relative_to(builtin_dir("templates")):
+            return display_name(filename), False
+        relative = os.path.relpath(filename)  # as the user would write it, when it can be
+        return (filename if relative.startswith("..") else relative), True
 
     def placed_by_slot(self, record: ManifestSection) -> bool:
         """Whether a kept section is a contribution the slot placed (no section of its own)."""
