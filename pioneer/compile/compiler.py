@@ -154,6 +154,13 @@ class LoadedProfile:
 class PromptCompiler:
     """Loads profiles and templates once; compiles a prompt per turn.
 
+    ``settings`` default to the ``PIONEER_*`` environment variables and the defaults: no
+    ``pioneer.toml`` is read unless asked for, with
+    ``PromptCompiler(PioneerSettings.load())`` (the first one in the working folder or a
+    parent, as the command line finds it) or ``PioneerSettings.load("path/pioneer.toml")``.
+    ``profile_path`` and ``template_path`` (lists of ``str`` or path-like folders) replace
+    the settings' search paths.
+
     ``count_tokens=True`` fills each manifest record's cl100k ``tokens`` during the
     compile (with ``token_counter``, default the process-wide counter). By default they
     are left out and counted on demand with
