@@ -36,9 +36,11 @@ __all__ = [
     "json_line",
     "json_problem",
     "parse_document",
+    "quoted_key",
     "read_document",
     "read_json",
     "read_text",
+    "schema_message",
     "toml_line",
     "toml_problem",
 ]
@@ -387,3 +389,68 @@ def describe_exception(error: BaseException) -> str:
     error pioneer did not raise itself is named in a problem or a diagnostic."""
     text = str(error)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+#: How long a key may be when a message names it.
+_KEY_CAP = 40
+
+
+def quoted_key(name: str) -> str:
+    """A key as a message names it: JSON-quoted, at most 40 characters."""
+    shown = name if len(name) <= _KEY_CAP else name[: _KEY_CAP - 3] + "..."
+    return json.dumps(shown, ensure_ascii=False)
+
+
+def schema_message(error: Any, *, show_values: bool = True,
+                   patterns: dict[str, str] | None = None) -> str:
+    """What a ``jsonschema.ValidationError`` says, in pioneer's words: ``expected string
+    (got 3)``, ``missing key "id"``, ``unknown key "colour"``, ``must be ≥ 0 (got -5)``.
+
+    The one place a schema failure is worded, for profiles and for the memory extractor's
+    replies. ``show_values=False`` leaves out the offending value (a model's reply is not
+    echoed); ``patterns`` words a failed ``pattern`` by the pattern.
+    """
+    value = error.instance
+    got = ""
+    if show_values:
+        shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+        got = f" (got {shown})"
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    expected = error.validator_value
+    if error.validator in ("anyOf", "oneOf") and error.context:
+        specific = [sub for sub in error.context if sub.validator != "type"]
+        if specific:
+            return schema_message(specific[0], show_values=show_values, patterns=patterns)
+        kinds: list[str] = []
+        for sub in error.context:
+            kinds += [sub.validator_value] if isinstance(sub.validator_value, str) else list(
+                sub.validator_value)
+        return f"expected {' or '.join(dict.fromkeys(kinds))}{got}"
+    match error.validator:
+        case "minimum":
+            return f"must be ≥ {expected}{got}"
+        case "maximum":
+            return f"must be ≤ {expected}{got}"
+        case "type":
+            kinds = [expected] if isinstance(expected, str) else list(expected)
+            return f"expected {' or '.join(kinds)}{got}"
+        case "enum" | "const":
+            options = schema.get("enum") or [schema.get("const")]
+            return "expected one of " + ", ".join(f'"{o}"' for o in options) + got
+        case "required":
+            missing = [key for key in expected if key not in value]
+            return "missing key " + ", ".join(quoted_key(key) for key in missing)
+        case "additionalProperties":
+            extra = sorted(set(value) - set(schema.get("properties", {})))
+            return "unknown key " + ", ".join(quoted_key(key) for key in extra)
+        case "pattern":
+            return (patterns or {}).get(str(expected), "has the wrong form") + got
+        case "minLength":
+            return f"must not be empty{got}"
+        case "maxLength":
+            return f"longer than {expected} characters"
+        case "minItems":
+            return "must not be empty"
+        case "maxItems":
+            return f"more than {expected} items"
+    return str(error.message)

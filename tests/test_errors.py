@@ -86,7 +86,7 @@ def test_missing_required_key(tmp_path: Path) -> None:
     error = _load(tmp_path, BASE.replace('title = "Identity"\n', ""))
     assert _text(error, tmp_path) == "\n".join(
         [
-            'profiles/acme.toml:3: sections[0] (id "identity_base"): missing required key "title"',
+            'profiles/acme.toml:3: sections[0] (id "identity_base"): missing key "title"',
             "error: 1 problem in profiles/acme.toml",
         ]
     )

@@ -294,7 +294,7 @@ id = "soul_core"
 template = "nowhere.md.j2"
 """
     assert _error(tmp_path, {"profiles/acme.toml": text}) == "\n".join([
-        'profiles/acme.toml:13: sections[1] (id "no_template"): missing required key "template"',
+        'profiles/acme.toml:13: sections[1] (id "no_template"): missing key "template"',
         "error: 1 problem in profiles/acme.toml",
     ])
     fixed = text.replace('stability = "stable"\n', 'stability = "stable"\ntemplate = "a.md.j2"\n')

@@ -76,11 +76,11 @@ def test_empty_list_is_valid_and_stores_nothing() -> None:
 @pytest.mark.parametrize(
     ("data", "problems"),
     [
-        ({"facts": [fact()], "notes": "x"}, ['reply: unexpected key "notes"']),
+        ({"facts": [fact()], "notes": "x"}, ['reply: unknown key "notes"']),
         ({"facts": [fact(confidence=0.9, source="chat")]},
-         ['facts[0]: unexpected key "confidence", "source"']),
+         ['facts[0]: unknown key "confidence", "source"']),
         ({"facts": [fact()], "x" * 60: 1},
-         ['reply: unexpected key "' + "x" * 37 + '..."']),
+         ['reply: unknown key "' + "x" * 37 + '..."']),
     ],
     ids=["top-level", "in-a-fact", "long-key"],
 )
@@ -95,7 +95,8 @@ def test_extra_keys_are_refused(data: object, problems: list[str]) -> None:
         ({"facts": [fact(content=7)]}, ["facts[0] → content: expected string"]),
         ({"facts": [fact(scope=["user"])]}, ["facts[0] → scope: expected string"]),
         ({"facts": [fact(category="mood")]},
-         ["facts[0] → category: must be one of preference, fact, decision, goal, constraint"]),
+         ["facts[0] → category: expected one of \"preference\", \"fact\", \"decision\", "
+          '"goal", "constraint"']),
         ({"facts": ["Prefers tea."]}, ["facts[0]: expected object"]),
         ({"facts": [fact(content="  ")]}, ["facts[0] → content: must not be blank"]),
         ({"facts": [fact(content="x" * 281)]},
@@ -105,7 +106,7 @@ def test_extra_keys_are_refused(data: object, problems: list[str]) -> None:
         ({}, ['reply: missing key "facts"']),
         ([], ["reply: expected object"]),
         ({"facts": [fact(), fact(content=None)], "extra": 1},
-         ['reply: unexpected key "extra"', "facts[1] → content: expected string"]),
+         ['reply: unknown key "extra"', "facts[1] → content: expected string"]),
     ],
     ids=["facts-string", "content-number", "scope-list", "unknown-category", "fact-string",
          "blank-content", "long-content", "too-many", "missing-keys", "no-facts", "bare-list",

@@ -1,6 +1,6 @@
-"""Profile validation: the pydantic models (strict) and the JSON Schema generated from
-them give the same answer, so a valid profile is accepted without importing jsonschema
-and an invalid one gets jsonschema's located, worded problems."""
+"""Profile validation: what the pydantic models accept (strict) the JSON Schema generated
+from them accepts, so a valid profile is accepted without importing jsonschema, and an
+invalid one gets jsonschema's located, worded problems."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from pioneer.compile.derived import DerivedProfileSpec
-from pioneer.compile.profile import ProfileSpec
+from pioneer.compile.profile import ProfileSpec, TextLocator, schema_problems
 from pioneer.resources import load_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,12 +27,13 @@ PROFILES = sorted([*ROOT.glob("profiles/*.toml"), *ROOT.glob("tests/cases/*/prof
 DATA = [tomllib.loads(path.read_text("utf-8")) for path in PROFILES]
 
 
+def _model(data: Any) -> type[BaseModel]:
+    return DerivedProfileSpec if isinstance(data, dict) and "extends" in data else ProfileSpec
+
+
 def _model_accepts(data: Any) -> bool:
-    model: type[BaseModel] = (
-        DerivedProfileSpec if isinstance(data, dict) and "extends" in data else ProfileSpec
-    )
     try:
-        model.model_validate(data, strict=True)
+        _model(data).model_validate(data, strict=True)
     except ValidationError:
         return False
     return True
@@ -90,7 +91,13 @@ def test_mutated_profiles_get_the_same_answer(
         parent["unknown_key"] = value
     else:
         parent.append(value)
-    assert _model_accepts(profile) is VALIDATOR.is_valid(profile)
+    # What the model accepts the schema accepts, so skipping jsonschema is safe; the model
+    # may refuse a little more (an integral float such as 1.0 for an integer), and then the
+    # profile still gets its problems, worded from the model's errors.
+    if _model_accepts(profile):
+        assert VALIDATOR.is_valid(profile)
+    else:
+        assert list(schema_problems(profile, TextLocator("p.toml", "", profile), _model(profile)))
 
 
 def test_loading_a_valid_profile_does_not_import_jsonschema() -> None:

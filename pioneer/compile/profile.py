@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..errors import Problem, ProfileError, counted, did_you_mean, format_path, toml_line
+from ..errors import (
+    Problem,
+    ProfileError,
+    counted,
+    did_you_mean,
+    format_path,
+    schema_message,
+    toml_line,
+)
 from ..resources import builtin_dir, load_schema
 from ..text import EDGE_CONFIG
 from .ids import PROFILE_ALIASES
@@ -271,46 +279,7 @@ def _section_labels(data: Any, parts: Sequence[str | int]) -> dict[int, str]:
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
-    value = error.instance
-    shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
-    schema = error.schema if isinstance(error.schema, dict) else {}
-    if error.validator in ("anyOf", "oneOf") and error.context:
-        specific = [sub for sub in error.context if sub.validator != "type"]
-        if specific:
-            return _describe(specific[0])
-        kinds: list[str] = []
-        for sub in error.context:
-            value = sub.validator_value
-            kinds += [value] if isinstance(value, str) else list(value)
-        return f"expected {' or '.join(dict.fromkeys(kinds))} (got {shown})"
-    match error.validator:
-        case "minimum":
-            return f"must be ≥ {error.validator_value} (got {shown})"
-        case "maximum":
-            return f"must be ≤ {error.validator_value} (got {shown})"
-        case "type":
-            expected = error.validator_value
-            if isinstance(expected, list):
-                expected = " or ".join(expected)
-            return f"expected {expected} (got {shown})"
-        case "enum" | "const":
-            options = schema.get("enum") or [schema.get("const")]
-            choices = ", ".join(f'"{o}"' for o in options)
-            return f"expected one of {choices} (got {shown})"
-        case "required":
-            missing = str(error.message).split("'")[1]
-            return f'missing required key "{missing}"'
-        case "additionalProperties":
-            extra = sorted(set(error.instance) - set(schema.get("properties", {})))
-            return "unknown key " + ", ".join(f'"{key}"' for key in extra)
-        case "pattern":
-            words = _PATTERN_WORDS.get(str(error.validator_value), "has the wrong form")
-            return f"{words} (got {shown})"
-        case "minLength":
-            return f"must not be empty (got {shown})"
-        case "minItems":
-            return "must not be empty"
-    return str(error.message)
+    return schema_message(error, patterns=_PATTERN_WORDS)
 
 
 def schema_problems(data: Any, where: Locator, model: type[BaseModel]) -> Iterator[Problem]:

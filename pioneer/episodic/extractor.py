@@ -24,7 +24,7 @@ import jinja2
 import jsonschema
 from pydantic import Field, ValidationError
 
-from ..errors import format_path
+from ..errors import format_path, quoted_key, schema_message
 from ..history.models import HistoryEntry
 from ..history.summarizer import TRUNCATION_MARK
 from ..resources import load_schema
@@ -54,7 +54,6 @@ MAX_FACTS = 20
 MAX_FACT_CHARS = 280
 #: Longest message text put into the prompt, per side.
 MAX_TURN_CHARS = 6000
-_KEY_CAP = 40
 
 FactScope = Literal["user", "workspace", "thread"]
 FactCategory = Literal["preference", "fact", "decision", "goal", "constraint"]
@@ -130,7 +129,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for key, value in pairs:
         if key in data:
-            raise _Refused(f"duplicate key {_key(key)}")
+            raise _Refused(f"duplicate key {quoted_key(key)}")
         data[key] = value
     return data
 
@@ -139,35 +138,13 @@ def _no_constants(name: str) -> Any:
     raise _Refused(f"{name} is not a JSON number")
 
 
-def _key(name: str) -> str:
-    shown = name if len(name) <= _KEY_CAP else name[: _KEY_CAP - 3] + "..."
-    return json.dumps(shown, ensure_ascii=False)
+#: The reply's one pattern: text that is not blank.
+_PATTERNS = {"\\S": "must not be blank"}
 
 
 def _problem(error: jsonschema.ValidationError) -> str:
     where = format_path(error.absolute_path) or "reply"
-    instance, value = error.instance, error.validator_value
-    match error.validator:
-        case "type":
-            text = f"expected {value if isinstance(value, str) else ' or '.join(value)}"
-        case "required":
-            missing = [k for k in value if k not in instance]
-            text = "missing key " + ", ".join(_key(k) for k in missing)
-        case "additionalProperties":
-            allowed = error.schema.get("properties", {})
-            extra = sorted(k for k in instance if k not in allowed)
-            text = "unexpected key " + ", ".join(_key(k) for k in extra)
-        case "enum":
-            text = "must be one of " + ", ".join(str(v) for v in value)
-        case "minLength" | "pattern":
-            text = "must not be blank"
-        case "maxLength":
-            text = f"longer than {value} characters"
-        case "maxItems":
-            text = f"more than {value} items"
-        case _:
-            text = f"fails {error.validator}"
-    return f"{where}: {text}"
+    return f"{where}: {schema_message(error, show_values=False, patterns=_PATTERNS)}"
 
 
 def _order(error: jsonschema.ValidationError) -> tuple[list[tuple[int, str]], str]:
