@@ -275,12 +275,14 @@ def test_an_unwritable_page_is_a_clear_error(case: Path) -> None:
                            str(case / "missing" / "ctx.html"))
     assert code == 1
     assert err == (f"{case / 'missing' / 'ctx.html'}: cannot write the context map: "
-                   "No such file or directory\n")
+                   "No such file or directory\nerror: 1 problem\n")
 
 
 def test_messages_without_html_is_a_usage_error(case: Path) -> None:
     assert run_cli("inspect", "--home", str(case / "home"), "--messages",
-                   str(CASE / "messages.json")) == (1, "", "--model and --messages need --html\n")
+                   str(CASE / "messages.json")) == (2, "", (
+        "--model and --messages need --html\nerror: 1 problem\n"
+        "(run `pioneer --help` for usage)\n"))
 
 
 # -- explain --html: a stored turn, one row per provider round --------------------------

@@ -9,7 +9,7 @@ from typing import TextIO
 
 from ..compile.compiler import PromptCompiler
 from ..compile.inputs import PromptCompileInput, load_compile_input
-from ..errors import InputError, Problem
+from ..errors import UsageError
 from ..review.inspect import inspect_prompt, render_json, render_table
 from ..terminal import painter
 from ._common import add_compiler_options, make_compiler
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.html is not None:
         return _context_map(args, compiler, compile_input, out, err)
     if args.messages is not None or args.model:
-        raise InputError(Problem("--model and --messages need --html"))
+        raise UsageError("--model and --messages need --html")
     inspection = inspect_prompt(compiler, compile_input)
     text = render_json(inspection) if args.json else render_table(inspection, painter(out))
     out.write(text + "\n")
