@@ -306,7 +306,7 @@ class PromptCompiler:
         }
         renderer = _TrialRenderer(
             self.templates, representative_input(name), profile, self._plan(profile),
-            BootstrapResult(files, (), ()), [], memo=Memo(1), recent=Recent(1),
+            BootstrapResult(files, (), ()), [], [], memo=Memo(1), recent=Recent(1),
             conditions=Recent(1), counter=None,
         )
         problems: list[Problem] = []
@@ -525,7 +525,7 @@ def pool_usage(
 ) -> dict[str, tuple[int, int]]:
     """What each contribution pool holds for this input: (sections, characters) kept,
     to set against the profile's ``runtime_pool`` and ``hook_pool`` budgets."""
-    kept, _ = _pools(profile, compile_input)
+    kept = _pools(profile, compile_input)[0]
     return {pool: (sum(1 for item in kept if item.pool == pool),
                    sum(len(item.content) for item in kept if item.pool == pool))
             for pool in ("runtime", "hook")}

@@ -120,7 +120,7 @@ OmissionReason = Literal[
 class Omission(BaseModel):
     """A declared section that rendered nothing, or a contribution left out, and why."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     id: str = Field(description="The declared section's id, or the contribution's id.")
     reason: OmissionReason = Field(
         description="condition_false: its `when` was false; file_missing / file_empty: its "
@@ -143,7 +143,7 @@ class Omission(BaseModel):
 class Placement(BaseModel):
     """Where one contribution of the compile input went."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     id: str = Field(description="Contribution id.")
     pool: Literal["runtime", "hook"] = Field(description="The pool it came in.")
     index: int = Field(ge=0, description="Its position in that pool's input list.")
