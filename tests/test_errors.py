@@ -75,8 +75,8 @@ colour = "red"
             'expected one of "stable", "dynamic" (got \'sometimes\')',
             'profiles/acme.toml:17: sections[1] (id "soul_core") → max_chars: must be ≥ 0 (got -5)',
             'profiles/acme.toml:18: sections[1] (id "soul_core") → colour: unknown key (known: '
-            "field, file, id, keep_empty, max_chars, max_tokens, reminder, source, stability, "
-            "template, title, when)",
+            "field, file, id, keep_empty, max_chars, max_tokens, refuse, reminder, source, "
+            "stability, template, title, when)",
             "error: 4 problems in profiles/acme.toml",
         ]
     )

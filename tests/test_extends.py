@@ -266,8 +266,8 @@ def test_derived_file_is_schema_checked_against_the_derived_shape(tmp_path: Path
         "profiles/acme.toml:5: budgets → hook_pool → max_chars: must be ≥ 0 (got -1)",
         "profiles/acme.toml:9: sections[0] (id \"x\") → remove: expected boolean (got 'yes')",
         'profiles/acme.toml:10: sections[0] (id "x") → colour: unknown key (known: after, '
-        "before, field, file, id, keep_empty, max_chars, max_tokens, reminder, remove, replace, "
-        "source, stability, template, title, when)",
+        "before, field, file, id, keep_empty, max_chars, max_tokens, refuse, reminder, remove, "
+        "replace, source, stability, template, title, when)",
         "error: 3 problems in profiles/acme.toml",
     ])
 

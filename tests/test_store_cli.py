@@ -144,7 +144,7 @@ def test_a_read_command_creates_nothing_in_an_empty_schema(pg_server: Server) ->
             code, out, err = run_cli(*argv, "--db", url)
             assert (code, out) == (1, "")
             assert err.endswith(": not a pioneer conversation store (no pioneer_schema "
-                                "table)\n")
+                                "table)\nerror: 1 problem\n")
         with make_store(url, read_only=False) as store:  # a writing open creates it
             assert store.get_thread("demo") is None
     finally:
@@ -156,7 +156,8 @@ def test_a_database_that_does_not_exist_is_a_located_error(pg_server: Server) ->
     code, out, err = run_cli("history", "demo", "--db", url)
     assert (code, out) == (1, "")
     assert err.startswith(f"{url}: connection failed: ")
-    assert err.endswith('database "pg_pioneer_no_such_database" does not exist\n')
+    assert err.endswith('database "pg_pioneer_no_such_database" does not exist\n'
+                        "error: 1 problem\n")
 
 
 def test_a_password_is_not_printed(pg_server: Server) -> None:

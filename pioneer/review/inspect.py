@@ -228,11 +228,11 @@ def render_table(inspection: Inspection, paint: Painter = plain) -> str:
     for side, totals in (("stable", inspection.stable), ("dynamic", inspection.dynamic)):
         lines.append(f"{side:<8} {counted(totals.sections, 'section')}, "
                      f"{counted(totals.chars, 'char')}, {counted(totals.tokens, 'token')}")
-    lines += [f"ignored  input {name}: no section of profile {inspection.profile} reads it"
-              for name in inspection.ignored_inputs]
     for pool in inspection.pools:
         lines.append(f"{pool.pool + ' pool':<13} {pool.sections} of {pool.max_sections} "
                      f"sections, {pool.chars} of {counted(pool.max_chars, 'char')}")
+    lines += [f"ignored  input {name}: no section of profile {inspection.profile} reads it"
+              for name in inspection.ignored_inputs]
     return "\n".join(lines)
 
 
