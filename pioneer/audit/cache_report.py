@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from ..compile.manifest import PromptManifest
 from ..history.models import SUMMARY_PREFIX
@@ -35,6 +35,7 @@ from ..providers import PROVIDERS
 from ..providers.caching import MAX_CACHE_BREAKPOINTS, minimum_cacheable_tokens
 from ..providers.layout import layout
 from ..providers.request import ChatRequest
+from ..text import EDGE_CONFIG
 from ..tokens import TokenCounter, default_counter
 
 __all__ = [
@@ -49,7 +50,6 @@ __all__ = [
     "request_blocks",
 ]
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 #: What a block of a request is, in cache order. ``prompt`` is the one system text of
 #: the ``system`` placement on OpenAI, where the stable and dynamic text are joined.
@@ -72,7 +72,7 @@ _REUSED: frozenset[str] = frozenset({"tools", "stable", "prompt", "summary", "sy
 class SectionDigest(BaseModel):
     """One stable section inside the stable block: its id and a digest of its text."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     id: str = Field(description="Section id.")
     digest: str = Field(description="First 16 hex digits of the section's sha256.")
 
@@ -80,7 +80,7 @@ class SectionDigest(BaseModel):
 class CacheBlock(BaseModel):
     """One block of a request, in the order the provider caches it."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     index: int = Field(ge=0, description="Position in cache order, from 0.")
     kind: BlockKind = Field(description="What the block is.")
     label: str = Field(description='Where it is in the body, e.g. "messages[3] (assistant)".')
@@ -100,7 +100,7 @@ class CacheBlock(BaseModel):
 class FirstDifference(BaseModel):
     """Where a request first differs from the previous request of the thread."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     index: int = Field(ge=0, description="Index of the first block that differs.")
     label: str = Field(description="That block of this request (or 'end of request').")
     broken: bool = Field(
@@ -117,7 +117,7 @@ class FirstDifference(BaseModel):
 class CachePlan(BaseModel):
     """The expected cache behaviour of one provider round."""
 
-    model_config = _FROZEN
+    model_config = EDGE_CONFIG
     provider: str = Field(description="Provider name as the CLI spells it.")
     model: str = Field(description="Model the request names.")
     minimum_tokens: int = Field(ge=0, description="Shortest prefix the provider caches.")

@@ -19,8 +19,8 @@ from pydantic import BaseModel, Field, model_validator
 from ..compile.manifest import PromptManifest
 from ..sections.permissions import PermissionProfile
 from ..sections.skills import ActivationReason
-from .cache_report import CachePlan
 from ..text import EDGE_CONFIG
+from .cache_report import CachePlan
 
 if TYPE_CHECKING:
     from ..history.budget import HistoryDecision

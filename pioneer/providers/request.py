@@ -15,7 +15,6 @@ import functools
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Annotated, Any, Literal, ParamSpec
 
 from pydantic import (
