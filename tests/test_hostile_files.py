@@ -459,7 +459,7 @@ def test_pioneer_compile_under_a_swapping_symlink_never_prints_the_secret(
     home.mkdir()
     swapping(home / "USER.md")
     for _ in range(150):
-        code, out, err = run_cli("compile", "--home", str(home), "--profile", "minimal")
+        code, out, err = run_cli("compile", "-q", "--home", str(home), "--profile", "minimal")
         assert (code, err) == (0, "")
         assert SECRET not in out
 
