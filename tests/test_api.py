@@ -24,6 +24,7 @@ from pioneer import (
     compile_turn,
     ensure_runtime_home,
     load_compile_input,
+    open_store,
 )
 
 PathMaker = Callable[[Path], Any]
@@ -56,6 +57,7 @@ CALLS: dict[str, Callable[[Path, PathMaker], Any]] = {
         a(p / "pioneer.toml")).max_context_tokens,
     "SqliteStore.__init__.path": lambda p, a: _close(SqliteStore(a(p / "a.db"))).path,
     "EpisodicIndex.__init__.store": lambda p, a: _close(EpisodicIndex(a(p / "b.db"))).path,
+    "open_store.target": lambda p, a: _close(open_store(a(p / "c.db"))).where,
     "agents_md_subscription.root": lambda p, a: agents_md_subscription(a(p)).hook_id,
 }
 #: Path-typed parameters that are not a caller's input (pydantic-settings' own, results).

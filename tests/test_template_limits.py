@@ -146,9 +146,9 @@ def _run_capped(tmp_path: Path, cases: list[tuple[str, str | None]]) -> list[lis
 def test_size_attacks_are_refused_through_the_cli_under_a_memory_limit(tmp_path: Path) -> None:
     cases = [(template, None) for template, _ in TEMPLATES]
     cases += [("fine\n", expression) for expression, _ in CONDITIONS]
-    expected = [[1, f"{error}\n  while rendering section \"identity_base\"\n"]
+    expected = [[1, f"{error}\n  while rendering section \"identity_base\"\nerror: 1 problem\n"]
                 for _, error in TEMPLATES]
-    expected += [[1, f"{error}\n"] for _, error in CONDITIONS]
+    expected += [[1, f"{error}\nerror: 1 problem\n"] for _, error in CONDITIONS]
     assert _run_capped(tmp_path, cases) == expected
 
 
@@ -311,7 +311,8 @@ def test_a_computed_template_name_is_refused_by_check_lock_and_compile(
     computed_include: Path,
 ) -> None:
     assert run_cli("check", "acme")[0] == 1
-    assert run_cli("check", "acme")[2].endswith(_COMPUTED)
+    assert run_cli("check", "acme")[2].endswith(
+        _COMPUTED.replace("in p/acme.toml", "in 1 profile"))
     assert run_cli("lock", "--profile", "acme")[0] == 1
     assert not (computed_include / "pioneer.lock").exists()
     assert run_cli("compile", "--profile", "acme", "--locked") == (1, "", _COMPUTED)

@@ -950,12 +950,12 @@ def _attribute_hint(text: str, context: Mapping[str, Any]) -> str:
         return text
     for name, value in context.items():
         kind = type(value)
+        if not hasattr(kind, "model_fields"):  # only the input's own models are named
+            continue
         if f"{kind.__module__}.{kind.__qualname__}" == match["type"] or (
             kind.__qualname__ == match["type"]
         ):
-            fields = list(getattr(kind, "model_fields", None) or [
-                attribute for attribute in dir(value) if not attribute.startswith("_")
-            ])
+            fields = list(kind.model_fields)
             known = ", ".join(f"`{field}`" for field in fields)
             return (f"`{name}` has no attribute `{match['name']}`"
                     f"{did_you_mean(match['name'], fields)}; `{name}` has {known}")

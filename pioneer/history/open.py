@@ -8,7 +8,7 @@ a URL asks for it.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import StoreError
@@ -21,9 +21,9 @@ __all__ = ["URL_SCHEMES", "is_store_url", "open_store", "redact_url"]
 URL_SCHEMES = ("postgresql", "postgres")
 
 
-def is_store_url(target: str | Path) -> bool:
+def is_store_url(target: str | os.PathLike[str]) -> bool:
     """Whether ``target`` is a PostgreSQL URL (anything else is an SQLite path)."""
-    if isinstance(target, Path):
+    if not isinstance(target, str):
         return False
     scheme, sep, _ = target.partition("://")
     return bool(sep) and scheme.lower() in URL_SCHEMES
@@ -39,7 +39,7 @@ def redact_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
 
 
-def open_store(target: str | Path, *, read_only: bool = False, create: bool = True,
+def open_store(target: str | os.PathLike[str], *, read_only: bool = False, create: bool = True,
                counter: TokenCounter | None = None, cache_size: int = 4096) -> SqlStore:
     """The store at ``target``: :class:`PostgresStore` for a URL, else :class:`SqliteStore`.
 
