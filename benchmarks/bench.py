@@ -464,7 +464,9 @@ def startup(home: Path, runs: int) -> dict[str, list[int]]:
     script = Path(sys.executable).with_name("pioneer")
     pioneer = [str(script)] if script.exists() else [sys.executable, "-m", "pioneer"]
     commands = {
-        name: [sys.executable, "-c", code] if code else [*pioneer, "compile", "--home", str(home)]
+        # -q: the seeded home has no USER.md, a warning the table has no use for
+        name: [sys.executable, "-c", code] if code else [*pioneer, "compile", "-q", "--home",
+                                                         str(home)]
         for name, code in STARTUP.items()
     }
     # No deployment file and no PIONEER_* variables: the built-in defaults only.
