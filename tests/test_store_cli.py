@@ -209,7 +209,7 @@ def test_a_postgresql_schema_of_an_unknown_version_is_refused(
         pg_server.execute(schema, f"UPDATE pioneer_schema SET version = {version}")
         expected = f"{url}: {message.format(latest=len(MIGRATIONS))}"
         code, out, err = run_cli("history", "demo", "--db", url)
-        assert (code, out, err) == (1, "", expected + "\n")
+        assert (code, out, err) == (1, "", expected + "\nerror: 1 problem\n")
         with pytest.raises(StoreError) as raised:
             make_store(url)  # a writing open refuses it too
         assert str(raised.value) == expected
