@@ -12,6 +12,9 @@ from pydantic import ValidationError
 from pioneer import BOUNDARY_MARKER, ChatMessage, ChatRequest, InputError, ToolCall, ToolSpec
 from pioneer.providers import load_chat_request, parse_chat_request
 
+#: The tool name rule as every refusal shows it.
+NAME_RULE = ("must match ^[A-Za-z_][A-Za-z0-9_-]{0,63}$: a letter or _ first, then letters, "
+             "digits, _ or -, at most 64 characters in all")
 CALL = {"role": "assistant", "tool_calls": [{"id": "a", "name": "clock"}]}
 
 
@@ -87,8 +90,29 @@ def result(call_id: str) -> dict[str, Any]:
         ),
         pytest.param(
             {"tools": [{"name": "get weather"}]},
-            "tools[0] → name: must be 1 to 64 letters, digits, _ or - (got 'get weather')",
+            f"tools[0] → name: {NAME_RULE} (got 'get weather')",
             id="bad-tool-name",
+        ),
+        pytest.param(
+            {"tools": [{"name": "2fa_check"}]},
+            f"tools[0] → name: {NAME_RULE} (got '2fa_check')",
+            id="tool-name-starts-with-a-digit",
+        ),
+        pytest.param(
+            {"tools": [{"name": "-dash"}]},
+            f"tools[0] → name: {NAME_RULE} (got '-dash')",
+            id="tool-name-starts-with-a-dash",
+        ),
+        pytest.param(
+            {"tools": [{"name": "t" * 65}]},
+            f"tools[0] → name: {NAME_RULE} (got '{'t' * 65}')",
+            id="tool-name-too-long",
+        ),
+        pytest.param(
+            {"messages": [{"role": "assistant", "tool_calls": [{"id": "a", "name": "9lives"}]},
+                          result("a")]},
+            f"messages[0] → tool_calls[0] → name: {NAME_RULE} (got '9lives')",
+            id="called-tool-name-starts-with-a-digit",
         ),
         pytest.param(
             {"tools": [{"name": "t", "parameters": {"type": "string"}}]},

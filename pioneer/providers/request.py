@@ -59,14 +59,20 @@ DynamicPlacement = Literal["cache-first", "system"]
 ToolOrder = Literal["by_name", "as_given"]
 #: OpenAI's ``prompt_cache_retention`` values.
 CacheRetention = Literal["in_memory", "24h"]
-#: Tool names every supported provider accepts (the strictest of their rules).
-TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+#: Tool names every supported provider accepts: the strictest of their rules together
+#: (Gemini: a letter or _ first; OpenAI and Gemini: at most 64 characters; all three:
+#: letters, digits, _ and -). Each provider's own rule is listed in docs/providers.md,
+#: "What each provider refuses and what is mapped".
+TOOL_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
 
 
 
 def _tool_name(value: str) -> str:
     if not re.fullmatch(TOOL_NAME_PATTERN, value):
-        raise ValueError(f"must be 1 to 64 letters, digits, _ or - (got {value!r})")
+        raise ValueError(
+            f"must match {TOOL_NAME_PATTERN}: a letter or _ first, then letters, digits, _ "
+            f"or -, at most 64 characters in all (got {value!r})"
+        )
     return value
 
 
@@ -141,7 +147,9 @@ class ToolSpec(EdgeModel):
     """A tool the model may call: a name, what it does, its arguments as JSON Schema."""
 
     model_config = EDGE_CONFIG
-    name: ToolName = Field(description="Tool name (letters, digits, _ and -).")
+    name: ToolName = Field(
+        description="Tool name: a letter or _ first, then letters, digits, _ and -; at most 64."
+    )
     description: str = Field(default="", description="What the tool does, for the model.")
     parameters: dict[str, Any] = Field(
         default_factory=lambda: {"type": "object", "properties": {}},

@@ -1,0 +1,89 @@
+"""Rules the APIs enforce and their SDKs do not: each refused with its exact message, or mapped.
+
+Every rule is shown twice: the official SDK (on the in-process transport of
+``test_providers``) sends the body it applies to, so nothing but the adapter stands
+between a caller and the API's refusal; and the adapter's body or error is asserted
+exactly. They are listed in docs/providers.md, "What each provider refuses and what is mapped".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_providers import (
+    send_anthropic,
+    send_gemini,
+    send_openai_chat,
+    send_openai_responses,
+)
+
+from pioneer import (
+    ChatMessage,
+    ChatRequest,
+    InputError,
+    ToolSpec,
+)
+from pioneer.providers import (
+    parse_chat_request,
+    to_anthropic,
+    to_gemini,
+    to_openai_chat,
+    to_openai_responses,
+)
+from pioneer.providers.request import TOOL_NAME_PATTERN
+
+CLOCK = ToolSpec(name="clock", description="The local time.")
+
+
+def refusal(call: Any, *args: Any) -> str:
+    with pytest.raises(InputError) as caught:
+        call(*args)
+    return str(caught.value)
+
+
+# -- 3. tool names -------------------------------------------------------------
+
+#: Each provider's own documented rule for a tool (function) name.
+OWN_NAME_RULES = {
+    "anthropic": r"[a-zA-Z0-9_-]{1,64}",
+    "openai": r"[a-zA-Z0-9_-]{1,64}",
+    "gemini": r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}",
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.from_regex(TOOL_NAME_PATTERN))
+def test_a_tool_name_the_rule_accepts_every_provider_accepts(name: str) -> None:
+    name = name.removesuffix("\n")  # a regex's $ also matches before a final newline
+    for pattern in OWN_NAME_RULES.values():
+        assert re.fullmatch(pattern, name)
+
+
+@pytest.mark.parametrize("name", ["2fa_check", "-dash", "a" * 65, "a.b"])
+def test_a_name_one_provider_refuses_is_refused(name: str) -> None:
+    refused_by = [provider for provider, pattern in OWN_NAME_RULES.items()
+                  if not re.fullmatch(pattern, name)]
+    assert refused_by  # the rule refuses only what some provider refuses
+    with pytest.raises(InputError) as caught:
+        parse_chat_request({"model": "m", "tools": [{"name": name}]})
+    assert str(caught.value) == (
+        f"tools[0] → name: must match {TOOL_NAME_PATTERN}: a letter or _ first, then letters, "
+        f"digits, _ or -, at most 64 characters in all (got {name!r})\nerror: 1 problem"
+    )
+
+
+def test_names_at_the_edges_of_the_rule_go_through_every_sdk() -> None:
+    tools = [ToolSpec(name="_private-tool"), ToolSpec(name="t" * 64)]
+    request = ChatRequest(model="m", messages=[ChatMessage.user("hi")], tools=tools)
+    assert [t["name"] for t in send_anthropic(to_anthropic(request)).body["tools"]] == [
+        "_private-tool", "t" * 64]
+    assert [t["function"]["name"] for t in send_openai_chat(
+        to_openai_chat(request)).body["tools"]] == ["_private-tool", "t" * 64]
+    assert [t["name"] for t in send_openai_responses(
+        to_openai_responses(request)).body["tools"]] == ["_private-tool", "t" * 64]
+    assert [t["name"] for t in send_gemini("m", to_gemini(request)).body["tools"][0][
+        "functionDeclarations"]] == ["_private-tool", "t" * 64]
