@@ -25,6 +25,7 @@ from pioneer import (
     ChatMessage,
     ChatRequest,
     InputError,
+    SamplingOptions,
     ToolSpec,
 )
 from pioneer.providers import (
@@ -87,3 +88,36 @@ def test_names_at_the_edges_of_the_rule_go_through_every_sdk() -> None:
         to_openai_responses(request)).body["tools"]] == ["_private-tool", "t" * 64]
     assert [t["name"] for t in send_gemini("m", to_gemini(request)).body["tools"][0][
         "functionDeclarations"]] == ["_private-tool", "t" * 64]
+
+
+# -- 5. stop sequences ---------------------------------------------------------
+
+
+def test_openai_chat_takes_at_most_four_stop_sequences() -> None:
+    five = ChatRequest(model="m", messages=[ChatMessage.user("hi")],
+                       sampling=SamplingOptions(stop=["a", "b", "c", "d", "e"]))
+    assert refusal(to_openai_chat, five) == (
+        "sampling → stop: openai-chat takes at most 4 stop sequences; sampling.stop has 5"
+    )
+    # The SDK sends five on; only the API would refuse them.
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}],
+            "stop": ["a", "b", "c", "d", "e"]}
+    assert send_openai_chat(body).body["stop"] == ["a", "b", "c", "d", "e"]
+    four = five.model_copy(update={"sampling": SamplingOptions(stop=["a", "b", "c", "d"])})
+    assert send_openai_chat(to_openai_chat(four)).body["stop"] == ["a", "b", "c", "d"]
+    # Anthropic and Gemini send all five.
+    assert to_anthropic(five)["stop_sequences"] == ["a", "b", "c", "d", "e"]
+    assert to_gemini(five)["generationConfig"]["stopSequences"] == ["a", "b", "c", "d", "e"]
+
+
+def test_an_empty_stop_sequence_is_refused_for_every_provider() -> None:
+    with pytest.raises(InputError) as caught:
+        parse_chat_request({"model": "m", "sampling": {"stop": ["END", ""]}}, file="chat.json")
+    assert caught.value.render() == (
+        "chat.json: sampling → stop: item 1 is empty; every provider refuses an empty stop "
+        "sequence\nerror: 1 problem in chat.json"
+    )
+    # The SDKs would send it.
+    body = {"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}],
+            "stop_sequences": [""]}
+    assert send_anthropic(body).body["stop_sequences"] == [""]

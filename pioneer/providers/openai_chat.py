@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from .layout import Layout, layout
 from .request import ChatMessage, ChatRequest, clean, model_facing
+from .rules import OPENAI_CHAT_MAX_STOP, check_stop_count
 from .system import joined_prompt, prompt_cache_key
 
 __all__ = ["SystemRole", "arguments_json", "to_openai_chat"]
@@ -30,7 +31,11 @@ SystemRole = Literal["system", "developer"]
 
 @model_facing
 def to_openai_chat(request: ChatRequest, *, system_role: SystemRole = "system") -> dict[str, Any]:
-    """The Chat Completions body; ``system_role="developer"`` for models that want it."""
+    """The Chat Completions body; ``system_role="developer"`` for models that want it.
+
+    Refused: more than 4 stop sequences.
+    """
+    check_stop_count(request, "openai-chat", OPENAI_CHAT_MAX_STOP)
     plan = layout(request)
     messages: list[dict[str, Any]] = []
     prompt = plan.stable if plan.cache_first else joined_prompt(request)

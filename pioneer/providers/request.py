@@ -266,7 +266,22 @@ class SamplingOptions(EdgeModel):
     max_tokens: int | None = Field(default=None, ge=1, description="Most tokens the reply may use.")
     temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature.")
     top_p: float | None = Field(default=None, gt=0, le=1, description="Nucleus sampling mass.")
-    stop: list[str] = Field(default_factory=list, description="Stop sequences.")
+    stop: list[str] = Field(
+        default_factory=list,
+        description="Stop sequences (none empty; openai-chat takes at most 4, openai-responses "
+        "none).",
+    )
+
+    @field_validator("stop")
+    @classmethod
+    def _no_empty_stop(cls, value: list[str]) -> list[str]:
+        # Every provider refuses an empty stop sequence (it would stop before any output).
+        empty = [index for index, stop in enumerate(value) if not stop]
+        if empty:
+            raise ValueError(
+                f"item {empty[0]} is empty; every provider refuses an empty stop sequence"
+            )
+        return value
 
 
 class CacheOptions(EdgeModel):
