@@ -9,12 +9,15 @@ exactly. They are listed in docs/providers.md, "What each provider refuses and w
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import run_cli as run
 from test_providers import (
+    SUMMARY,
     send_anthropic,
     send_gemini,
     send_openai_chat,
@@ -44,6 +47,32 @@ def refusal(call: Any, *args: Any) -> str:
     with pytest.raises(InputError) as caught:
         call(*args)
     return str(caught.value)
+
+
+# -- 1. an empty conversation -------------------------------------------------
+
+EMPTY = ("needs at least one user or assistant message; this request has none (system "
+         "messages and the history summary go to the system prompt, which is not enough on "
+         "its own)")
+
+
+@pytest.mark.parametrize("messages", [[], [ChatMessage.system(SUMMARY)]], ids=["none", "summary"])
+def test_anthropic_and_gemini_refuse_an_empty_conversation(messages: list[ChatMessage]) -> None:
+    request = ChatRequest(model="m", messages=messages)
+    assert refusal(to_anthropic, request) == f"messages: anthropic {EMPTY}"
+    assert refusal(to_gemini, request) == f"messages: gemini {EMPTY}"
+    # The Anthropic SDK sends the empty list on; only the API would refuse it.
+    assert send_anthropic({"model": "m", "max_tokens": 1, "messages": []}).body["messages"] == []
+    # The OpenAI APIs take a conversation of system text only.
+    assert to_openai_chat(request)["messages"] == [
+        {"role": "system", "content": SUMMARY} for _ in messages
+    ]
+
+
+def test_the_cli_refuses_an_empty_anthropic_conversation(tmp_path: Path) -> None:
+    code, out, err = run("compile", "--home", str(tmp_path / "home"), "--profile", "none",
+                         "--provider", "anthropic", "--model", "m")
+    assert (code, out, err) == (1, "", f"messages: anthropic {EMPTY}\n")
 
 
 # -- 3. tool names -------------------------------------------------------------

@@ -244,7 +244,7 @@ def request_blocks(
             update={"dynamic_system_text": ""}) if request.compiled_prompt else None,
     })
     history_count = len(_raw_blocks(provider, PROVIDERS[provider](history_only))[1]) \
-        if plan.turn_start else 0
+        if plan.turn_start and _has_conversation(provider, history_only) else 0
     manifest = manifest or (request.compiled_prompt.manifest if request.compiled_prompt else None)
     sections = [SectionDigest(id=s.id, digest=s.sha256[:16]) for s in manifest.sections
                 if s.stability == "stable"] if manifest else []
@@ -261,6 +261,17 @@ def request_blocks(
             marked=raw.marked, sections=sections if kind in ("stable", "prompt") else [],
         ))
     return blocks
+
+
+def _has_conversation(provider: str, request: ChatRequest) -> bool:
+    """Whether the body of ``request`` has conversation blocks at all.
+
+    Anthropic and Gemini send every system message of the history in the system part, so
+    a history of system messages only (the summary) has no conversation block; their
+    adapters refuse to build a body with no conversation.
+    """
+    return provider not in ("anthropic", "gemini") or any(
+        message.role != "system" for message in request.messages)
 
 
 def _kind(raw: _Raw, conversation_index: int, text: str, stable: str, dynamic: str,

@@ -34,6 +34,7 @@ from .caching import (
 )
 from .layout import Layout, layout
 from .request import ChatMessage, ChatRequest, clean, model_facing
+from .rules import refuse_empty
 from .system import SystemPart, system_parts
 
 __all__ = ["DEFAULT_MAX_TOKENS", "to_anthropic"]
@@ -47,7 +48,10 @@ Place = tuple[Any, ...]
 
 @model_facing
 def to_anthropic(request: ChatRequest, *, cache_conversation: bool = True) -> dict[str, Any]:
-    """The Messages API body; ``cache_conversation=False`` leaves the last block unmarked."""
+    """The Messages API body; ``cache_conversation=False`` leaves the last block unmarked.
+
+    Refused: a request with no user or assistant message.
+    """
     plan = layout(request)
     if not plan.cache_first:
         return _system_placement(request, cache_conversation)
@@ -102,6 +106,8 @@ def _body(
     request: ChatRequest, system: list[dict[str, Any]], turns: list[dict[str, Any]],
     tools: list[dict[str, Any]],
 ) -> dict[str, Any]:
+    if not turns:
+        raise refuse_empty("anthropic")
     body: dict[str, Any] = {
         "model": request.model,
         "max_tokens": request.sampling.max_tokens or DEFAULT_MAX_TOKENS,

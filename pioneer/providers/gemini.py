@@ -12,6 +12,9 @@ part of ``systemInstruction`` after the stable text, as earlier versions sent it
 ``functionResponse`` parts of the next user turn (``{"output": ...}``, or
 ``{"error": ...}`` when the tool failed). Consecutive messages of one role merge into one
 turn. The model is not part of the body; it names the endpoint (:func:`endpoint`).
+
+Refused: a request with no user or assistant message. Why is told in docs/providers.md,
+"What each provider refuses and what is mapped".
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 from .layout import Layout, layout
 from .request import ChatMessage, ChatRequest, clean, model_facing
+from .rules import refuse_empty
 from .system import system_parts
 
 __all__ = ["endpoint", "to_gemini"]
@@ -63,6 +67,8 @@ def to_gemini(request: ChatRequest) -> dict[str, Any]:
         add("model" if message.role == "assistant" else "user", _parts(message, names, plan))
     if plan.turn_start == len(request.messages) and dynamic:
         add("user", dynamic)
+    if not contents:
+        raise refuse_empty("gemini")
     body["contents"] = contents
     if plan.tools:
         body["tools"] = [{"functionDeclarations": [

@@ -5,6 +5,7 @@ everywhere (tool names, call/result pairing, no empty stop sequence). What diffe
 lives here, for the adapters to apply:
 
 - :func:`check_stop_count`: Chat Completions takes at most 4 stop sequences;
+- :func:`refuse_empty`: Anthropic and Gemini need at least one conversation message.
 
 Every rule and its reason is listed in docs/providers.md,
 "What each provider refuses and what is mapped".
@@ -18,6 +19,7 @@ from .request import ChatRequest
 __all__ = [
     "OPENAI_CHAT_MAX_STOP",
     "check_stop_count",
+    "refuse_empty",
 ]
 
 #: Chat Completions refuses more stop sequences than this.
@@ -33,3 +35,12 @@ def check_stop_count(request: ChatRequest, provider: str, limit: int) -> None:
             path="sampling → stop",
         ))
 
+
+def refuse_empty(provider: str) -> InputError:
+    """The error for a request with no user or assistant message to send."""
+    return InputError(Problem(
+        f"{provider} needs at least one user or assistant message; this request has none "
+        "(system messages and the history summary go to the system prompt, which is not "
+        "enough on its own)",
+        path="messages",
+    ))
