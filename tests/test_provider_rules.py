@@ -32,6 +32,7 @@ from pioneer import (
     ToolSpec,
 )
 from pioneer.providers import (
+    CacheOptions,
     parse_chat_request,
     to_anthropic,
     to_gemini,
@@ -73,6 +74,26 @@ def test_the_cli_refuses_an_empty_anthropic_conversation(tmp_path: Path) -> None
     code, out, err = run("compile", "--home", str(tmp_path / "home"), "--profile", "none",
                          "--provider", "anthropic", "--model", "m")
     assert (code, out, err) == (1, "", f"messages: anthropic {EMPTY}\n")
+
+
+# -- 2. a prefill ending in whitespace ----------------------------------------
+
+
+@pytest.mark.parametrize("placement", ["cache-first", "system"])
+def test_anthropic_strips_the_prefill_of_trailing_whitespace(placement: Any) -> None:
+    request = ChatRequest(model="m", cache=CacheOptions(dynamic_placement=placement), messages=[
+        ChatMessage.user("What is the capital of Norway? "),
+        ChatMessage.assistant("I will answer briefly. "),
+        ChatMessage.user("Go on. "),
+        ChatMessage.assistant("The capital of Norway is \n"),
+    ])
+    sent = send_anthropic(to_anthropic(request)).body
+    texts = [block["text"] for turn in sent["messages"] for block in turn["content"]]
+    # Only the final assistant text (the prefill) loses its trailing whitespace.
+    assert texts == ["What is the capital of Norway? ", "I will answer briefly. ", "Go on. ",
+                     "The capital of Norway is"]
+    # The other providers send it as given.
+    assert to_openai_chat(request)["messages"][-1]["content"] == "The capital of Norway is \n"
 
 
 # -- 3. tool names -------------------------------------------------------------

@@ -50,7 +50,8 @@ Place = tuple[Any, ...]
 def to_anthropic(request: ChatRequest, *, cache_conversation: bool = True) -> dict[str, Any]:
     """The Messages API body; ``cache_conversation=False`` leaves the last block unmarked.
 
-    Refused: a request with no user or assistant message.
+    Refused: a request with no user or assistant message. Mapped: a final assistant text
+    (a prefill) loses its trailing whitespace, which the API refuses.
     """
     plan = layout(request)
     if not plan.cache_first:
@@ -77,6 +78,7 @@ def to_anthropic(request: ChatRequest, *, cache_conversation: bool = True) -> di
     if len(system_blocks) > (1 if plan.stable else 0):
         wanted.append((("system", len(system_blocks) - 1), "summary", 0))
     turns, last_block = _cache_first_turns(request.messages, plan)
+    _trim_prefill(turns)
     history = [i for i in last_block if i < plan.turn_start]
     if history:
         turn, position = last_block[history[-1]]
@@ -100,6 +102,18 @@ def to_anthropic(request: ChatRequest, *, cache_conversation: bool = True) -> di
             long_ttl=request.cache.long_ttl and mark.prefix_part
         )
     return _body(request, system_blocks, turns, tools)
+
+
+def _trim_prefill(turns: list[dict[str, Any]]) -> None:
+    """Strip trailing whitespace from a final assistant text: the API refuses it there.
+
+    A last assistant turn is a prefill the model continues; its final block is text (a
+    tool call at the end would be unanswered, which the request refuses already).
+    """
+    if turns and turns[-1]["role"] == "assistant":
+        block = turns[-1]["content"][-1]
+        if block.get("type") == "text":
+            block["text"] = block["text"].rstrip()
 
 
 def _body(
@@ -199,6 +213,7 @@ def _system_placement(request: ChatRequest, cache_conversation: bool) -> dict[st
     """The body earlier versions sent (``dynamic_placement = "system"``)."""
     system = system_parts(request)
     turns, last_block = _turns(request.messages)
+    _trim_prefill(turns)
     tools: list[dict[str, Any]] = [
         {"name": tool.name, **({"description": tool.description} if tool.description else {}),
          "input_schema": tool.parameters}
