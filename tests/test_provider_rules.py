@@ -29,6 +29,7 @@ from pioneer import (
     ChatRequest,
     InputError,
     SamplingOptions,
+    ToolCall,
     ToolSpec,
 )
 from pioneer.providers import (
@@ -40,6 +41,13 @@ from pioneer.providers import (
     to_openai_responses,
 )
 from pioneer.providers.request import TOOL_NAME_PATTERN
+from pioneer.providers.rules import (
+    ANTHROPIC_CALL_IDS,
+    OPENAI_CHAT_CALL_IDS,
+    CallIdRule,
+    map_call_ids,
+    safe_call_id,
+)
 
 CLOCK = ToolSpec(name="clock", description="The local time.")
 
@@ -138,6 +146,76 @@ def test_names_at_the_edges_of_the_rule_go_through_every_sdk() -> None:
         to_openai_responses(request)).body["tools"]] == ["_private-tool", "t" * 64]
     assert [t["name"] for t in send_gemini("m", to_gemini(request)).body["tools"][0][
         "functionDeclarations"]] == ["_private-tool", "t" * 64]
+
+
+# -- 4. tool call ids across providers ----------------------------------------
+
+
+def calls(*ids: str) -> list[ChatMessage]:
+    return [
+        ChatMessage.user("What time is it?"),
+        ChatMessage.assistant(tool_calls=[ToolCall(id=i, name="clock") for i in ids]),
+        *(ChatMessage.tool(i, f"12:0{n}") for n, i in enumerate(ids)),
+    ]
+
+
+def test_anthropic_maps_an_id_outside_its_characters() -> None:
+    request = ChatRequest(model="m", messages=calls("functions.clock:0", "toolu_01"),
+                          tools=[CLOCK])
+    sent = send_anthropic(to_anthropic(request)).body
+    uses = [block["id"] for block in sent["messages"][1]["content"]]
+    results = [block["tool_use_id"] for block in sent["messages"][2]["content"]]
+    assert uses == results == ["functions_clock_f23015bee0dad586cdfc3d16", "toolu_01"]
+    # The other providers take the id as it is.
+    assert to_openai_chat(request)["messages"][1]["tool_calls"][0]["id"] == "functions.clock:0"
+    assert to_gemini(request)["contents"][1]["parts"][0]["functionCall"]["id"] == (
+        "functions.clock:0")
+
+
+def test_openai_chat_maps_an_id_over_40_characters() -> None:
+    long_id = "call_" + "x" * 60
+    request = ChatRequest(model="m", messages=calls(long_id, "call_2"), tools=[CLOCK])
+    sent = send_openai_chat(to_openai_chat(request)).body
+    assert [c["id"] for c in sent["messages"][1]["tool_calls"]] == [
+        "call_xxxxxxxxxx_b8823c91081544cac30c56e1", "call_2"]
+    assert [m["tool_call_id"] for m in sent["messages"][2:]] == [
+        "call_xxxxxxxxxx_b8823c91081544cac30c56e1", "call_2"]
+    # Anthropic takes it as it is (its characters are all allowed).
+    assert to_anthropic(request)["messages"][1]["content"][0]["id"] == long_id
+
+
+ID = st.text(min_size=1, max_size=80)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(ID, min_size=1, max_size=6, unique=True),
+       st.sampled_from([ANTHROPIC_CALL_IDS, OPENAI_CHAT_CALL_IDS]))
+def test_call_id_mapping_is_deterministic_injective_and_keeps_the_pairs(
+    ids: list[str], rule: CallIdRule
+) -> None:
+    request = ChatRequest(model="m", messages=calls(*ids))
+    mapped = map_call_ids(request, rule)
+    sent = [call.id for call in mapped.messages[1].tool_calls]
+    answered = [m.tool_result.call_id for m in mapped.messages[2:] if m.tool_result]
+    assert answered == sent  # each result still answers its own call
+    assert len(set(sent)) == len(ids)  # no two calls share an id
+    assert all(rule.accepts(call_id) for call_id in sent)
+    for original, call_id in zip(ids, sent, strict=True):
+        # The same id maps the same way whatever request it is in; an accepted id is kept.
+        assert call_id == safe_call_id(original, rule)
+        assert call_id == map_call_ids(
+            ChatRequest(model="m", messages=calls(original)), rule
+        ).messages[1].tool_calls[0].id
+        assert (call_id == original) == rule.accepts(original)
+
+
+def test_a_mapped_id_that_meets_another_id_is_refused() -> None:
+    taken = safe_call_id("functions.clock:0", ANTHROPIC_CALL_IDS)
+    request = ChatRequest(model="m", messages=calls("functions.clock:0", taken))
+    assert refusal(to_anthropic, request) == (
+        f"messages: anthropic: call ids 'functions.clock:0' and {taken!r} would both be sent "
+        f"as {taken!r}; rename one of them"
+    )
 
 
 # -- 5. stop sequences ---------------------------------------------------------

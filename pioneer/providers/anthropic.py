@@ -34,7 +34,7 @@ from .caching import (
 )
 from .layout import Layout, layout
 from .request import ChatMessage, ChatRequest, clean, model_facing
-from .rules import refuse_empty
+from .rules import ANTHROPIC_CALL_IDS, map_call_ids, refuse_empty
 from .system import SystemPart, system_parts
 
 __all__ = ["DEFAULT_MAX_TOKENS", "to_anthropic"]
@@ -50,9 +50,12 @@ Place = tuple[Any, ...]
 def to_anthropic(request: ChatRequest, *, cache_conversation: bool = True) -> dict[str, Any]:
     """The Messages API body; ``cache_conversation=False`` leaves the last block unmarked.
 
-    Refused: a request with no user or assistant message. Mapped: a final assistant text
-    (a prefill) loses its trailing whitespace, which the API refuses.
+    Refused: a request with no user or assistant message. Mapped: call ids outside
+    letters, digits, ``_`` and ``-`` (:func:`~pioneer.providers.rules.map_call_ids`), and
+    a final assistant text (a prefill) loses its trailing whitespace, which the API
+    refuses.
     """
+    request = map_call_ids(request, ANTHROPIC_CALL_IDS)
     plan = layout(request)
     if not plan.cache_first:
         return _system_placement(request, cache_conversation)

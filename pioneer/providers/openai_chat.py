@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from .layout import Layout, layout
 from .request import ChatMessage, ChatRequest, clean, model_facing
-from .rules import OPENAI_CHAT_MAX_STOP, check_stop_count
+from .rules import OPENAI_CHAT_CALL_IDS, OPENAI_CHAT_MAX_STOP, check_stop_count, map_call_ids
 from .system import joined_prompt, prompt_cache_key
 
 __all__ = ["SystemRole", "arguments_json", "to_openai_chat"]
@@ -33,9 +33,11 @@ SystemRole = Literal["system", "developer"]
 def to_openai_chat(request: ChatRequest, *, system_role: SystemRole = "system") -> dict[str, Any]:
     """The Chat Completions body; ``system_role="developer"`` for models that want it.
 
-    Refused: more than 4 stop sequences.
+    Refused: more than 4 stop sequences. Mapped: call ids longer than 40 characters
+    (:func:`~pioneer.providers.rules.map_call_ids`).
     """
     check_stop_count(request, "openai-chat", OPENAI_CHAT_MAX_STOP)
+    request = map_call_ids(request, OPENAI_CHAT_CALL_IDS)
     plan = layout(request)
     messages: list[dict[str, Any]] = []
     prompt = plan.stable if plan.cache_first else joined_prompt(request)

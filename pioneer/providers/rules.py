@@ -4,6 +4,10 @@ A :class:`~pioneer.providers.request.ChatRequest` is already checked for what ho
 everywhere (tool names, call/result pairing, no empty stop sequence). What differs per API
 lives here, for the adapters to apply:
 
+- :func:`map_call_ids`: a tool call id one API would refuse (Anthropic takes letters,
+  digits, ``_`` and ``-`` only; Chat Completions at most 40 characters) is replaced, in the
+  call and in its result, by a safe form derived from the id alone, so a thread moved
+  between providers keeps working and the same id is always sent the same way;
 - :func:`check_stop_count`: Chat Completions takes at most 4 stop sequences;
 - :func:`refuse_empty`: Anthropic and Gemini need at least one conversation message.
 
@@ -13,17 +17,104 @@ Every rule and its reason is listed in docs/providers.md,
 
 from __future__ import annotations
 
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from ..errors import InputError, Problem
-from .request import ChatRequest
+from .request import ChatMessage, ChatRequest, ToolResult
 
 __all__ = [
+    "ANTHROPIC_CALL_IDS",
+    "OPENAI_CHAT_CALL_IDS",
     "OPENAI_CHAT_MAX_STOP",
+    "CallIdRule",
     "check_stop_count",
+    "map_call_ids",
     "refuse_empty",
+    "safe_call_id",
 ]
 
 #: Chat Completions refuses more stop sequences than this.
 OPENAI_CHAT_MAX_STOP = 4
+
+_DIGEST = 24  # hex digits of SHA-256 kept in a mapped id (96 bits)
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+@dataclass(frozen=True, slots=True)
+class CallIdRule:
+    """Which tool call ids one API accepts."""
+
+    #: The API's name, as ``--provider`` spells it.
+    provider: str
+    #: Every id must match this pattern in full.
+    pattern: re.Pattern[str] | None = None
+    #: Ids longer than this are refused.
+    max_length: int | None = None
+
+    def accepts(self, call_id: str) -> bool:
+        """Whether the API takes ``call_id`` as it is."""
+        if self.max_length is not None and len(call_id) > self.max_length:
+            return False
+        return self.pattern is None or self.pattern.fullmatch(call_id) is not None
+
+
+#: Anthropic: ``tool_use.id`` must match ``^[a-zA-Z0-9_-]+$``.
+ANTHROPIC_CALL_IDS = CallIdRule("anthropic", pattern=re.compile(r"[A-Za-z0-9_-]+"))
+#: Chat Completions: ``tool_calls[].id`` of at most 40 characters.
+OPENAI_CHAT_CALL_IDS = CallIdRule("openai-chat", max_length=40)
+
+
+def safe_call_id(call_id: str, rule: CallIdRule) -> str:
+    """``call_id`` as the API takes it: unchanged when it is accepted, else a mapped form.
+
+    The mapped form is the id with every character outside letters, digits, ``_`` and
+    ``-`` replaced by ``_``, cut to 15 characters, then ``_`` and the first 24 hex digits
+    of the id's SHA-256: at most 40 characters, readable, and a function of the id alone,
+    so every round of a thread sends the same mapped id.
+    """
+    if rule.accepts(call_id):
+        return call_id
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST]
+    stem = _UNSAFE.sub("_", call_id)[:15]
+    return f"{stem}_{digest}"
+
+
+def map_call_ids(request: ChatRequest, rule: CallIdRule) -> ChatRequest:
+    """``request`` with every call id the API would refuse mapped, in calls and results alike.
+
+    Ids the API accepts are kept. Two different ids of one request never map to the same
+    id: should a mapped id equal another id of the request, the request is refused
+    rather than sent with two calls the model cannot tell apart.
+    """
+    ids = [call.id for message in request.messages for call in message.tool_calls]
+    mapping = {call_id: safe_call_id(call_id, rule) for call_id in ids}
+    if all(mapped == call_id for call_id, mapped in mapping.items()):
+        return request
+    owners: dict[str, str] = {}
+    for call_id, mapped in mapping.items():
+        other = owners.setdefault(mapped, call_id)
+        if other != call_id:
+            raise InputError(Problem(
+                f"{rule.provider}: call ids {other!r} and {call_id!r} would both be sent as "
+                f"{mapped!r}; rename one of them", path="messages",
+            ))
+    return request.model_copy(update={
+        "messages": [_renamed(message, mapping.__getitem__) for message in request.messages]
+    })
+
+
+def _renamed(message: ChatMessage, rename: Callable[[str], str]) -> ChatMessage:
+    if message.tool_calls:
+        calls = [call.model_copy(update={"id": rename(call.id)}) for call in message.tool_calls]
+        return message.model_copy(update={"tool_calls": calls})
+    result = message.tool_result
+    if result is not None:
+        renamed: ToolResult = result.model_copy(update={"call_id": rename(result.call_id)})
+        return message.model_copy(update={"tool_result": renamed})
+    return message
 
 
 def check_stop_count(request: ChatRequest, provider: str, limit: int) -> None:
