@@ -40,6 +40,7 @@ from pioneer.providers import (
     to_openai_chat,
     to_openai_responses,
 )
+from pioneer.providers.gemini import LEAD_TEXT
 from pioneer.providers.request import TOOL_NAME_PATTERN
 from pioneer.providers.rules import (
     ANTHROPIC_CALL_IDS,
@@ -249,3 +250,31 @@ def test_an_empty_stop_sequence_is_refused_for_every_provider() -> None:
     body = {"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}],
             "stop_sequences": [""]}
     assert send_anthropic(body).body["stop_sequences"] == [""]
+
+
+# -- 6. Gemini turn order ------------------------------------------------------
+
+
+def test_gemini_puts_a_user_turn_before_an_opening_function_call() -> None:
+    request = ChatRequest(model="gemini-2.5-flash", tools=[CLOCK], messages=[
+        ChatMessage.system(SUMMARY),
+        ChatMessage.assistant(tool_calls=[ToolCall(id="t1", name="clock")]),
+        ChatMessage.tool("t1", "12:00"),
+        ChatMessage.user("And the date?"),
+    ])
+    sent = send_gemini(request.model, to_gemini(request)).body
+    assert sent["systemInstruction"] == {"parts": [{"text": SUMMARY}]}
+    assert sent["contents"] == [
+        {"role": "user", "parts": [{"text": LEAD_TEXT}]},
+        {"role": "model", "parts": [{"functionCall": {"id": "t1", "name": "clock", "args": {}}}]},
+        {"role": "user", "parts": [{"functionResponse": {
+            "id": "t1", "name": "clock", "response": {"output": "12:00"}}}]},
+        {"role": "user", "parts": [{"text": "And the date?"}]},
+    ]
+
+
+def test_gemini_sends_a_conversation_opening_with_model_text_as_it_is() -> None:
+    request = ChatRequest(model="gemini-2.5-flash", messages=[
+        ChatMessage.assistant("Hello! How can I help?"), ChatMessage.user("hi"),
+    ])
+    assert [c["role"] for c in to_gemini(request)["contents"]] == ["model", "user"]

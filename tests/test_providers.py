@@ -538,7 +538,9 @@ def test_gemini_on_the_wire(request_: ChatRequest, payload: CompiledPromptPayloa
     assert_no_tool_prose([part["text"] for part in sent["systemInstruction"]["parts"]])
 
 
-def test_gemini_merges_tool_results_with_the_next_user_text(payload: CompiledPromptPayload) -> None:
+def test_gemini_keeps_tool_results_apart_from_the_next_user_text(
+    payload: CompiledPromptPayload,
+) -> None:
     request = ChatRequest(model="g", compiled_prompt=payload, messages=[
         ChatMessage.user("time?"),
         ChatMessage.assistant(tool_calls=[ToolCall(id="t", name="clock")]),
@@ -546,9 +548,12 @@ def test_gemini_merges_tool_results_with_the_next_user_text(payload: CompiledPro
         ChatMessage.user("thanks, and the date?"),
     ])
     sent = send_gemini("g", to_gemini(request)).body
-    assert [c["role"] for c in sent["contents"]] == ["user", "model", "user"]
+    assert [c["role"] for c in sent["contents"]] == ["user", "model", "user", "user"]
+    # The function response has a content of its own; the next user text starts another.
     assert sent["contents"][2]["parts"] == [
         {"functionResponse": {"id": "t", "name": "clock", "response": {"output": "12:00"}}},
+    ]
+    assert sent["contents"][3]["parts"] == [
         {"text": payload.dynamic_system_text},
         {"text": "thanks, and the date?"},
     ]

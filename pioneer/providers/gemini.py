@@ -11,10 +11,12 @@ part of ``systemInstruction`` after the stable text, as earlier versions sent it
 ``model`` roles: tool calls are ``functionCall`` parts of the model turn, their results
 ``functionResponse`` parts of the next user turn (``{"output": ...}``, or
 ``{"error": ...}`` when the tool failed). Consecutive messages of one role merge into one
-turn. The model is not part of the body; it names the endpoint (:func:`endpoint`).
+turn, except that function responses keep a content of their own. The model is not part
+of the body; it names the endpoint (:func:`endpoint`).
 
-Refused: a request with no user or assistant message. Why is told in docs/providers.md,
-"What each provider refuses and what is mapped".
+Refused: a request with no user or assistant message. Mapped: a conversation opening
+with a function call turn gets a short user turn first (:data:`LEAD_TEXT`). Why is told
+in docs/providers.md, "What each provider refuses and what is mapped".
 """
 
 from __future__ import annotations
@@ -26,7 +28,14 @@ from .request import ChatMessage, ChatRequest, clean, model_facing
 from .rules import refuse_empty
 from .system import system_parts
 
-__all__ = ["endpoint", "to_gemini"]
+__all__ = [
+    "LEAD_TEXT",
+    "endpoint",
+    "to_gemini",
+]
+
+#: The user text put before a conversation that opens with a function call turn.
+LEAD_TEXT = "(The conversation continues from earlier turns.)"
 
 
 def endpoint(request: ChatRequest) -> str:
@@ -52,7 +61,10 @@ def to_gemini(request: ChatRequest) -> dict[str, Any]:
     contents: list[dict[str, Any]] = []
 
     def add(role: str, new: list[dict[str, Any]]) -> None:
-        if not contents or contents[-1]["role"] != role:
+        # Function responses travel in a content of their own: text after them (the next
+        # user message, the dynamic text) starts the next user content.
+        if (not contents or contents[-1]["role"] != role
+                or _responses(contents[-1]) != _responses({"parts": new})):
             contents.append({"role": role, "parts": []})
         contents[-1]["parts"].extend(new)
 
@@ -69,6 +81,10 @@ def to_gemini(request: ChatRequest) -> dict[str, Any]:
         add("user", dynamic)
     if not contents:
         raise refuse_empty("gemini")
+    if contents[0]["role"] == "model" and _calls(contents[0]):
+        # A function call turn must follow a user turn: a history that opens with one
+        # (its summary went to systemInstruction) gets a short user turn before it.
+        contents.insert(0, {"role": "user", "parts": [{"text": LEAD_TEXT}]})
     body["contents"] = contents
     if plan.tools:
         body["tools"] = [{"functionDeclarations": [
@@ -101,6 +117,16 @@ def _parts(message: ChatMessage, names: dict[str, str], plan: Layout) -> list[di
         for call in message.tool_calls
     ]
     return parts
+
+
+def _responses(content: dict[str, Any]) -> bool:
+    """Whether a content holds function responses (then it holds nothing else)."""
+    return any("functionResponse" in part for part in content["parts"])
+
+
+def _calls(content: dict[str, Any]) -> list[dict[str, Any]]:
+    """The function call parts of a content."""
+    return [part for part in content["parts"] if "functionCall" in part]
 
 
 def _generation_config(request: ChatRequest) -> dict[str, Any]:
