@@ -8,6 +8,7 @@ exactly. They are listed in docs/providers.md, "What each provider refuses and w
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ from pioneer.providers import (
     to_openai_chat,
     to_openai_responses,
 )
-from pioneer.providers.gemini import LEAD_TEXT
+from pioneer.providers.gemini import LEAD_TEXT, PLACEHOLDER_SIGNATURE
 from pioneer.providers.request import TOOL_NAME_PATTERN
 from pioneer.providers.rules import (
     ANTHROPIC_CALL_IDS,
@@ -278,3 +279,54 @@ def test_gemini_sends_a_conversation_opening_with_model_text_as_it_is() -> None:
         ChatMessage.assistant("Hello! How can I help?"), ChatMessage.user("hi"),
     ])
     assert [c["role"] for c in to_gemini(request)["contents"]] == ["model", "user"]
+
+
+# -- 7. Gemini 3 thought signatures --------------------------------------------
+
+
+def signed_calls(model: str, signature: str | None) -> ChatRequest:
+    return ChatRequest(model=model, tools=[CLOCK], messages=[
+        ChatMessage.user("Time in Oslo and Tokyo?"),
+        ChatMessage.assistant(tool_calls=[
+            ToolCall(id="t1", name="clock", thought_signature=signature),
+            ToolCall(id="t2", name="clock"),
+        ]),
+        ChatMessage.tool("t1", "12:00"),
+        ChatMessage.tool("t2", "20:00"),
+    ])
+
+
+def call_parts(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return body["contents"][1]["parts"]
+
+
+def test_a_thought_signature_round_trips_into_the_gemini_body() -> None:
+    request = signed_calls("gemini-3-pro-preview", "Q2lnbmF0dXJlIGJ5dGVz")
+    sent = send_gemini(request.model, to_gemini(request)).body
+    assert call_parts(sent) == [
+        {"functionCall": {"id": "t1", "name": "clock", "args": {}},
+         "thoughtSignature": "Q2lnbmF0dXJlIGJ5dGVz"},
+        {"functionCall": {"id": "t2", "name": "clock", "args": {}}},
+    ]
+    # It reads back from a messages file, and the other providers leave it out.
+    again = parse_chat_request(json.loads(request.model_dump_json()))
+    assert again == request
+    assert "Q2lnbmF0" not in json.dumps(to_anthropic(request))
+
+
+def test_a_gemini_3_call_without_a_signature_gets_the_placeholder() -> None:
+    request = signed_calls("gemini-3-flash-preview", None)
+    sent = send_gemini(request.model, to_gemini(request)).body
+    # The first call of the turn carries it, as a parallel turn's signature would.
+    assert call_parts(sent) == [
+        {"functionCall": {"id": "t1", "name": "clock", "args": {}},
+         "thoughtSignature": "skip_thought_signature_validator"},
+        {"functionCall": {"id": "t2", "name": "clock", "args": {}}},
+    ]
+    assert PLACEHOLDER_SIGNATURE == "skip_thought_signature_validator"
+
+
+@pytest.mark.parametrize("model", ["gemini-2.5-pro", "claude-sonnet-4-6"])
+def test_earlier_models_get_no_placeholder(model: str) -> None:
+    assert all("thoughtSignature" not in part
+               for part in call_parts(to_gemini(signed_calls(model, None))))

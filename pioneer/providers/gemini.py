@@ -8,19 +8,23 @@ text, and a system message inside this turn stays in its place as a user text pa
 Tools are sorted by name. With ``dynamic_placement = "system"`` the dynamic text is a
 part of ``systemInstruction`` after the stable text, as earlier versions sent it.
 ``contents`` uses the ``user`` and
-``model`` roles: tool calls are ``functionCall`` parts of the model turn, their results
-``functionResponse`` parts of the next user turn (``{"output": ...}``, or
-``{"error": ...}`` when the tool failed). Consecutive messages of one role merge into one
-turn, except that function responses keep a content of their own. The model is not part
-of the body; it names the endpoint (:func:`endpoint`).
+``model`` roles: tool calls are ``functionCall`` parts of the model turn (with the
+call's ``thoughtSignature`` when it has one), their results ``functionResponse`` parts
+of the next user turn (``{"output": ...}``, or ``{"error": ...}`` when the tool failed).
+Consecutive messages of one role merge into one turn, except that function responses
+keep a content of their own. The model is not part of the body; it names the endpoint
+(:func:`endpoint`).
 
 Refused: a request with no user or assistant message. Mapped: a conversation opening
-with a function call turn gets a short user turn first (:data:`LEAD_TEXT`). Why is told
-in docs/providers.md, "What each provider refuses and what is mapped".
+with a function call turn gets a short user turn first (:data:`LEAD_TEXT`), and for
+Gemini 3 and later a function call turn without a signature gets Google's placeholder
+(:data:`PLACEHOLDER_SIGNATURE`) on its first call. Why is told in docs/providers.md,
+"What each provider refuses and what is mapped".
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .layout import Layout, layout
@@ -30,12 +34,17 @@ from .system import system_parts
 
 __all__ = [
     "LEAD_TEXT",
+    "PLACEHOLDER_SIGNATURE",
     "endpoint",
+    "needs_thought_signatures",
     "to_gemini",
 ]
 
 #: The user text put before a conversation that opens with a function call turn.
 LEAD_TEXT = "(The conversation continues from earlier turns.)"
+#: The value Google documents for a Gemini 3 function call that has no signature of its
+#: own (a trace written by another model, or one whose signature was not kept).
+PLACEHOLDER_SIGNATURE = "skip_thought_signature_validator"
 
 
 def endpoint(request: ChatRequest) -> str:
@@ -85,6 +94,11 @@ def to_gemini(request: ChatRequest) -> dict[str, Any]:
         # A function call turn must follow a user turn: a history that opens with one
         # (its summary went to systemInstruction) gets a short user turn before it.
         contents.insert(0, {"role": "user", "parts": [{"text": LEAD_TEXT}]})
+    if needs_thought_signatures(request.model):
+        for content in contents:
+            calls = _calls(content)
+            if calls and "thoughtSignature" not in calls[0]:
+                calls[0]["thoughtSignature"] = PLACEHOLDER_SIGNATURE
     body["contents"] = contents
     if plan.tools:
         body["tools"] = [{"functionDeclarations": [
@@ -113,7 +127,8 @@ def _parts(message: ChatMessage, names: dict[str, str], plan: Layout) -> list[di
     if text.strip():
         parts.append({"text": text})
     parts += [
-        {"functionCall": {"id": call.id, "name": call.name, "args": plan.schema(call.arguments)}}
+        {"functionCall": {"id": call.id, "name": call.name, "args": plan.schema(call.arguments)},
+         **({"thoughtSignature": call.thought_signature} if call.thought_signature else {})}
         for call in message.tool_calls
     ]
     return parts
@@ -127,6 +142,12 @@ def _responses(content: dict[str, Any]) -> bool:
 def _calls(content: dict[str, Any]) -> list[dict[str, Any]]:
     """The function call parts of a content."""
     return [part for part in content["parts"] if "functionCall" in part]
+
+
+def needs_thought_signatures(model: str) -> bool:
+    """Whether the model refuses a function call turn without a thought signature (Gemini 3+)."""
+    found = re.search(r"gemini-(\d+)", model)
+    return found is not None and int(found.group(1)) >= 3
 
 
 def _generation_config(request: ChatRequest) -> dict[str, Any]:

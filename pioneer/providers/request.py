@@ -179,6 +179,11 @@ class ToolCall(EdgeModel):
     id: str = Field(min_length=1, description="Call id; the tool result names it.")
     name: ToolName = Field(description="Name of the called tool.")
     arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments object.")
+    thought_signature: str | None = Field(
+        default=None,
+        description="Gemini: the opaque thoughtSignature the model returned with this call, "
+        "sent back with it unchanged; other providers ignore it.",
+    )
 
 
 class ToolResult(EdgeModel):
