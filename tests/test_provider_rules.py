@@ -330,3 +330,18 @@ def test_a_gemini_3_call_without_a_signature_gets_the_placeholder() -> None:
 def test_earlier_models_get_no_placeholder(model: str) -> None:
     assert all("thoughtSignature" not in part
                for part in call_parts(to_gemini(signed_calls(model, None))))
+
+
+# -- 8. a conversation that opens with an assistant message -------------------
+
+
+def test_anthropic_sends_a_conversation_opening_with_the_assistant() -> None:
+    request = ChatRequest(model="m", messages=[
+        ChatMessage.system(SUMMARY),
+        ChatMessage.assistant("Hello! How can I help?"),
+        ChatMessage.user("What time is it?"),
+    ])
+    sent = send_anthropic(to_anthropic(request)).body
+    assert [(turn["role"], turn["content"][0]["text"]) for turn in sent["messages"]] == [
+        ("assistant", "Hello! How can I help?"), ("user", "What time is it?"),
+    ]
