@@ -32,6 +32,7 @@ from pioneer import (
     SamplingOptions,
     ToolCall,
     ToolSpec,
+    build_request_body,
 )
 from pioneer.providers import (
     CacheOptions,
@@ -345,3 +346,48 @@ def test_anthropic_sends_a_conversation_opening_with_the_assistant() -> None:
     assert [(turn["role"], turn["content"][0]["text"]) for turn in sent["messages"]] == [
         ("assistant", "Hello! How can I help?"), ("user", "What time is it?"),
     ]
+
+
+# -- 9. the system role and store ----------------------------------------------
+
+
+@pytest.fixture
+def chat(tmp_path: Path) -> Path:
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps([
+        {"role": "system", "content": "Summary of earlier conversation:\nTrip planning."},
+        {"role": "user", "content": "What time is it?"},
+    ]), "utf-8")
+    return path
+
+
+@pytest.mark.parametrize("provider", ["openai-chat", "openai-responses"])
+def test_the_cli_takes_the_developer_role(provider: str, tmp_path: Path, chat: Path) -> None:
+    code, out, err = run("compile", "--home", str(tmp_path / "home"), "--profile", "none",
+                         "--provider", provider, "--model", "m", "--messages", str(chat),
+                         "--system-role", "developer")
+    assert (code, err) == (0, "")
+    body = json.loads(out)
+    items = body["messages"] if provider == "openai-chat" else body["input"]
+    assert [item["role"] for item in items] == ["developer", "developer", "user"][-len(items):]
+    sent = (send_openai_chat(body) if provider == "openai-chat" else send_openai_responses(body))
+    assert sent.body == body
+
+
+def test_the_cli_refuses_a_system_role_elsewhere(tmp_path: Path, chat: Path) -> None:
+    code, out, err = run("compile", "--home", str(tmp_path / "home"), "--provider", "anthropic",
+                         "--model", "m", "--messages", str(chat), "--system-role", "developer")
+    assert (code, out, err) == (
+        1, "", "--system-role applies to openai-chat and openai-responses, not anthropic\n")
+    code, _, err = run("compile", "--home", str(tmp_path / "home"), "--system-role", "system")
+    assert (code, err) == (1, "--system-role needs --provider\n")
+    request = ChatRequest(model="m", messages=[ChatMessage.user("hi")])
+    assert refusal(lambda: build_request_body("gemini", request, system_role="developer")) == (
+        "gemini has no system role option; leave system_role unset")
+
+
+def test_responses_bodies_do_not_ask_to_store(tmp_path: Path, chat: Path) -> None:
+    code, out, _ = run("compile", "--home", str(tmp_path / "home"), "--provider",
+                       "openai-responses", "--model", "m", "--messages", str(chat))
+    assert code == 0
+    assert send_openai_responses(json.loads(out)).body["store"] is False

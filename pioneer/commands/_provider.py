@@ -18,10 +18,12 @@ __all__ = ["PROVIDER_NAMES", "add_provider_options", "provider_output"]
 #: The keys of :data:`pioneer.providers.PROVIDERS`, in its order, written out so that
 #: ``compile`` can offer them without importing every adapter (a test keeps them in step).
 PROVIDER_NAMES = ("anthropic", "openai-chat", "openai-responses", "gemini")
+#: The providers that take ``--system-role``.
+_SYSTEM_ROLE_PROVIDERS = ("openai-chat", "openai-responses")
 
 
 def add_provider_options(parser: argparse.ArgumentParser, output: Any) -> None:
-    """--provider (one of the output choices in ``output``), --model and --messages."""
+    """--provider (one of the output choices in ``output``), --model, --messages and options."""
     output.add_argument("--provider", choices=list(PROVIDER_NAMES),
                         help="print the request body for this provider API as JSON")
     parser.add_argument("--model", help="model name for --provider (overrides the messages file)")
@@ -33,6 +35,9 @@ def add_provider_options(parser: argparse.ArgumentParser, output: Any) -> None:
                         help="for --provider: put the dynamic text after the history "
                         "(cache-first) or in the system prompt (system); default: the "
                         "settings' dynamic_placement, else cache-first")
+    parser.add_argument("--system-role", choices=["system", "developer"],
+                        help="for --provider openai-chat or openai-responses: the role of "
+                        "the system messages (default: system)")
 
 
 def provider_output(
@@ -51,7 +56,14 @@ def provider_output(
             raise UsageError("--model and --messages need --provider")
         if args.dynamic_placement is not None:
             raise UsageError("--dynamic-placement needs --provider")
+        if args.system_role is not None:
+            raise UsageError("--system-role needs --provider")
         return None
+    if args.system_role is not None and args.provider not in _SYSTEM_ROLE_PROVIDERS:
+        raise UsageError(
+            f"--system-role applies to {' and '.join(_SYSTEM_ROLE_PROVIDERS)}, "
+            f"not {args.provider}"
+        )
     from ..providers import ChatRequest, build_request_body, load_chat_request
 
     if args.messages is not None:
@@ -69,5 +81,5 @@ def provider_output(
         request = request.model_copy(update={
             "cache": request.cache.model_copy(update={"dynamic_placement": placement})
         })
-    body = build_request_body(args.provider, request)
+    body = build_request_body(args.provider, request, system_role=args.system_role)
     return json.dumps(body, indent=2, ensure_ascii=False) + "\n"

@@ -15,7 +15,7 @@ from .anthropic import to_anthropic
 from .caching import MAX_CACHE_BREAKPOINTS, count_breakpoints, minimum_cacheable_tokens
 from .gemini import to_gemini
 from .layout import Layout, layout, turn_start
-from .openai_chat import to_openai_chat
+from .openai_chat import SystemRole, to_openai_chat
 from .openai_responses import to_openai_responses
 from .request import (
     CacheOptions,
@@ -64,11 +64,23 @@ PROVIDERS: dict[str, Callable[[ChatRequest], dict[str, Any]]] = {
 }
 
 
-def build_request_body(provider: str, request: ChatRequest) -> dict[str, Any]:
-    """The request body for a provider named as in :data:`PROVIDERS`."""
+def build_request_body(
+    provider: str, request: ChatRequest, *, system_role: SystemRole | None = None
+) -> dict[str, Any]:
+    """The request body for a provider named as in :data:`PROVIDERS`.
+
+    ``system_role`` ("system" or "developer") is the role of system messages for the two
+    OpenAI APIs; the other providers have no such role and refuse it.
+    """
     adapter = PROVIDERS.get(provider)
     if adapter is None:
         raise InputError(Problem(
             f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}"
         ))
-    return adapter(request)
+    if system_role is None:
+        return adapter(request)
+    if provider == "openai-chat":
+        return to_openai_chat(request, system_role=system_role)
+    if provider == "openai-responses":
+        return to_openai_responses(request, system_role=system_role)
+    raise InputError(Problem(f"{provider} has no system role option; leave system_role unset"))
