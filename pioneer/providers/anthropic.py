@@ -34,7 +34,7 @@ from .caching import (
 )
 from .layout import Layout, layout
 from .request import ChatMessage, ChatRequest, clean, model_facing
-from .rules import ANTHROPIC_CALL_IDS, map_call_ids, refuse_empty
+from .rules import ANTHROPIC_CALL_IDS, check_not_empty, map_call_ids
 from .system import SystemPart, system_parts
 
 __all__ = ["DEFAULT_MAX_TOKENS", "to_anthropic"]
@@ -123,8 +123,7 @@ def _body(
     request: ChatRequest, system: list[dict[str, Any]], turns: list[dict[str, Any]],
     tools: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    if not turns:
-        raise refuse_empty("anthropic")
+    check_not_empty("anthropic", not turns)
     body: dict[str, Any] = {
         "model": request.model,
         "max_tokens": request.sampling.max_tokens or DEFAULT_MAX_TOKENS,

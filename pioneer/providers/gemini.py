@@ -29,7 +29,7 @@ from typing import Any
 
 from .layout import Layout, layout
 from .request import ChatMessage, ChatRequest, clean, model_facing
-from .rules import refuse_empty
+from .rules import check_not_empty
 from .system import system_parts
 
 __all__ = [
@@ -88,9 +88,8 @@ def to_gemini(request: ChatRequest) -> dict[str, Any]:
         add("model" if message.role == "assistant" else "user", _parts(message, names, plan))
     if plan.turn_start == len(request.messages) and dynamic:
         add("user", dynamic)
-    if not contents:
-        raise refuse_empty("gemini")
-    if contents[0]["role"] == "model" and _calls(contents[0]):
+    check_not_empty("gemini", not contents)
+    if contents and contents[0]["role"] == "model" and _calls(contents[0]):
         # A function call turn must follow a user turn: a history that opens with one
         # (its summary went to systemInstruction) gets a short user turn before it.
         contents.insert(0, {"role": "user", "parts": [{"text": LEAD_TEXT}]})

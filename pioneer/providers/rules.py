@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from ..errors import InputError, Problem
@@ -30,8 +32,10 @@ __all__ = [
     "OPENAI_CHAT_CALL_IDS",
     "OPENAI_CHAT_MAX_STOP",
     "CallIdRule",
+    "check_not_empty",
     "check_stop_count",
     "map_call_ids",
+    "previewing",
     "refuse_empty",
     "safe_call_id",
 ]
@@ -125,6 +129,29 @@ def check_stop_count(request: ChatRequest, provider: str, limit: int) -> None:
             f"{provider} takes at most {limit} stop sequences; sampling.stop has {count}",
             path="sampling → stop",
         ))
+
+
+_PREVIEW: ContextVar[bool] = ContextVar("pioneer_provider_preview", default=False)
+
+
+@contextmanager
+def previewing() -> Iterator[None]:
+    """Build bodies that are looked at, not sent: a request with no conversation is allowed.
+
+    ``pioneer inspect --html`` maps the prompt of a request that has no message yet; the
+    body it lays out is never sent, so the empty-conversation refusal does not apply.
+    """
+    token = _PREVIEW.set(True)
+    try:
+        yield
+    finally:
+        _PREVIEW.reset(token)
+
+
+def check_not_empty(provider: str, empty: bool) -> None:
+    """Refuse a body with no conversation, unless it is only previewed (:func:`previewing`)."""
+    if empty and not _PREVIEW.get():
+        raise refuse_empty(provider)
 
 
 def refuse_empty(provider: str) -> InputError:

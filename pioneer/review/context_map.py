@@ -32,6 +32,7 @@ from ..providers import build_request_body
 from ..providers.caching import DEFAULT_MINIMUM_TOKENS
 from ..providers.layout import turn_start
 from ..providers.request import ChatMessage, ChatRequest
+from ..providers.rules import previewing
 from ..resources import builtin_dir
 from ..tokens import TokenCounter, default_counter
 
@@ -151,6 +152,16 @@ def map_request(
     earlier requests, oldest first; when it is None, against the request the thread's
     previous turn is taken to have sent (:func:`_previous_turn`).
     """
+    with previewing():  # a map may show a prompt before any message is written
+        return _map_request(compiler, request, provider, previous=previous, counter=counter,
+                            title=title, budget=budget)
+
+
+def _map_request(
+    compiler: PromptCompiler, request: ChatRequest, provider: str, *,
+    previous: Sequence[ChatRequest] | None, counter: TokenCounter | None, title: str,
+    budget: tuple[int, int],
+) -> ContextMap:
     counter = counter or default_counter()
     payload = request.compiled_prompt
     if payload is None:
