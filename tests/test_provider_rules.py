@@ -84,7 +84,7 @@ def test_anthropic_and_gemini_refuse_an_empty_conversation(messages: list[ChatMe
 def test_the_cli_refuses_an_empty_anthropic_conversation(tmp_path: Path) -> None:
     code, out, err = run("compile", "--home", str(tmp_path / "home"), "--profile", "none",
                          "--provider", "anthropic", "--model", "m")
-    assert (code, out, err) == (1, "", f"messages: anthropic {EMPTY}\n")
+    assert (code, out, err) == (1, "", f"messages: anthropic {EMPTY}\nerror: 1 problem\n")
 
 
 # -- 2. a prefill ending in whitespace ----------------------------------------
@@ -378,9 +378,11 @@ def test_the_cli_refuses_a_system_role_elsewhere(tmp_path: Path, chat: Path) -> 
     code, out, err = run("compile", "--home", str(tmp_path / "home"), "--provider", "anthropic",
                          "--model", "m", "--messages", str(chat), "--system-role", "developer")
     assert (code, out, err) == (
-        1, "", "--system-role applies to openai-chat and openai-responses, not anthropic\n")
+        2, "", "--system-role applies to openai-chat and openai-responses, not anthropic"
+        "\nerror: 1 problem\n(run `pioneer --help` for usage)\n")
     code, _, err = run("compile", "--home", str(tmp_path / "home"), "--system-role", "system")
-    assert (code, err) == (1, "--system-role needs --provider\n")
+    assert (code, err) == (
+        2, "--system-role needs --provider\nerror: 1 problem\n(run `pioneer --help` for usage)\n")
     request = ChatRequest(model="m", messages=[ChatMessage.user("hi")])
     assert refusal(lambda: build_request_body("gemini", request, system_role="developer")) == (
         "gemini has no system role option; leave system_role unset")
