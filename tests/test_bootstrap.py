@@ -14,7 +14,7 @@ from support import run_cli, within
 
 from pioneer import PioneerError, PromptCompileInput, PromptCompiler, ensure_runtime_home
 from pioneer.compile import bootstrap
-from pioneer.compile.bootstrap import FileReader, load_bootstrap, sanitize
+from pioneer.compile.bootstrap import FileReader, fold_home, load_bootstrap, sanitize
 
 FILES = (("SOUL.md", True), ("IDENTITY.md", True), ("USER.md", False))
 
@@ -247,3 +247,27 @@ def test_trailing_space_is_what_rstrip_removes(text: str) -> None:
     from pioneer.compile.bootstrap import _trailing_space
 
     assert _trailing_space(text) == len(text) - len(text.rstrip())
+
+
+def test_a_heading_shows_the_home_folded_to_a_tilde(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two users' nodes with the same files compile the same stable bytes."""
+    stable = []
+    for user in ("ada", "grace"):
+        folder = tmp_path / user
+        monkeypatch.setenv("HOME", str(folder))
+        runtime = folder / ".pioneer"
+        ensure_runtime_home(runtime)
+        payload = PromptCompiler().compile(PromptCompileInput(workspace_root=runtime))
+        assert "### SOUL.md (~/.pioneer/SOUL.md)" in payload.stable_system_text
+        assert str(folder) not in payload.stable_system_text
+        # The manifest still names the file where it is.
+        assert str(runtime / "SOUL.md") in [e.path for e in payload.manifest.source_manifest]
+        stable.append(payload.stable_system_text)
+    assert stable[0] == stable[1]
+    home = str(tmp_path / "grace")
+    assert fold_home(home) == "~"
+    assert fold_home(home + "/notes/SOUL.md") == "~/notes/SOUL.md"
+    assert fold_home(home + "-other/SOUL.md") == home + "-other/SOUL.md"
+    assert fold_home("relative/SOUL.md") == "relative/SOUL.md"

@@ -322,6 +322,22 @@ _ENTRY_CACHE = 256
 _HASHED_END = 256
 
 
+def fold_home(path: str) -> str:
+    """``path`` with the user's home folder written as ``~`` (other paths unchanged).
+
+    The home is what ``~`` expands to (``HOME`` on POSIX). A path inside it keeps its
+    separators after the ``~``; the home itself becomes ``~``.
+    """
+    home = os.path.expanduser("~").rstrip("/\\")
+    if not home or home == "~":
+        return path
+    if path == home:
+        return "~"
+    if path.startswith(home) and path[len(home):len(home) + 1] in ("/", os.sep):
+        return "~" + path[len(home):]
+    return path
+
+
 @dataclass(frozen=True, slots=True)
 class BootstrapFile:
     """A bootstrap file that survived budgeting.
@@ -336,9 +352,13 @@ class BootstrapFile:
     content: str
     original_chars: int
     truncated: bool
+    #: ``path`` with the user's home folded to ``~`` (:func:`fold_home`): what the block
+    #: heading shows, so every node of a deployment compiles the same stable text.
+    heading_path: str = field(init=False, repr=False, compare=False)
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "heading_path", fold_home(self.path))
         content = self.content
         object.__setattr__(self, "_hash", hash((
             self.name, self.path, len(content), content[:_HASHED_END],
