@@ -82,6 +82,27 @@ def test_a_record_is_written_once(store: SqlStore, payload: CompiledPromptPayloa
     assert TurnRecords(store).get("u1") == first
 
 
+def test_a_saved_record_fills_the_turns_manifest(store: SqlStore,
+                                                payload: CompiledPromptPayload) -> None:
+    assert store.get_turn_prompt_manifest("u1") is None
+    record = _record(payload)
+    TurnRecords(store).save(record)
+    stored = store.get_turn_prompt_manifest("u1")
+    assert stored == record.rounds[-1].manifest.to_json(indent=None)
+    assert stored is not None and '"tokens": 20' in stored  # the counted manifest, as recorded
+
+
+def test_a_record_written_with_its_turn_fills_the_manifest(
+    store: SqlStore, payload: CompiledPromptPayload
+) -> None:
+    records = TurnRecords(store)
+    record = _record(payload, "u2")
+    with records.expecting(record):
+        store.add_turn("t", turn_id="u2", user_text="Again", assistant_text="Sure")
+    assert store.get_turn_prompt_manifest("u2") == record.rounds[-1].manifest.to_json(indent=None)
+    assert records.get("u2") == record
+
+
 @pytest.mark.parametrize(
     ("column", "value", "message"),
     [("manifest", "{not json", "not JSON (Expecting property name enclosed in double quotes)"),

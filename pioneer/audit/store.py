@@ -10,7 +10,8 @@ sorted keys, so a stored record is byte-stable on SQLite and PostgreSQL alike.
 record refers to its turn: :meth:`TurnRecords.save` writes it once the turn is stored,
 and :meth:`TurnRecords.expecting` holds it until the store writes its turn, then writes
 it in the turn's own transaction (the write hook), so the turn and its record commit
-together or not at all.
+together or not at all. Writing a record also sets the turn's ``prompt_manifest`` to the
+last round's manifest, in the same transaction.
 """
 
 from __future__ import annotations
@@ -85,6 +86,12 @@ def write_turn_record(tx: StoreTransaction, record: TurnRecord, *, created_at: s
             for r in record.rounds
         ],
     )
+    if record.rounds:
+        # The turn's manifest is its last round's (the prompt the final reply answered):
+        # filled here, in the record's transaction, so get_turn_prompt_manifest and the
+        # record never disagree.
+        tx.execute("UPDATE turns SET prompt_manifest = ? WHERE turn_id = ?",
+                   (record.rounds[-1].manifest.to_json(indent=None), record.turn_id))
 
 
 def _load(text: str | None) -> Any:
