@@ -32,6 +32,7 @@ from pioneer import (
     ToolSpec,
 )
 from pioneer.providers import PROVIDERS, count_breakpoints, minimum_cacheable_tokens
+from pioneer.providers.rules import previewing
 from pioneer.tokens import default_counter
 
 COMPILER = PromptCompiler(count_tokens=False)
@@ -113,9 +114,12 @@ def test_every_request_starts_with_the_one_before(
         turn_one = body(provider, first, one)
         round_two = body(provider, first, one_round_two)
         turn_two = body(provider, second, two)
-        history_only = _blocks(provider, PROVIDERS[provider](ChatRequest(
-            model=model, compiled_prompt=first.model_copy(update={"dynamic_system_text": ""}),
-            messages=past, tools=tools)))
+        # The prefix alone is only looked at, never sent: with no history turn yet it has
+        # no conversation, which the adapters refuse for a body that is sent.
+        with previewing():
+            history_only = _blocks(provider, PROVIDERS[provider](ChatRequest(
+                model=model, compiled_prompt=first.model_copy(update={"dynamic_system_text": ""}),
+                messages=past, tools=tools)))
         blocks_one, blocks_two = _blocks(provider, turn_one), _blocks(provider, turn_two)
         reused = len(history_only)
         # Tools, stable text, summary and history of this turn open the next turn's body.
