@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import workload
 
 from pioneer import BOUNDARY_MARKER, CompiledPromptPayload, PromptCompiler
-from pioneer.compile.bootstrap import RACY_NS
+from pioneer.compile.bootstrap import RACY_NS, fold_home
 from pioneer.compile.inputs import parse_compile_input
 from pioneer.history import HistoryBudgeter, HistoryLimits, HistoryWindow, SqliteStore
 from pioneer.resources import builtin_dir
@@ -105,6 +105,7 @@ class Workload:
         self.files = {
             name: SimpleNamespace(
                 name=name, path=str(self.home / name),
+                heading_path=fold_home(str(self.home / name)),
                 content=workload.bootstrap_text(name, 0),
             )
             for name in ("SOUL.md", "IDENTITY.md", "USER.md")
