@@ -70,3 +70,18 @@ def example(name: str, page_name: str) -> tuple[str, str | None]:
     match = matches[0]
     prints = _PRINTS.match(text, match.end())
     return match.group(3), prints.group(1) if prints else None
+
+
+def shown(value: object) -> str | None:
+    """How the docs tables write a plain default; ``None`` for one the text describes."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, int):
+        return f"`{value}`"
+    if isinstance(value, str):
+        return f'`"{value}"`'
+    if value == []:
+        return "`[]`"
+    return None

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import get_args
 
 import pytest
-from doc_pages import DOCS, ROOT, Block, blocks, page, pages
+from doc_pages import DOCS, ROOT, Block, blocks, page, pages, shown
 from pydantic import BaseModel
 
 from pioneer import PromptCompileInput, PromptManifest
@@ -170,20 +170,6 @@ def _table(name: str, text: str) -> dict[str, list[str]]:
     return rows
 
 
-def _shown(value: object) -> str | None:
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return f"`{str(value).lower()}`"
-    if isinstance(value, int):
-        return f"`{value}`"
-    if isinstance(value, str):
-        return f'`"{value}"`'
-    if value == []:
-        return "`[]`"
-    return None  # a nested model: the text says what it holds
-
-
 @pytest.mark.parametrize(("model", "page_name", "defaults"),
                          [(PromptCompileInput, "compile-input-and-manifest.md", True),
                           (PromptManifest, "compile-input-and-manifest.md", False)],
@@ -194,7 +180,7 @@ def test_model_table_lists_its_fields(model: type[BaseModel], page_name: str,
     assert list(rows) == list(model.model_fields)
     if defaults:
         for key, info in model.model_fields.items():
-            expected = _shown(info.get_default(call_default_factory=True))
+            expected = shown(info.get_default(call_default_factory=True))
             assert expected is None or rows[key][1] == expected, key
 
 

@@ -8,7 +8,7 @@ import tomllib
 from typing import Any
 
 import pytest
-from doc_pages import ROOT, page
+from doc_pages import ROOT, page, shown
 from pydantic import BaseModel
 
 from pioneer.compile.derived import DerivedProfileSpec, SectionEdit
@@ -35,19 +35,9 @@ def _rows(table: str) -> dict[str, str]:
 
 
 def _shown(value: Any) -> str | None:
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return f"`{str(value).lower()}`"
-    if isinstance(value, int):
-        return f"`{value}`"
-    if isinstance(value, str):
-        return f'`"{value}"`'
-    if value == []:
-        return "`[]`"
     if isinstance(value, PoolSpec):
         return f"`{{ max_chars = {value.max_chars}, max_sections = {value.max_sections} }}`"
-    return None  # a nested table: documented by its own table
+    return shown(value)  # None for a nested table: documented by its own table
 
 
 def test_every_model_has_a_table() -> None:
