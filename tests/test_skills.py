@@ -13,12 +13,15 @@ from hypothesis import strategies as st
 from support import within
 
 from pioneer import PromptCompiler
+from pioneer.sections._macros import call_macro
 from pioneer.sections.skills import (
+    TEMPLATE,
     ActiveSkill,
     Skill,
     build_skills_prompt,
     discover_skills,
     match_path,
+    resolve_skill_outcomes,
     resolve_skills,
 )
 
@@ -77,8 +80,10 @@ def test_block_budget_counts_utf8_bytes(env: jinja2.Environment) -> None:
     assert fits.text == full[:block_end] and not fits.truncated
     over = build_skills_prompt(active, env, max_chars=_size(full[:block_end]) - 1,
                                include_read_skill_hint=False)
-    assert "Skill slug for read_skill" not in over.text
-    assert (over.truncated, over.omitted) == (True, ("user:workspace/météo",))
+    # One byte short: the intro line gives way so the only skill keeps its entry.
+    intro_end = full.index("- Météo\n")
+    assert over.text == "[Skills]\n" + full[intro_end:block_end]
+    assert (over.truncated, over.omitted, over.diagnostics) == (True, (), ())
     assert len(full[:block_end]) < _size(full[:block_end])  # the cap really is bytes
 
 
@@ -114,6 +119,90 @@ def test_hint_cuts_the_text_to_make_room(env: jinja2.Environment) -> None:
     hint = "Before following a skill, call read_skill with its exact slug.\n"
     prompt = build_skills_prompt(active, env, max_chars=300)
     assert prompt.text.endswith("\n" + hint) and _size(prompt.text) <= 300
+
+
+def test_a_tight_budget_keeps_whole_lines_golden(env: jinja2.Environment,
+                                                golden: Callable[[Path, str], None]) -> None:
+    """At 400 bytes the second entry does not fit with the hint: it goes whole, where the
+    text used to be cut inside it ("Use" and then the hint)."""
+    active = [ActiveSkill(_skill("weather"), "path_match"),
+              ActiveSkill(_skill("charts"), "explicit")]
+    prompt = build_skills_prompt(active, env, max_chars=400)
+    golden(GOLDENS / "tight-budget.txt", prompt.text)
+    assert _size(prompt.text) <= 400
+    assert prompt.omitted == ("user:workspace/weather", "user:workspace/charts")
+    assert prompt.truncated and prompt.diagnostics == ()
+
+
+def test_a_budget_too_small_for_any_entry_leaves_the_text_out(env: jinja2.Environment) -> None:
+    active = [ActiveSkill(_skill("weather"), "path_match"),
+              ActiveSkill(_skill("charts"), "explicit")]
+    prompt = build_skills_prompt(active, env, max_chars=120)
+    assert (prompt.text, prompt.truncated) == ("", True)
+    assert prompt.omitted == ("user:workspace/weather", "user:workspace/charts")
+    assert prompt.diagnostics == (
+        "the [Skills] text was left out: its budget of 120 bytes cannot hold the [Skills] "
+        "header and one skill entry (the smallest needs 136 bytes)",)
+    # 136 bytes: the header and the charts entry, nothing else.
+    smallest = build_skills_prompt(active, env, max_chars=136)
+    assert smallest.text.startswith("[Skills]\n- Charts\n")
+    assert _size(smallest.text) == 136 and smallest.diagnostics == ()
+
+
+_names = st.text(st.characters(min_codepoint=ord("a"), max_codepoint=ord("z")), min_size=1,
+                 max_size=12)
+_prose = st.text(st.characters(blacklist_characters="`$\r", blacklist_categories=("Cs",)),
+                 max_size=60)
+
+
+def _lines(text: str) -> list[str]:
+    return text.split("\n")[:-1] if text else []
+
+
+def _is_subsequence(part: list[str], whole: list[str]) -> bool:
+    remaining = iter(whole)
+    return all(any(line == candidate for candidate in remaining) for line in part)
+
+
+@settings(max_examples=150, deadline=None)
+@given(budget=st.integers(0, 1500), hint=st.booleans(),
+       skills=st.lists(st.tuples(_names, _prose, _prose, st.sampled_from(
+           ["explicit", "path_match", "implicit"])), min_size=1, max_size=8,
+                           unique_by=lambda t: t[0]))
+def test_any_budget_keeps_whole_lines_and_whole_slugs(
+    env: jinja2.Environment, budget: int, hint: bool,
+    skills: list[tuple[str, str, str, str]],
+) -> None:
+    active = [ActiveSkill(_skill(name, description=description, body=body), reason)  # type: ignore[arg-type]
+              for name, description, body, reason in skills]
+    prompt = build_skills_prompt(active, env, max_chars=budget, include_read_skill_hint=hint)
+    assert _size(prompt.text) <= max(1, budget)
+    full = build_skills_prompt(active, env, max_chars=10**9, include_read_skill_hint=hint)
+    # What the unbounded text holds, with the truncation note before the hint (or last).
+    reference = _lines(full.text)
+    note = call_macro(env, TEMPLATE, "truncation_note")
+    if note not in reference:
+        reference.insert(len(reference) - 1 if hint else len(reference), note)
+    assert _is_subsequence(_lines(prompt.text), reference)
+    assert prompt.text == "" or prompt.text.startswith("[Skills]\n")
+    ids = {a.skill.skill_id for a in active}
+    assert set(re.findall(r"`((?:system|user|registry):[^`]*)`", prompt.text)) <= ids
+    assert set(re.findall(r"\$((?:system|user|registry):\S+?)(?=: |\])", prompt.text)) <= ids
+    for item in active:
+        skill = item.skill
+        block = call_macro(env, TEMPLATE, "block", skill.name, skill.skill_id,
+                           skill.directory, skill.description.strip()) + "\n"
+        # An entry is whole or absent, and a skill not reported omitted is shown.
+        assert (block in prompt.text) == (f"`{skill.skill_id}`\n  Skill asset" in prompt.text)
+        if skill.skill_id not in prompt.omitted:
+            assert block in prompt.text
+        head = f"[Skill Body: ${skill.skill_id}]\n"
+        if head in prompt.text and skill.body.strip():
+            assert prompt.text.split(head, 1)[1].startswith(skill.body.strip() + "\n")
+    if prompt.text == "":
+        assert prompt.diagnostics and set(prompt.omitted) == ids
+    else:
+        assert any(f"`{i}`\n" in prompt.text for i in ids)  # at least one slug survives
 
 
 @settings(max_examples=50, deadline=None)
@@ -272,3 +361,33 @@ def test_resolution_order_and_rules() -> None:
     by_slug = resolve_skills(skills, explicit=["workspace/hidden"])
     assert [(a.skill.name, a.reason) for a in by_slug] == [("Hidden", "explicit")]
     assert resolve_skills(skills) == []
+
+
+def test_resolution_records_why_every_skill_is_in_or_out() -> None:
+    skills = [
+        _skill("zeta", paths=("**/*.py",)),
+        _skill("hidden", paths=("**/*.py",), disable_model_invocation=True),
+        _skill("chosen", disable_model_invocation=True),
+        _skill("casual"),
+        _skill("shy", user_invocable=False),
+    ]
+    resolution = resolve_skill_outcomes(skills, explicit=["workspace/chosen"],
+                                        touched_paths=["src/a.py"], allow_implicit=True)
+    assert [(o.skill.name, o.status, o.reason) for o in resolution.outcomes] == [
+        ("Chosen", "resolved", "explicit"),
+        ("Zeta", "resolved", "path_match"),
+        ("Casual", "resolved", "implicit"),
+        ("Hidden", "disabled", "disable_model_invocation"),
+        ("Shy", "non_implicit", "not_user_invocable"),
+    ]
+    assert list(resolution.active) == resolve_skills(
+        skills, explicit=["workspace/chosen"], touched_paths=["src/a.py"], allow_implicit=True)
+    off = resolve_skill_outcomes(skills)
+    assert [(o.skill.name, o.status, o.reason) for o in off.outcomes] == [
+        ("Casual", "non_implicit", "implicit_off"),
+        ("Chosen", "disabled", "disable_model_invocation"),
+        ("Hidden", "disabled", "disable_model_invocation"),
+        ("Shy", "non_implicit", "implicit_off"),
+        ("Zeta", "non_implicit", "implicit_off"),
+    ]
+    assert off.active == ()

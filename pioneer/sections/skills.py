@@ -6,16 +6,22 @@ The data types, the renderer and the name of its template live together here.
 ``SKILL.md``: YAML front matter (``name``, ``description``, optional ``paths`` globs,
 ``user-invocable``, ``disable-model-invocation``) between ``---`` lines, then the body.
 A broken skill is skipped and reported as a located :class:`~pioneer.errors.Problem`;
-it never stops the others. :func:`resolve_skills` picks the active skills in order of
-reasons (explicit, then path match, then implicit) and :func:`match_path` is its glob
-(``**`` spans segments, ``*`` stays within one).
+it never stops the others. :func:`resolve_skill_outcomes` decides, for every skill it is
+given, whether it is active and why (explicit, then path match, then implicit) or why
+not (model invocation disabled, or not implicitly invocable), so the turn record keeps
+the decision as made; :func:`resolve_skills` is its active list. :func:`match_path` is
+its glob (``**`` spans segments, ``*`` stays within one).
 
 :func:`build_skills_prompt` turns the active skills (in resolver order) into a
 :class:`SkillsPrompt`: a compact block per skill with its exact ``read_skill`` slug;
 full bodies only for path-matched skills and only when at most ``compact_threshold``
 skills are active; the read_skill footer; a truncation note when anything was left
-out; then the read_skill hint, cutting the text to make room for it. Every length check
-counts UTF-8 bytes; a budget of 0 counts as 1. The words come from
+out; then the read_skill hint, dropping whole pieces from the end to make room for it.
+Every piece is kept whole or left out, so the text is whole lines and a slug is never
+cut; under a budget too tight for any skill entry the intro line, then the hint, give
+way, and when not even the ``[Skills]`` header and one entry fit the text is empty with
+a diagnostic (docs/hooks-and-sections.md, "Skills Runtime"). Every length check counts
+UTF-8 bytes; a budget of 0 counts as 1. The words come from
 ``templates/renderers/skills.md.j2``.
 """
 
@@ -44,13 +50,18 @@ __all__ = [
     "ActivationReason",
     "ActiveSkill",
     "Skill",
+    "ExclusionReason",
     "SkillDiscovery",
+    "SkillOutcome",
+    "SkillResolution",
     "SkillSource",
+    "SkillStatus",
     "SkillsPrompt",
     "build_skills_prompt",
     "discover_skills",
     "match_path",
     "parse_skill",
+    "resolve_skill_outcomes",
     "resolve_skills",
 ]
 
@@ -60,6 +71,13 @@ COMPACT_MODE_THRESHOLD = 6
 
 SkillSource = Literal["system", "user", "registry"]
 ActivationReason = Literal["explicit", "path_match", "implicit"]
+#: What the resolver decided for a skill: active, excluded because model invocation is
+#: disabled, or left out because nothing activates it and it is not implicitly invocable.
+SkillStatus = Literal["resolved", "disabled", "non_implicit"]
+#: Why a skill was left out: ``disable_model_invocation`` (only an explicit request
+#: activates it), ``implicit_off`` (the turn does not allow implicit skills) or
+#: ``not_user_invocable`` (implicit skills are allowed, but not this one).
+ExclusionReason = Literal["disable_model_invocation", "implicit_off", "not_user_invocable"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,35 +113,99 @@ class ActiveSkill:
 
 @dataclass(frozen=True, slots=True)
 class SkillsPrompt:
-    """The built text, whether anything was left out, and the skill ids concerned."""
+    """The built text, whether anything was left out, the skill ids concerned, and why
+    the text is empty when the budget could not hold any skill entry."""
 
     text: str
     truncated: bool
     omitted: tuple[str, ...]
+    diagnostics: tuple[str, ...] = ()
 
 
 def _size(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def _cut(text: str, limit: int) -> str:
-    return text.encode("utf-8")[: max(0, limit)].decode("utf-8", "ignore")
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    """One whole piece of the text; ``skill`` names the skill a block or body belongs to."""
+
+    text: str
+    size: int
+    skill: str | None = None
+    block: bool = False
 
 
-class _Builder:
-    def __init__(self, env: jinja2.Environment, limit: int):
-        self.env = env
-        self.limit = limit
-        self.text = ""
+class _Pieces:
+    """Every piece the text can hold, each rendered once."""
 
-    def piece(self, macro: str, *args: object, lead: str = "") -> str:
-        return lead + call_macro(self.env, TEMPLATE, macro, *args) + "\n"
+    def __init__(self, env: jinja2.Environment, active: Sequence[ActiveSkill],
+                 compact_threshold: int, hint: bool) -> None:
+        def piece(macro: str, *args: object, lead: str = "", skill: str | None = None,
+                  block: bool = False) -> _Piece:
+            text = lead + call_macro(env, TEMPLATE, macro, *args) + "\n"
+            return _Piece(text, _size(text), skill, block)
 
-    def append(self, piece: str) -> bool:
-        if _size(self.text + piece) > self.limit:
+        intro = piece("intro").text
+        first, _, rest = intro.partition("\n")
+        self.header = _Piece(first + "\n", _size(first + "\n"))
+        self.intro = _Piece(rest, _size(rest)) if rest else None
+        self.blocks = [piece("block", a.skill.name, a.skill.skill_id, a.skill.directory,
+                             a.skill.description.strip(), skill=a.skill.skill_id, block=True)
+                       for a in active]
+        self.bodies: list[_Piece] = []
+        #: Skills omitted whatever the budget: above the threshold no body is shown.
+        self.always_omitted: list[str] = []
+        if len(active) <= compact_threshold:
+            matched = sorted((a.skill for a in active if a.reason == "path_match"),
+                             key=lambda s: s.slug)
+            self.bodies = [piece("body", s.skill_id, s.directory, s.body.strip(), lead="\n",
+                                 skill=s.skill_id) for s in matched]
+        else:
+            self.always_omitted = [a.skill.skill_id for a in active]
+        self.footer = piece("footer")
+        self.note = piece("truncation_note")
+        self.hint = piece("hint") if hint else None
+
+
+def _pack(pieces: _Pieces, limit: int, intro: bool,
+          hint: bool) -> tuple[list[_Piece], list[str], bool]:
+    """The pieces that fit in ``limit`` bytes, the skills omitted, and whether the hint
+    is in; the header (and the intro, when asked) stay in front."""
+    placed = [pieces.header]
+    size = pieces.header.size
+    omitted: list[str] = []
+
+    def add(piece: _Piece) -> bool:
+        nonlocal size
+        if size + piece.size > limit:
             return False
-        self.text += piece
+        placed.append(piece)
+        size += piece.size
         return True
+
+    if intro and pieces.intro is not None:
+        add(pieces.intro)
+    frame = len(placed)
+    for piece in (*pieces.blocks, *pieces.bodies):
+        if not add(piece) and piece.skill is not None:
+            omitted.append(piece.skill)
+    omitted.extend(pieces.always_omitted)
+    add(pieces.footer)
+    if omitted:
+        add(pieces.note)
+    hinted = False
+    if hint and pieces.hint is not None:
+        frame_size = sum(p.size for p in placed[:frame])
+        if frame_size + pieces.hint.size <= limit:
+            # Whole pieces give way from the end, so the text stays whole lines.
+            while size + pieces.hint.size > limit:
+                dropped = placed.pop()
+                size -= dropped.size
+                if dropped.skill is not None:
+                    omitted.append(dropped.skill)
+            hinted = add(pieces.hint)
+    return placed, omitted, hinted
 
 
 def build_skills_prompt(
@@ -134,42 +216,29 @@ def build_skills_prompt(
     compact_threshold: int = COMPACT_MODE_THRESHOLD,
     include_read_skill_hint: bool = True,
 ) -> SkillsPrompt:
-    """Build the ``[Skills]`` text for ``active`` within ``max_chars`` UTF-8 bytes."""
+    """Build the ``[Skills]`` text for ``active`` within ``max_chars`` UTF-8 bytes.
+
+    The first arrangement that keeps at least one skill entry wins: the header, intro
+    and hint around the entries; then without the intro line; then without the hint.
+    When none keeps an entry, the text is empty, every skill is omitted, and
+    ``diagnostics`` says how many bytes one entry would need.
+    """
     if not active:
         return SkillsPrompt("", False, ())
-    out = _Builder(env, max(1, max_chars))
-    out.text = out.piece("intro")
-    omitted: list[str] = []
-    for item in active:
-        skill = item.skill
-        block = out.piece("block", skill.name, skill.skill_id, skill.directory,
-                          skill.description.strip())
-        if not out.append(block):
-            omitted.append(skill.skill_id)
-    if len(active) <= compact_threshold:
-        matched = sorted((a.skill for a in active if a.reason == "path_match"),
-                         key=lambda s: s.slug)
-        for skill in matched:
-            body = out.piece("body", skill.skill_id, skill.directory, skill.body.strip(),
-                             lead="\n")
-            if not out.append(body):
-                omitted.append(skill.skill_id)
-    else:
-        omitted.extend(a.skill.skill_id for a in active)
-    out.append(out.piece("footer"))
-    if omitted:
-        out.append(out.piece("truncation_note"))
-    if include_read_skill_hint:
-        hint = out.piece("hint")
-        if not out.append(hint):
-            room = out.limit - _size(hint) - 1
-            kept = _cut(out.text, room)
-            if kept and not kept.endswith("\n"):
-                kept += "\n"
-            out.text = kept + hint
-    # Only a budget smaller than the intro (or the hint) can still be over here.
-    text = _cut(out.text, out.limit)
-    return SkillsPrompt(text, bool(omitted), tuple(dict.fromkeys(omitted)))
+    limit = max(1, max_chars)
+    pieces = _Pieces(env, active, compact_threshold, include_read_skill_hint)
+    hint = pieces.hint is not None
+    for intro, with_hint in dict.fromkeys([(True, hint), (False, hint), (False, False)]):
+        placed, omitted, hinted = _pack(pieces, limit, intro, with_hint)
+        if any(p.block for p in placed):
+            cut = (pieces.intro is not None and pieces.intro not in placed) or hint != hinted
+            return SkillsPrompt("".join(p.text for p in placed), bool(omitted) or cut,
+                                tuple(dict.fromkeys(omitted)))
+    need = pieces.header.size + min(p.size for p in pieces.blocks)
+    message = (f"the [Skills] text was left out: its budget of {limit} bytes cannot hold "
+               f"the [Skills] header and one skill entry (the smallest needs {need} bytes)")
+    return SkillsPrompt("", True, tuple(dict.fromkeys(a.skill.skill_id for a in active)),
+                        (message,))
 
 
 SKILL_FILE = "SKILL.md"
@@ -343,6 +412,62 @@ def match_path(glob: str, path: str) -> bool:
     return _match(_segments(glob), _segments(path))
 
 
+@dataclass(frozen=True, slots=True)
+class SkillOutcome:
+    """What the resolver decided for one skill: ``resolved`` with its activation reason,
+    or ``disabled`` / ``non_implicit`` with the reason it was left out."""
+
+    skill: Skill
+    status: SkillStatus
+    reason: ActivationReason | ExclusionReason
+
+
+@dataclass(frozen=True, slots=True)
+class SkillResolution:
+    """The skills active for a turn, and the outcome for every skill considered."""
+
+    #: Active skills, sorted by reason, then skill id.
+    active: tuple[ActiveSkill, ...]
+    #: Every skill given to the resolver: the active ones in that order, then the rest
+    #: by skill id.
+    outcomes: tuple[SkillOutcome, ...]
+
+
+def resolve_skill_outcomes(
+    skills: Iterable[Skill],
+    *,
+    explicit: Sequence[str] = (),
+    touched_paths: Sequence[str] = (),
+    allow_implicit: bool = False,
+) -> SkillResolution:
+    """Decide every skill of ``skills`` for a turn.
+
+    ``explicit`` names skills by skill id (``user:workspace/weather``) or slug. A skill
+    that disables model invocation is only ever active when named explicitly; one that
+    is neither named nor matched by a touched path is active only when ``allow_implicit``
+    and it is user-invocable.
+    """
+    named = set(explicit)
+    active: list[ActiveSkill] = []
+    left_out: list[SkillOutcome] = []
+    for skill in skills:
+        if skill.skill_id in named or skill.slug in named:
+            active.append(ActiveSkill(skill, "explicit"))
+        elif skill.disable_model_invocation:
+            left_out.append(SkillOutcome(skill, "disabled", "disable_model_invocation"))
+        elif any(match_path(g, p) for g in skill.paths for p in touched_paths):
+            active.append(ActiveSkill(skill, "path_match"))
+        elif allow_implicit and skill.user_invocable:
+            active.append(ActiveSkill(skill, "implicit"))
+        else:
+            why: ExclusionReason = "not_user_invocable" if allow_implicit else "implicit_off"
+            left_out.append(SkillOutcome(skill, "non_implicit", why))
+    active.sort(key=lambda a: (_RANK[a.reason], a.skill.skill_id))
+    left_out.sort(key=lambda o: o.skill.skill_id)
+    outcomes = [SkillOutcome(a.skill, "resolved", a.reason) for a in active]
+    return SkillResolution(tuple(active), (*outcomes, *left_out))
+
+
 def resolve_skills(
     skills: Iterable[Skill],
     *,
@@ -350,23 +475,7 @@ def resolve_skills(
     touched_paths: Sequence[str] = (),
     allow_implicit: bool = False,
 ) -> list[ActiveSkill]:
-    """The skills active for a turn, sorted by reason, then skill id.
-
-    ``explicit`` names skills by skill id (``user:workspace/weather``) or slug. A skill
-    that disables model invocation is only ever active when named explicitly.
-    """
-    named = set(explicit)
-    active: list[ActiveSkill] = []
-    for skill in skills:
-        reason: ActivationReason | None = None
-        if skill.skill_id in named or skill.slug in named:
-            reason = "explicit"
-        elif skill.disable_model_invocation:
-            continue
-        elif any(match_path(g, p) for g in skill.paths for p in touched_paths):
-            reason = "path_match"
-        elif allow_implicit and skill.user_invocable:
-            reason = "implicit"
-        if reason is not None:
-            active.append(ActiveSkill(skill, reason))
-    return sorted(active, key=lambda a: (_RANK[a.reason], a.skill.skill_id))
+    """The skills active for a turn, sorted by reason, then skill id (the active list of
+    :func:`resolve_skill_outcomes`)."""
+    return list(resolve_skill_outcomes(skills, explicit=explicit, touched_paths=touched_paths,
+                                       allow_implicit=allow_implicit).active)
