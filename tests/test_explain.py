@@ -29,6 +29,7 @@ from pioneer import (
     compile_turn,
 )
 from pioneer.audit import (
+    ExecutionSecurity,
     HistorySnapshot,
     ReportedUsage,
     SkillsSnapshot,
@@ -38,9 +39,9 @@ from pioneer.audit import (
 )
 from pioneer.audit.explain import explain_turn, render_json
 from pioneer.cli import main
+from pioneer.errors import InputError
 from pioneer.providers import build_request_body
 from pioneer.sections import (
-    ActiveSkill,
     MemoryItem,
     MemoryRecall,
     PermissionProfile,
@@ -48,6 +49,7 @@ from pioneer.sections import (
     build_skills_prompt,
     render_memory_recall,
 )
+from pioneer.sections.skills import resolve_skill_outcomes
 from pioneer.tools import ToolCatalog, TurnTools
 
 GOLDENS = Path(__file__).parent / "goldens" / "explain"
@@ -107,11 +109,18 @@ def _agent_turn(compiler: PromptCompiler, provider: str,
                            assistant_text=f"answer {number} " * 80)
         limits = HistoryLimits.from_tokens(1400, 400, low_water=1.0)  # keep all that fits
         decision = HistoryBudgeter(store, limits).build("thread-1")
-        skill = Skill("workspace/weather", "Weather", "Forecasts for a city.", "skills/weather",
-                      paths=("**/*.csv",))
-        active = [ActiveSkill(skill, "path_match")]
-        skills_prompt = build_skills_prompt(active, compiler.templates.env)
+        skills = [
+            Skill("workspace/weather", "Weather", "Forecasts for a city.", "skills/weather",
+                  paths=("**/*.csv",)),
+            Skill("workspace/deploy", "Deploy", "Ship a release.", "skills/deploy",
+                  paths=("**/*.csv",), disable_model_invocation=True),
+            Skill("workspace/notes", "Notes", "Keep notes.", "skills/notes"),
+        ]
+        resolution = resolve_skill_outcomes(skills, touched_paths=["data/oslo.csv"])
+        skills_prompt = build_skills_prompt(resolution.active, compiler.templates.env)
         permissions = PermissionProfile(mode="workspace_write", network="ask")
+        security = ExecutionSecurity.from_profile(permissions, source="workspace policy",
+                                                  sandbox="workspace container")
         catalog = ToolCatalog.build([
             ToolSpec(name="read_file", description="Read a file."),
             ToolSpec(name="memory_search", description="Search memories."),
@@ -121,8 +130,8 @@ def _agent_turn(compiler: PromptCompiler, provider: str,
         tools = TurnTools(catalog)
         audit = TurnAudit("turn-5", "thread-1", "agent",
                           history=HistorySnapshot.from_decision(decision),
-                          permissions=permissions,
-                          skills=SkillsSnapshot.from_resolution(active, skills_prompt))
+                          security=security,
+                          skills=SkillsSnapshot.from_resolution(resolution, skills_prompt))
         compile_input = PromptCompileInput(workspace_root=Path("home"),
                                            skills_prompt=skills_prompt.text)
         messages = [ChatMessage(role=m.role, content=m.content) for m in decision.messages]
@@ -270,6 +279,8 @@ def test_a_chat_turn_has_no_tools_and_nothing_to_compare(workspace: Path,
     assert "   round 1: 0 visible tools: none\n     hidden: none; Hidden Tool Domains " \
         "section not rendered" in out
     assert blocks[7] == ("7. permissions\n   profile not recorded\n"
+                         "   execution security: no permission profile given; source not "
+                         "given; sandbox not given\n"
                          "   Current Permissions section: not rendered")
     assert blocks[-1] == "9. changes\n   one round: nothing to compare\n"
 
@@ -328,7 +339,7 @@ def test_permissions_step_says_why_the_section_is_absent(
                                                      profile=profile),
                         permissions=permissions)
     step = next(s for s in explain_turn(record).steps if s.name == "permissions")
-    assert step.lines[1] == line
+    assert step.lines[-1] == line
 
 
 def test_a_stable_change_between_rounds_is_called_out(workspace: Path,
@@ -367,3 +378,77 @@ def test_the_cache_plan_names_the_stable_section_that_broke_the_cache(
     step = next(s for s in explain_turn(audit.record()).steps if s.name == "provider")
     assert "    cache broken at block 0 messages[0] (system): stable section user_persona " \
         "changed" in step.lines
+
+
+def test_json_carries_the_skill_outcomes_and_the_security_snapshot(
+    workspace: Path, compiler: PromptCompiler
+) -> None:
+    turn = _agent_turn(compiler, "anthropic", MEMORY_ROUNDS[:1])
+    code, out, _ = _explain("turn-5", "--db", str(turn.db), "--json")
+    assert code == 0
+    steps = {step["step"]: step for step in json.loads(out)["steps"]}
+    assert steps["skills"]["skills"]["outcomes"] == [
+        {"skill_id": "user:workspace/weather", "status": "resolved", "reason": "path_match"},
+        {"skill_id": "user:workspace/deploy", "status": "disabled",
+         "reason": "disable_model_invocation"},
+        {"skill_id": "user:workspace/notes", "status": "non_implicit", "reason": "implicit_off"},
+    ]
+    security = steps["permissions"]["security"]
+    assert {key: security[key] for key in ("source", "sandbox", "ask", "deny", "guidance")} == {
+        "source": "workspace policy", "sandbox": "workspace container", "ask": ["network"],
+        "deny": [], "guidance": True}
+    assert security["profile"] == steps["permissions"]["profile"]
+    assert security["profile"]["network"] == "ask"
+
+
+def test_skills_step_says_why_each_skill_was_left_out(workspace: Path,
+                                                      compiler: PromptCompiler) -> None:
+    skills = [Skill("workspace/casual", "Casual", "Chat.", "skills/casual"),
+              Skill("workspace/shy", "Shy", "Only on request.", "skills/shy",
+                    user_invocable=False)]
+    resolution = resolve_skill_outcomes(skills, allow_implicit=True)
+    prompt = build_skills_prompt(resolution.active, compiler.templates.env, max_chars=60)
+    record = _one_round(compiler, PromptCompileInput(workspace_root=Path("home"),
+                                                     skills_prompt=prompt.text))
+    record = record.model_copy(update={
+        "skills": SkillsSnapshot.from_resolution(resolution, prompt)})
+    step = next(s for s in explain_turn(record).steps if s.name == "skills")
+    assert step.lines == (
+        "1 skill resolved: user:workspace/casual (implicit)",
+        "1 skill left out of the 2 skills considered:",
+        "  non-implicit user:workspace/shy: not named and no touched path matched; not "
+        "user-invocable, so never implicit",
+        "left out of the full text: user:workspace/casual",
+        "diagnostic: the [Skills] text was left out: its budget of 60 bytes cannot hold the "
+        "[Skills] header and one skill entry (the smallest needs 125 bytes)",
+        "Skills Runtime section: not rendered; the text was cut to its budget",
+    )
+
+
+def test_a_snapshot_of_an_active_list_says_what_was_not_recorded(
+    workspace: Path, compiler: PromptCompiler
+) -> None:
+    record = _one_round(compiler, PromptCompileInput(workspace_root=Path("home")))
+    active = resolve_skill_outcomes(
+        [Skill("workspace/casual", "Casual", "Chat.", "skills/casual")],
+        allow_implicit=True).active
+    record = record.model_copy(update={"skills": SkillsSnapshot.from_resolution(active)})
+    step = next(s for s in explain_turn(record).steps if s.name == "skills")
+    assert step.lines[:2] == (
+        "1 skill resolved: user:workspace/casual (implicit)",
+        "skills left out: not recorded (the record keeps only the active skills)",
+    )
+    assert step.data["skills"]["outcomes"] is None
+
+
+def test_a_security_snapshot_must_be_of_the_profile_given(workspace: Path) -> None:
+    with pytest.raises(InputError) as caught:
+        TurnAudit("u1", "t", "chat", permissions=PermissionProfile(mode="read_only"),
+                  security=ExecutionSecurity.from_profile(PermissionProfile()))
+    assert str(caught.value) == (
+        "TurnAudit → security → profile: the execution security snapshot is of another "
+        "permission profile than the one given")
+    audit = TurnAudit("u1", "t", "chat", security=ExecutionSecurity.from_profile(
+        PermissionProfile(mode="read_only", shell_command="deny"), source="admin"))
+    assert audit.permissions == PermissionProfile(mode="read_only", shell_command="deny")
+    assert audit.security.deny == ["shell_command"]

@@ -151,7 +151,7 @@ def test_a_budget_too_small_for_any_entry_leaves_the_text_out(env: jinja2.Enviro
 
 _names = st.text(st.characters(min_codepoint=ord("a"), max_codepoint=ord("z")), min_size=1,
                  max_size=12)
-_prose = st.text(st.characters(blacklist_characters="`$\r", blacklist_categories=("Cs",)),
+_prose = st.text(st.characters(blacklist_characters="`$\r", blacklist_categories=["Cs"]),
                  max_size=60)
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,14 +24,27 @@ from pioneer import (
     ToolCall,
     ToolSpec,
 )
-from pioneer.audit import HistorySnapshot, TurnAudit, TurnRecord, TurnRecords, provider_shape
+from pioneer.audit import (
+    ExecutionSecurity,
+    HistorySnapshot,
+    SkillsSnapshot,
+    TurnAudit,
+    TurnRecord,
+    TurnRecords,
+    provider_shape,
+)
+from pioneer.audit.explain import explain_turn, render_text
 from pioneer.errors import InputError
 from pioneer.history import MIGRATIONS
 from pioneer.history.sql_store import SqlStore
+from pioneer.history.store import StoreTransaction
 from pioneer.providers import CacheOptions, build_request_body
+from pioneer.sections import PermissionProfile, Skill
+from pioneer.sections.skills import resolve_skill_outcomes
 from pioneer.tools import ToolCatalog, TurnTools
 
 SYSTEM = CacheOptions(dynamic_placement="system")
+GOLDENS = Path(__file__).parent / "goldens" / "explain"
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +55,9 @@ def payload(tmp_path_factory: pytest.TempPathFactory) -> CompiledPromptPayload:
 
 
 def _record(payload: CompiledPromptPayload, turn_id: str = "u1",
-            thread_id: str = "t") -> TurnRecord:
+            thread_id: str = "t", **audit_options: object) -> TurnRecord:
     request = ChatRequest(model="m", compiled_prompt=payload, messages=[ChatMessage.user("Hi")])
-    audit = TurnAudit(turn_id, thread_id, "chat")
+    audit = TurnAudit(turn_id, thread_id, "chat", **audit_options)  # type: ignore[arg-type]
     audit.add_round(payload.manifest, request, "anthropic", build_request_body("anthropic",
                                                                                 request))
     return audit.record()
@@ -142,6 +156,94 @@ def test_a_version_1_database_gains_the_record_tables(tmp_path: Path,
         TurnRecords(upgraded).save(_record(payload))
         assert TurnRecords(upgraded).get("u1") == _record(payload)
         assert len(upgraded.get_thread_conversation_history("t")) == 1
+
+
+def _decided(payload: CompiledPromptPayload) -> TurnRecord:
+    """A record with a skills decision and an execution security snapshot."""
+    resolution = resolve_skill_outcomes([
+        Skill("workspace/weather", "Weather", "Forecasts.", "skills/weather", paths=("*.csv",)),
+        Skill("workspace/deploy", "Deploy", "Ship it.", "skills/deploy",
+              disable_model_invocation=True),
+        Skill("workspace/notes", "Notes", "Keep notes.", "skills/notes"),
+    ], touched_paths=["oslo.csv"])
+    profile = PermissionProfile(mode="read_only", file_write="deny", shell_command="ask",
+                                denied_tools=("rm",))
+    return _record(payload, skills=SkillsSnapshot.from_resolution(resolution),
+                   security=ExecutionSecurity.from_profile(profile, source="admin policy",
+                                                           sandbox="read-only container"))
+
+
+def test_skill_outcomes_and_the_security_snapshot_read_back(
+    store: SqlStore, payload: CompiledPromptPayload, golden: Callable[[Path, str], None]
+) -> None:
+    record = _decided(payload)
+    TurnRecords(store).save(record)
+    stored = TurnRecords(store).get("u1")
+    assert stored == record
+    assert stored is not None and stored.security is not None
+    assert (stored.security.ask, stored.security.deny) == (["shell_command"], ["file_write"])
+    assert stored.skills is not None and stored.skills.outcomes is not None
+    assert [(o.skill_id, o.status) for o in stored.skills.outcomes] == [
+        ("user:workspace/weather", "resolved"), ("user:workspace/deploy", "disabled"),
+        ("user:workspace/notes", "non_implicit")]
+    blocks = render_text(explain_turn(stored)).split("\n\n")
+    golden(GOLDENS / "decided-record.txt",
+           "\n\n".join(b for b in blocks if b.startswith(("4. ", "7. "))) + "\n")
+
+
+def test_a_version_5_database_keeps_its_records_readable(
+    tmp_path: Path, payload: CompiledPromptPayload
+) -> None:
+    """A record stored before the security column existed reads back after the upgrade,
+    its snapshot not recorded."""
+    from pioneer.audit.store import _json
+
+    path = tmp_path / "old.db"
+    record = _record(payload, permissions=PermissionProfile(mode="read_only"))
+    round_ = record.rounds[0]
+    with SqliteStore(path, migrations=MIGRATIONS[:5]) as old:
+        old.ensure_thread("t")
+        old.add_turn("t", turn_id="u1", user_text="Hi", assistant_text="Hello")
+
+        def insert(tx: StoreTransaction) -> None:
+            tx.execute("INSERT INTO turn_records (turn_id, thread_id, mode, permissions, "
+                       "created_at) VALUES ('u1', 't', 'chat', ?, 'then')",
+                       (_json(record.permissions),))
+            tx.execute("INSERT INTO turn_rounds (turn_id, round, manifest, visible_tools, "
+                       "hidden_domains, provider, calls, cache) VALUES "
+                       "('u1', 1, ?, '[]', '[]', ?, '[]', ?)",
+                       (round_.manifest.to_json(indent=None), _json(round_.provider),
+                        _json(round_.cache)))
+
+        old.write(insert)
+    with SqliteStore(path) as upgraded:
+        stored = TurnRecords(upgraded).get("u1")
+    assert stored == record.model_copy(update={"security": None})
+    [step] = [s for s in explain_turn(stored).steps if s.name == "permissions"]
+    assert step.lines[1] == ("execution security: not recorded (a record written before "
+                             "the snapshot was kept)")
+    assert step.data["security"] is None
+
+
+def test_an_older_record_reads_and_explains_what_it_lacks(
+    store: SqlStore, payload: CompiledPromptPayload, golden: Callable[[Path, str], None]
+) -> None:
+    """A row written before outcomes and the security snapshot were kept: the skills
+    column without ``outcomes`` and ``diagnostics``, the security column NULL."""
+    record = _decided(payload)
+    TurnRecords(store).save(record)
+    old_skills = json.dumps({"active": [{"reason": "path_match",
+                                         "skill_id": "user:workspace/weather"}],
+                             "omitted": [], "truncated": False}, sort_keys=True)
+    store.write(lambda tx: tx.execute(
+        "UPDATE turn_records SET skills = ?, security = NULL WHERE turn_id = ?",
+        (old_skills, "u1")))
+    stored = TurnRecords(store).get("u1")
+    assert stored is not None and stored.security is None
+    assert stored.skills is not None and stored.skills.outcomes is None
+    blocks = render_text(explain_turn(stored)).split("\n\n")
+    golden(GOLDENS / "older-record.txt",
+           "\n\n".join(b for b in blocks if b.startswith(("4. ", "7. "))) + "\n")
 
 
 def test_history_is_kept_as_counts_never_text(store: SqliteStore) -> None:

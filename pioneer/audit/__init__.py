@@ -23,12 +23,14 @@ from .cache_report import (
 )
 from .provider_shape import CARRIERS, provider_shape
 from .record import (
+    ExecutionSecurity,
     HiddenDomain,
     HistoryMessageRecord,
     HistorySnapshot,
     ProviderShape,
     ReportedUsage,
     RoundRecord,
+    SkillOutcomeRecord,
     SkillRecord,
     SkillsSnapshot,
     SystemPartRecord,
@@ -45,6 +47,7 @@ __all__ = [
     "BlockStatus",
     "CacheBlock",
     "CachePlan",
+    "ExecutionSecurity",
     "FirstDifference",
     "HiddenDomain",
     "HistoryMessageRecord",
@@ -53,6 +56,7 @@ __all__ = [
     "ReportedUsage",
     "RoundRecord",
     "SectionDigest",
+    "SkillOutcomeRecord",
     "SkillRecord",
     "SkillsSnapshot",
     "SystemPartRecord",

@@ -2,13 +2,15 @@
 
 Takes a :class:`~pioneer.audit.record.TurnRecord` (read back from the store); gives an
 :class:`Explanation`, the steps of "why did the model say that?" in order: the thread
-mode; whether history was kept, compressed or truncated; the sections and diagnostics
-of the first round's manifest; the skills resolved; the memory hook contributions; the
-visible tools of every round and how each call was judged; the permission profile and
-whether Current Permissions was rendered; the provider mapping (stable/dynamic split,
-cache breakpoints); and whether the dynamic sections changed between rounds, read from
-the manifests' fingerprints. Each step is data first (``--json``) and the text is
-rendered from that data, so both say the same. Nothing is recompiled or guessed.
+mode; whether history was kept, compressed or truncated; the sections and diagnostics of
+the first round's manifest; the skills decision (each skill considered: resolved and
+why, disabled, or not implicitly invocable); the memory hook contributions; the visible
+tools of every round and how each call was judged; the permission profile, the execution
+security snapshot and whether Current Permissions was rendered; the provider mapping
+(stable/dynamic split, cache breakpoints); and whether the dynamic sections changed
+between rounds, read from the manifests' fingerprints. Each step is data first
+(``--json``) and the text is rendered from that data, so both say the same. Nothing is
+recompiled or guessed.
 """
 
 from __future__ import annotations
@@ -20,10 +22,18 @@ from typing import Any
 
 from ..compile.manifest import HookSourceEntry, PromptManifest
 from ..errors import counted
-from ..sections.permissions import GUIDANCE_AXES, PermissionProfile
+from ..sections.permissions import AXES, GUIDANCE_AXES, PermissionProfile
 from ..sections.tool_domains import SECTION_ID as HIDDEN_DOMAINS_ID
 from .cache_report import CachePlan
-from .record import HistorySnapshot, ReportedUsage, RoundRecord, ToolCallRecord, TurnRecord
+from .record import (
+    ExecutionSecurity,
+    HistorySnapshot,
+    ReportedUsage,
+    RoundRecord,
+    SkillsSnapshot,
+    ToolCallRecord,
+    TurnRecord,
+)
 
 __all__ = ["Explanation", "Step", "explain_turn", "render_json", "render_text"]
 
@@ -163,11 +173,35 @@ def _skills(record: TurnRecord) -> Step:
                     ("resolution not recorded", section))
     active = ", ".join(f"{a.skill_id} ({a.reason})" for a in s.active)
     lines = [f"{counted(len(s.active), 'skill')} resolved" + (f": {active}" if active else "")]
+    lines += _left_out(s)
     if s.omitted:
         lines.append(f"left out of the full text: {', '.join(s.omitted)}")
+    lines += [f"diagnostic: {message}" for message in s.diagnostics]
     lines.append(section + ("; the text was cut to its budget" if s.truncated else ""))
     return Step("skills", {"skills": s.model_dump(mode="json"), "rendered_in_rounds": rendered},
                 tuple(lines))
+
+
+_LEFT_OUT_WORDS = {
+    "disable_model_invocation": "model invocation is disabled; only an explicit request "
+    "activates it",
+    "implicit_off": "not named and no touched path matched; the turn allows no implicit skills",
+    "not_user_invocable": "not named and no touched path matched; not user-invocable, so never "
+    "implicit",
+}
+
+
+def _left_out(s: SkillsSnapshot) -> list[str]:
+    """The skills the resolver left out, and why, as it decided."""
+    if s.outcomes is None:
+        return ["skills left out: not recorded (the record keeps only the active skills)"]
+    out = [o for o in s.outcomes if o.status != "resolved"]
+    considered = counted(len(s.outcomes), "skill")
+    if not out:
+        return [f"skills left out: none of the {considered} considered"]
+    return [f"{counted(len(out), 'skill')} left out of the {considered} considered:",
+            *(f"  {o.status.replace('_', '-')} {o.skill_id}: {_LEFT_OUT_WORDS[o.reason]}"
+              for o in out)]
 
 
 def _memory(record: TurnRecord) -> Step:
@@ -241,18 +275,21 @@ def _permissions(record: TurnRecord) -> Step:
     rendered = _rounds_with(record, "current_permissions")
     total = len(record.rounds)
     p = record.permissions
+    security = record.security
     section = f"Current Permissions section: {_rendered(rendered, total)}"
-    if p is None:
-        return Step("permissions", {"profile": None, "rendered_in_rounds": rendered},
-                    ("profile not recorded", section))
-    if not rendered:
-        section += (" (full access with nothing narrowed)"
-                    if p.mode == "full_access" and not p.narrowed()
-                    else " although the profile narrows access (the prompt profile has no "
-                    "place for it, or the caller gave its own text)")
-    return Step("permissions",
-                {"profile": p.model_dump(mode="json"), "rendered_in_rounds": rendered},
-                (_profile_line(p), section))
+    data: dict[str, Any] = {
+        "profile": p.model_dump(mode="json") if p is not None else None,
+        "security": security.model_dump(mode="json") if security is not None else None,
+        "rendered_in_rounds": rendered,
+    }
+    lines = [_profile_line(p) if p is not None else "profile not recorded",
+             *_security_lines(security)]
+    if p is not None and not rendered:
+        due = security.guidance if security is not None else p.guidance()
+        section += (" although the profile narrows access (the prompt profile has no place "
+                    "for it, or the caller gave its own text)" if due
+                    else " (full access with nothing narrowed)")
+    return Step("permissions", data, (*lines, section))
 
 
 def _profile_line(p: PermissionProfile) -> str:
@@ -262,6 +299,23 @@ def _profile_line(p: PermissionProfile) -> str:
     parts += [f"{name}: {', '.join(getattr(p, name))}"
               for name in ("allowed_tools", "denied_tools", "allowed_paths") if getattr(p, name)]
     return "profile: " + "; ".join(parts) + ("" if len(parts) > 1 else "; nothing narrowed")
+
+
+def _security_lines(security: ExecutionSecurity | None) -> list[str]:
+    """The execution security snapshot: every axis, approvals, refusals, source, sandbox."""
+    if security is None:
+        return ["execution security: not recorded (a record written before the snapshot "
+                "was kept)"]
+    said = f"source {security.source or 'not given'}; sandbox {security.sandbox or 'not given'}"
+    p = security.profile
+    if p is None:
+        return [f"execution security: no permission profile given; {said}"]
+    return [
+        f"execution security: mode {p.mode}; {said}",
+        "  axes: " + ", ".join(f"{axis} {getattr(p, axis)}" for axis in AXES),
+        f"  approval asked for: {', '.join(security.ask) or 'nothing'}; "
+        f"denied: {', '.join(security.deny) or 'nothing'}",
+    ]
 
 
 def _provider(record: TurnRecord) -> Step:

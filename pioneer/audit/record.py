@@ -1,7 +1,9 @@
 """The turn record: what the store keeps so a turn can be explained later.
 
 One :class:`TurnRecord` per turn: the thread mode, the history decision (counts and
-tokens, never the message text), the permission snapshot, the skills resolved, and one
+tokens, never the message text), the permission profile and the execution security
+snapshot, the skills decision (each skill considered: resolved and why, or left out and
+why), and one
 :class:`RoundRecord` per provider round with that round's prompt manifest, visible tools,
 still-hidden domains, the provider shape sent and how each tool call was judged. These
 are edge models (stored as JSON, printed by ``pioneer explain --json``), so they are
@@ -17,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from ..compile.manifest import PromptManifest
-from ..sections.permissions import PermissionProfile
-from ..sections.skills import ActivationReason
+from ..sections.permissions import AXES, PermissionProfile
+from ..sections.skills import ActivationReason, ExclusionReason, SkillResolution, SkillStatus
 from ..text import EDGE_CONFIG
 from .cache_report import CachePlan
 
@@ -29,12 +31,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROVIDER_NAMES",
+    "ExecutionSecurity",
     "HiddenDomain",
     "HistoryMessageRecord",
     "HistorySnapshot",
     "ProviderShape",
     "ReportedUsage",
     "RoundRecord",
+    "SkillOutcomeRecord",
     "SkillRecord",
     "SkillsSnapshot",
     "SystemPartRecord",
@@ -107,23 +111,104 @@ class SkillRecord(BaseModel):
     reason: ActivationReason = Field(description="Why it is active.")
 
 
+class SkillOutcomeRecord(BaseModel):
+    """What the resolver decided for one skill it was given."""
+
+    model_config = EDGE_CONFIG
+    skill_id: str = Field(description="The exact read_skill value, {source}:{slug}.")
+    status: SkillStatus = Field(
+        description="resolved: active; disabled: model invocation is disabled and it was not "
+        "named; non_implicit: nothing activated it and it is not implicitly invocable."
+    )
+    reason: ActivationReason | ExclusionReason = Field(
+        description="resolved: explicit, path_match or implicit; disabled: "
+        "disable_model_invocation; non_implicit: implicit_off (the turn allows no implicit "
+        "skills) or not_user_invocable."
+    )
+
+
 class SkillsSnapshot(BaseModel):
-    """The skills resolved for the turn and what the Skills Runtime text left out."""
+    """The skills decision of the turn and what the Skills Runtime text left out."""
 
     model_config = EDGE_CONFIG
     active: list[SkillRecord] = Field(description="Active skills in resolver order.")
+    outcomes: list[SkillOutcomeRecord] | None = Field(
+        default=None,
+        description="Every skill the resolver was given, active ones first (None: not "
+        "recorded, in records written before outcomes were kept or built from an active list).",
+    )
     omitted: list[str] = Field(default_factory=list, description="Skill ids left out or cut.")
     truncated: bool = Field(default=False, description="Whether the skills text was cut.")
+    diagnostics: list[str] = Field(
+        default_factory=list, description="Why the skills text was left out, when it was."
+    )
 
     @classmethod
     def from_resolution(
-        cls, active: Sequence[ActiveSkill], prompt: SkillsPrompt | None = None
+        cls, resolution: SkillResolution | Sequence[ActiveSkill],
+        prompt: SkillsPrompt | None = None,
     ) -> SkillsSnapshot:
-        """The snapshot of the resolver's choice and the built ``[Skills]`` text."""
+        """The snapshot of the resolver's decision and the built ``[Skills]`` text.
+
+        A :class:`~pioneer.sections.skills.SkillResolution` keeps the outcome of every
+        skill considered; a bare active list keeps only the active skills.
+        """
+        if isinstance(resolution, SkillResolution):
+            active: Sequence[ActiveSkill] = resolution.active
+            outcomes: list[SkillOutcomeRecord] | None = [
+                SkillOutcomeRecord(skill_id=o.skill.skill_id, status=o.status, reason=o.reason)
+                for o in resolution.outcomes]
+        else:
+            active, outcomes = resolution, None
         return cls(
             active=[SkillRecord(skill_id=a.skill.skill_id, reason=a.reason) for a in active],
+            outcomes=outcomes,
             omitted=list(prompt.omitted) if prompt else [],
             truncated=prompt.truncated if prompt else False,
+            diagnostics=list(prompt.diagnostics) if prompt else [],
+        )
+
+
+class ExecutionSecurity(BaseModel):
+    """The execution security the turn ran under, as known when the turn started.
+
+    The permission profile with every axis, what it leaves to an approval (``ask``) or
+    refuses (``deny``), whether it calls for the Current Permissions section, and what
+    the application says about where the profile came from and the sandbox its tools
+    run in. pioneer tells the model these limits; the application enforces them.
+    """
+
+    model_config = EDGE_CONFIG
+    profile: PermissionProfile | None = Field(
+        description="The permission profile in force (None: the application gave none)."
+    )
+    source: str | None = Field(
+        default=None, description="Who set the profile, as the application names it."
+    )
+    sandbox: str | None = Field(
+        default=None,
+        description="The sandbox the application runs the turn's tools in, as it names it.",
+    )
+    ask: list[str] = Field(default_factory=list,
+                           description="Axes that need an approval, in axis order.")
+    deny: list[str] = Field(default_factory=list, description="Axes refused, in axis order.")
+    guidance: bool = Field(
+        default=False,
+        description="Whether the profile calls for the Current Permissions section "
+        "(anything but plain full access with nothing narrowed).",
+    )
+
+    @classmethod
+    def from_profile(cls, profile: PermissionProfile | None, *, source: str | None = None,
+                     sandbox: str | None = None) -> ExecutionSecurity:
+        """The snapshot of ``profile`` (None: no profile given)."""
+        if profile is None:
+            return cls(profile=None, source=source, sandbox=sandbox)
+        return cls(
+            profile=profile, source=source, sandbox=sandbox,
+            ask=[axis for axis in AXES if getattr(profile, axis) == "ask"],
+            deny=[axis for axis in AXES if getattr(profile, axis) == "deny"],
+            guidance=profile.guidance(),
         )
 
 
@@ -284,8 +369,13 @@ class TurnRecord(BaseModel):
     permissions: PermissionProfile | None = Field(
         default=None, description="The permission profile in force (None: not given)."
     )
+    security: ExecutionSecurity | None = Field(
+        default=None,
+        description="The execution security snapshot (None: a record written before it "
+        "was kept).",
+    )
     skills: SkillsSnapshot | None = Field(
-        default=None, description="Skills resolved (None: not given)."
+        default=None, description="The skills decision (None: not given)."
     )
     rounds: list[RoundRecord] = Field(min_length=1, description="Provider rounds, in order.")
 

@@ -1,8 +1,9 @@
 """Building a turn record while the turn runs, one provider round at a time.
 
 An agent loop makes a :class:`TurnAudit` when the turn starts (mode, history decision,
-permissions, skills), calls :meth:`TurnAudit.add_round` with what each round sent (the
-compiled manifest, the tool round, the request and the provider body) and
+permissions and the execution security snapshot, skills decision), calls
+:meth:`TurnAudit.add_round` with what each round sent (the compiled manifest, the tool
+round, the request and the provider body) and
 :meth:`TurnAudit.record` at the end with the judged tool calls; the store keeps the
 resulting :class:`~pioneer.audit.record.TurnRecord`. With OpenTelemetry installed each
 round is also a GenAI client span (:mod:`pioneer.audit.telemetry`), open from
@@ -29,6 +30,7 @@ from ..sections.permissions import PermissionProfile
 from .cache_report import CacheBlock, CachePlan, plan_cache, request_blocks
 from .provider_shape import provider_shape
 from .record import (
+    ExecutionSecurity,
     HiddenDomain,
     HistorySnapshot,
     ReportedUsage,
@@ -57,14 +59,28 @@ class TurnAudit:
         *,
         history: HistorySnapshot | None = None,
         permissions: PermissionProfile | None = None,
+        security: ExecutionSecurity | None = None,
         skills: SkillsSnapshot | None = None,
         earlier: Sequence[CachePlan] = (),
     ) -> None:
+        """``security`` is the execution security snapshot
+        (:meth:`ExecutionSecurity.from_profile`, with the profile's source and the
+        sandbox); without it the snapshot is taken of ``permissions``. Given both, the
+        snapshot's profile must be ``permissions``."""
+        if security is None:
+            security = ExecutionSecurity.from_profile(permissions)
+        elif permissions is None:
+            permissions = security.profile
+        elif security.profile != permissions:
+            raise InputError(Problem(
+                "the execution security snapshot is of another permission profile than "
+                "the one given", path="TurnAudit → security → profile"))
         self.turn_id = turn_id
         self.thread_id = thread_id
         self.mode = mode
         self.history = history
         self.permissions = permissions
+        self.security = security
         self.skills = skills
         self._rounds: list[RoundRecord] = []
         self._spans: dict[int, Any] = {}  # round → its open span (None without the API)
@@ -139,4 +155,4 @@ class TurnAudit:
             end_round_span(self._spans.pop(number), None)
         return TurnRecord(turn_id=self.turn_id, thread_id=self.thread_id, mode=self.mode,
                           history=self.history, permissions=self.permissions,
-                          skills=self.skills, rounds=rounds)
+                          security=self.security, skills=self.skills, rounds=rounds)

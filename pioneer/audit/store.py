@@ -1,10 +1,12 @@
 """Turn records in the conversation store's database: save, load, and save with the turn.
 
 Two tables (added by a migration step of each store): ``turn_records`` holds one row per
-turn (mode, history decision, permission snapshot, skills) and ``turn_rounds`` one row
-per provider round (manifest, visible tools, hidden domains, provider shape, judged
-calls, cache plan, reported usage); every JSON column holds one concept as text with
-sorted keys, so a stored record is byte-stable on SQLite and PostgreSQL alike.
+turn (mode, history decision, permission profile, execution security snapshot, skills
+decision; a row written before the security column has it NULL, read as not recorded)
+and ``turn_rounds`` one row per provider round (manifest, visible tools, hidden domains,
+provider shape, judged calls, cache plan, reported usage); every JSON column holds one
+concept as text with sorted keys, so a stored record is byte-stable on SQLite and
+PostgreSQL alike.
 :class:`TurnRecords` runs the SQL through the store's transactions
 (:class:`~pioneer.history.store.DatabaseStore`): the store knows nothing of records. A
 record refers to its turn: :meth:`TurnRecords.save` writes it once the turn is stored,
@@ -32,7 +34,7 @@ from .record import TurnRecord
 
 __all__ = ["TurnRecords", "read_turn_record", "write_turn_record"]
 
-_RECORD_COLUMNS = "thread_id, mode, history, permissions, skills"
+_RECORD_COLUMNS = "thread_id, mode, history, permissions, skills, security"
 _ROUND_COLUMNS = (
     "round, manifest, visible_tools, hidden_domains, provider, calls, cache, usage"
 )
@@ -68,9 +70,11 @@ def write_turn_record(tx: StoreTransaction, record: TurnRecord, *, created_at: s
                          f"not {record.thread_id!r}")
     inserted = tx.execute(
         "INSERT INTO turn_records (turn_id, thread_id, mode, history, permissions, "
-        "skills, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (turn_id) DO NOTHING",
+        "skills, security, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (turn_id) DO NOTHING",
         (record.turn_id, record.thread_id, record.mode, _json(record.history),
-         _json(record.permissions), _json(record.skills), created_at),
+         _json(record.permissions), _json(record.skills), _json(record.security),
+         created_at),
     ).rowcount
     if inserted == 0:
         if retry and read_turn_record(tx, record.turn_id) == record:
@@ -106,9 +110,9 @@ def read_turn_record(tx: StoreTransaction, turn_id: str) -> TurnRecord | None:
                      (turn_id,)).fetchone()
     if row is None:
         return None
-    check_row(row, _RECORD_COLUMNS, ("text", "text", "text?", "text?", "text?"),
+    check_row(row, _RECORD_COLUMNS, ("text", "text", "text?", "text?", "text?", "text?"),
               where=where, what=what)
-    thread_id, mode, history, permissions, skills = row
+    thread_id, mode, history, permissions, skills, security = row
     rows = tx.execute(f"SELECT {_ROUND_COLUMNS} FROM turn_rounds WHERE turn_id = ? "
                       "ORDER BY round", (turn_id,)).fetchall()
     for round_row in rows:
@@ -124,7 +128,7 @@ def read_turn_record(tx: StoreTransaction, turn_id: str) -> TurnRecord | None:
         return TurnRecord.model_validate({
             "turn_id": turn_id, "thread_id": thread_id, "mode": mode,
             "history": _load(history), "permissions": _load(permissions),
-            "skills": _load(skills), "rounds": rounds,
+            "skills": _load(skills), "security": _load(security), "rounds": rounds,
         })
     except json.JSONDecodeError as error:
         raise StoreError(f"{where}: {what} is unreadable: not JSON ({error.msg})") from None

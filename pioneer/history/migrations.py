@@ -159,6 +159,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE turn_rounds ADD COLUMN cache TEXT",
         ),
     ),
+    Migration(
+        6,
+        "turn records: the execution security snapshot of each turn",
+        ("ALTER TABLE turn_records ADD COLUMN security TEXT",),
+    ),
 )
 
 

@@ -123,4 +123,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE turn_rounds ADD COLUMN cache TEXT",
         ),
     ),
+    Migration(
+        4,
+        "turn records: the execution security snapshot of each turn",
+        ("ALTER TABLE turn_records ADD COLUMN security TEXT",),
+    ),
 )

@@ -64,12 +64,17 @@ class PermissionProfile(BaseModel):
             getattr(self, axis) != "allow" for axis in AXES
         )
 
+    def guidance(self) -> bool:
+        """Whether the profile calls for the Current Permissions section: anything but
+        plain full access with nothing narrowed."""
+        return self.mode != "full_access" or self.narrowed()
+
 
 def render_current_permissions(
     profile: PermissionProfile, env: jinja2.Environment
 ) -> str | None:
     """The Current Permissions body, or ``None`` for plain full access."""
-    if profile.mode == "full_access" and not profile.narrowed():
+    if not profile.guidance():
         return None
     axes = [(axis, getattr(profile, axis)) for axis in GUIDANCE_AXES
             if getattr(profile, axis) != "allow"]
