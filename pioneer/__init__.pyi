@@ -193,6 +193,18 @@ from .providers import (
 from .sections.agents_md import (
     agents_md_subscription as agents_md_subscription,
 )
+from .sections.runtime import (
+    RetryKind as RetryKind,
+)
+from .sections.runtime import (
+    retry_instruction as retry_instruction,
+)
+from .sections.runtime import (
+    runtime_block as runtime_block,
+)
+from .settings import (
+    ClockGranularity as ClockGranularity,
+)
 from .settings import (
     PioneerSettings as PioneerSettings,
 )

@@ -49,8 +49,8 @@ if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
 __all__ = [
-    "CONFIG_FILE", "CONFIG_VARIABLE", "ENV_PREFIX", "PioneerSettings", "default_home",
-    "find_config",
+    "CLOCK_GRANULARITIES", "CONFIG_FILE", "CONFIG_VARIABLE", "ENV_PREFIX", "ClockGranularity",
+    "PioneerSettings", "default_home", "find_config",
 ]
 
 #: Prefix of the environment variables read (matched in any case).
@@ -61,6 +61,10 @@ CONFIG_FILE = "pioneer.toml"
 CONFIG_VARIABLE = f"{ENV_PREFIX}CONFIG"
 #: The runtime home's folder under the user's home unless ``home`` says otherwise.
 DEFAULT_HOME_DIRECTORY = ".pioneer"
+#: How finely the runtime block tells the time: it is cut down to the start of the minute,
+#: hour or day, so its text stays byte-identical within one (docs/compile-input-and-manifest.md).
+ClockGranularity = Literal["minute", "hour", "day"]
+CLOCK_GRANULARITIES: tuple[ClockGranularity, ...] = ("minute", "hour", "day")
 
 # The deployment file one construction reads: set by ``load`` around it.
 _CONFIG: contextvars.ContextVar[Path | None] = contextvars.ContextVar("config", default=None)
@@ -156,6 +160,11 @@ class PioneerSettings(BaseSettings):
     store_url: str | None = Field(
         default=None,
         description="PostgreSQL conversation store (postgresql://…); wins over store_path.",
+    )
+    clock_granularity: ClockGranularity = Field(
+        default="hour",
+        description="How finely the runtime block tells the local time (minute, hour or "
+        "day); the time is cut down to it, so the block changes at most that often.",
     )
 
     @field_validator("store_url")
