@@ -30,6 +30,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     output.add_argument("--json", action="store_true", help="print the whole payload as JSON")
     output.add_argument("--manifest", action="store_true", help="print the manifest as JSON")
     add_provider_options(parser, output)
+    parser.add_argument(
+        "--runtime-block", action="store_true",
+        help="put the runtime block (local date and time, cut to the clock_granularity "
+        "setting, and the OS) in extra_system, before any extra_system of the input",
+    )
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="do not print the compile's diagnostics as warnings on stderr")
     parser.add_argument("--locked", action="store_true",
@@ -50,6 +55,12 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if compile_input.workspace_root is None:
         ensure_runtime_home(compiler.settings.home)
         updates["workspace_root"] = compiler.settings.home
+    if args.runtime_block:
+        from ..sections.runtime import runtime_block
+
+        updates["extra_system"] = "\n\n".join(
+            text for text in (runtime_block(compiler), compile_input.extra_system) if text
+        )
     if updates:
         compile_input = PromptCompileInput.model_validate(
             {**compile_input.model_dump(exclude_unset=True), **updates}
