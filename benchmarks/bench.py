@@ -50,6 +50,7 @@ import workload
 from pioneer import BOUNDARY_MARKER, CompiledPromptPayload, PromptCompiler
 from pioneer.compile.bootstrap import RACY_NS, fold_home
 from pioneer.compile.inputs import parse_compile_input
+from pioneer.compile.refs import count_ref_lines
 from pioneer.history import HistoryBudgeter, HistoryLimits, HistoryWindow, SqliteStore
 from pioneer.resources import builtin_dir
 from pioneer.sections.artifacts import render_message
@@ -294,8 +295,11 @@ def peer_variables(work: Workload, turn: int) -> dict[str, Any]:
     variables: dict[str, Any] = {
         name: getattr(work.inputs[turn], name)
         for name in ("include_tool_recovery_policy", "include_task_orchestration_policy",
-                     "continue_generation_hint", "artifact_ref_count")
+                     "continue_generation_hint")
     }
+    # The policy's condition reads the refs the sections carry, as pioneer counts them.
+    variables["artifact_ref_count"] = count_ref_lines(
+        section.content for section in work.inputs[turn].runtime_sections)
     variables["boundary"] = BOUNDARY_MARKER
     for _stability, title, _name, context in work.plan(turn):
         key = title.lower().replace(" ", "_").replace(".", "_").replace(":", "")

@@ -83,14 +83,19 @@ def compile_input(home: Path, turn: int) -> dict[str, Any]:
             item["title"] = title
         return item
 
-    thread = {"id": "thread_context", "content": text(turn_rng, 1500, f"turn {turn}")}
+    # The recalled message carries three artifacts: their ref lines bring the Artifact
+    # References policy, as refs in a real thread recall do.
+    refs = "".join(
+        f'\n- artifactId=art-{n}, versionId=v1, name="file{n}.md", kind=document, size=2 KB.'
+        for n in range(3)
+    )
+    thread = {"id": "thread_context", "content": text(turn_rng, 1500, f"turn {turn}") + refs}
     return {
         "workspace_root": str(home),
         "profile": "full",
         "include_tool_recovery_policy": True,
         "include_task_orchestration_policy": True,
         "continue_generation_hint": True,
-        "artifact_ref_count": 3,
         "skills_prompt": "[Skills]\n" + text(rng, 1200),
         "retry_instruction": f"Turn {turn}: the last call failed with exit_code=2; "
         "fix the path and retry once.",
