@@ -80,7 +80,9 @@ def test_inspect_command_never_seeds_the_home(tmp_path: Path) -> None:
 
 def test_a_section_left_out_by_its_condition_says_which(tmp_path: Path) -> None:
     inspection = inspect_prompt(PromptCompiler(), PromptCompileInput(
-        workspace_root=tmp_path, artifact_ref_count=2, include_tool_recovery_policy=False))
+        workspace_root=tmp_path, include_tool_recovery_policy=False,
+        dynamic_context='Attached:\n- artifactId=a1, versionId=v1, name="a.md", kind=document, '
+        'size=1 KB.'))
     rows = {row.id: row for row in inspection.rows}
     left_out = rows["tool_recovery_policy"]
     assert left_out.status == "omitted"

@@ -16,6 +16,7 @@ from pioneer import (
     PromptCompiler,
     PromptSectionContribution,
     RuntimeSectionInput,
+    compile_prompt,
     compile_turn,
 )
 from pioneer.cli import main
@@ -97,16 +98,18 @@ def test_minimal_reports_the_inputs_it_ignores(tmp_path: Path, compiler: PromptC
         "artifact_ref_count", "include_tool_recovery_policy", "retry_instruction", "skills_prompt",
     ]
     assert [d.message for d in payload.manifest.diagnostics if d.code == "input_ignored"] == [
-        "input `artifact_ref_count` is ignored: no section of profile `minimal` reads it",
+        "input `artifact_ref_count` is ignored: the Artifact References policy follows the "
+        "refs the prompt carries; pass the history messages sent with it as history=",
         "input `include_tool_recovery_policy` is ignored: no section of profile `minimal` reads it",
         "input `retry_instruction` is ignored: no section of profile `minimal` reads it",
         "input `skills_prompt` is ignored: no section of profile `minimal` reads it",
     ]
     table = render_table(inspect_prompt(compiler, given))
     assert table.splitlines()[-4:] == [
-        f"ignored  input {name}: no section of profile minimal reads it"
-        for name in ("artifact_ref_count", "include_tool_recovery_policy", "retry_instruction",
-                     "skills_prompt")
+        "ignored  input artifact_ref_count: the Artifact References policy follows the refs "
+        "the prompt carries; pass the history messages sent with it as history=",
+        *(f"ignored  input {name}: no section of profile minimal reads it"
+          for name in ("include_tool_recovery_policy", "retry_instruction", "skills_prompt")),
     ]
     assert compiler.compile(PromptCompileInput(
         workspace_root=tmp_path, skills_prompt="[Skills]")).manifest.ignored_inputs == []
@@ -212,3 +215,81 @@ def test_policy_follows_the_history_sent(tmp_path: Path, compiler: PromptCompile
     payload = compile_turn(compiler, PromptCompileInput(workspace_root=tmp_path,
                                                         artifact_ref_count=3), history=history)
     assert ("artifact_references" in payload.manifest.section_ids) is shown
+
+
+#: The two ways into the compiler: a bare compile and a turn (hooks, then the compile).
+PATHS = {
+    "compile": lambda compiler, given, history: compiler.compile(given, history=history),
+    "compile_turn": lambda compiler, given, history: compile_turn(compiler, given,
+                                                                  history=history),
+}
+#: A history message the budgeter sends: the user's text and its artifact ref block.
+WITH_REF = render_message("See the plan.", [REF], "user") or ""
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+@pytest.mark.parametrize(
+    ("fields", "history", "shown"),
+    [
+        ({"runtime_sections": [RuntimeSectionInput(
+            id="thread_context", content="Earlier:\n" + ref_line(REF))]}, None, True),
+        ({"artifact_ref_count": 3}, None, False),
+        ({"artifact_ref_count": 3}, ["Plain question.", "Plain answer."], False),
+        ({}, [WITH_REF], True),
+        ({"dynamic_context": "Attached:\n" + ref_line(REF)}, [], True),
+        ({}, None, False),
+    ],
+    ids=["refs-in-thread-context-no-count", "count-without-refs", "count-and-a-plain-history",
+         "one-ref-in-history-no-count", "refs-in-an-input-text", "nothing"],
+)
+def test_the_policy_follows_what_the_request_carries(
+    tmp_path: Path, compiler: PromptCompiler, path: str, fields: dict[str, object],
+    history: list[str] | None, shown: bool,
+) -> None:
+    given = PromptCompileInput(workspace_root=tmp_path, **fields)  # type: ignore[arg-type]
+    payload = PATHS[path](compiler, given, history)
+    assert ("artifact_references" in payload.manifest.section_ids) is shown
+    counted = "artifact_ref_count" in fields
+    assert ("artifact_ref_count" in payload.manifest.ignored_inputs) is counted
+    assert any(d.code == "input_ignored" and "`artifact_ref_count`" in d.message
+               for d in payload.manifest.diagnostics) is counted
+
+
+def test_compile_prompt_takes_the_history_too(tmp_path: Path, compiler: PromptCompiler) -> None:
+    given = PromptCompileInput(workspace_root=tmp_path)
+    assert "artifact_references" in compile_prompt(
+        given, compiler=compiler, history=[WITH_REF]).manifest.section_ids
+    assert "artifact_references" not in compile_prompt(
+        given, compiler=compiler, history=["No refs here."]).manifest.section_ids
+
+
+def test_a_hook_contribution_with_refs_brings_the_policy(tmp_path: Path,
+                                                        compiler: PromptCompiler) -> None:
+    registry = HookRegistry()
+
+    @registry.hook("acme.recall", phase="turn.pre_prompt_compile")
+    def recall(context: HookContext) -> PromptSectionContribution:
+        return PromptSectionContribution(
+            contribution_id="r", section_id="thread_context", domain="acme",
+            content="Earlier:\n" + ref_line(REF))
+
+    payload = compile_turn(compiler, PromptCompileInput(workspace_root=tmp_path), registry)
+    assert "artifact_references" in payload.manifest.section_ids
+
+
+@pytest.mark.parametrize(("text", "shown"), [(WITH_REF, True), ("Plain question.", False)],
+                         ids=["ref-in-a-message", "no-ref"])
+def test_compile_provider_counts_the_refs_of_the_messages_it_sends(
+    tmp_path: Path, text: str, shown: bool
+) -> None:
+    messages = tmp_path / "messages.json"
+    messages.write_text(json.dumps([{"role": "user", "content": text}]), encoding="utf-8")
+    out = io.StringIO()
+    assert main(["compile", "--home", str(tmp_path / "home"), "--provider", "anthropic",
+                 "--model", "m", "--messages", str(messages), "-q"], stdout=out) == 0
+    assert ("## Artifact References" in out.getvalue()) is shown
+    page = tmp_path / "map.html"
+    assert main(["inspect", "--home", str(tmp_path / "home"), "--html", str(page),
+                 "--messages", str(messages), "--model", "m", "--json"], stdout=out,
+                stderr=io.StringIO()) == 0
+    assert ("Artifact References" in page.read_text("utf-8")) is shown

@@ -29,7 +29,7 @@ from pioneer.sections import (
     render_memory_recall,
     thread_context_contribution,
 )
-from pioneer.sections.artifacts import ArtifactRef
+from pioneer.sections.artifacts import ArtifactRef, render_message
 
 GOLDENS = Path(__file__).parent / "goldens" / "turn"
 REPORT = ArtifactRef("art-1", "report.pdf", "document", version_id="v1", size_bytes=2_500_000)
@@ -115,11 +115,10 @@ def test_turn_is_deterministic(workspace: Path, compiler: PromptCompiler) -> Non
 def test_artifact_policy_only_when_refs_are_present(workspace: Path, compiler: PromptCompiler,
                                                     refs: bool, history_refs: int,
                                                     shown: bool) -> None:
-    payload = compile_turn(
-        compiler,
-        PromptCompileInput(workspace_root=Path("home"), artifact_ref_count=history_refs),
-        _registry(workspace, refs=refs),
-    )
+    history = [render_message("See these.", [ArtifactRef(f"h-{n}", "a.md", "document")], "user")
+               or "" for n in range(history_refs)]
+    payload = compile_turn(compiler, PromptCompileInput(workspace_root=Path("home")),
+                           _registry(workspace, refs=refs), history=history)
     assert ("artifact_references" in payload.manifest.section_ids) is shown
     assert ("- artifactId=art-1" in payload.dynamic_system_text) is refs
 

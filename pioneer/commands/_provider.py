@@ -11,9 +11,10 @@ from ..errors import Problem, UsageError
 
 if TYPE_CHECKING:
     from ..compile.manifest import CompiledPromptPayload
+    from ..providers import ChatRequest
     from ..settings import PioneerSettings
 
-__all__ = ["PROVIDER_NAMES", "add_provider_options", "provider_output"]
+__all__ = ["PROVIDER_NAMES", "add_provider_options", "provider_output", "provider_request"]
 
 #: The keys of :data:`pioneer.providers.PROVIDERS`, in its order, written out so that
 #: ``compile`` can offer them without importing every adapter (a test keeps them in step).
@@ -40,19 +41,12 @@ def add_provider_options(parser: argparse.ArgumentParser, output: Any) -> None:
                         "the system messages (default: system)")
 
 
-def provider_output(
-    args: argparse.Namespace, payload: CompiledPromptPayload, settings: PioneerSettings
-) -> str | None:
-    """The request body JSON for ``args.provider``; None when no provider was asked for.
-
-    The dynamic text's placement is ``--dynamic-placement`` when given, else what the
-    messages file's ``cache`` says, else the settings' ``dynamic_placement``.
-    """
-    fields: dict[str, Any] = {"compiled_prompt": payload}
-    if args.model:
-        fields["model"] = args.model
+def provider_request(args: argparse.Namespace) -> ChatRequest | None:
+    """The conversation ``--provider`` sends (``--messages``, ``--model``), without the
+    compiled prompt, read before the compile so the refs of its messages count towards
+    the Artifact References policy; None when no provider was asked for."""
     if args.provider is None:
-        if len(fields) > 1 or args.messages is not None:
+        if args.model or args.messages is not None:
             raise UsageError("--model and --messages need --provider")
         if args.dynamic_placement is not None:
             raise UsageError("--dynamic-placement needs --provider")
@@ -64,16 +58,35 @@ def provider_output(
             f"--system-role applies to {' and '.join(_SYSTEM_ROLE_PROVIDERS)}, "
             f"not {args.provider}"
         )
-    from ..providers import ChatRequest, build_request_body, load_chat_request
+    from ..providers import ChatRequest, load_chat_request
 
+    fields: dict[str, Any] = {"compiled_prompt": None}
+    if args.model:
+        fields["model"] = args.model
     if args.messages is not None:
-        request = load_chat_request(args.messages, **fields)
-    elif args.model:
-        request = ChatRequest(**fields)
-    else:
-        raise UsageError(Problem(
-            '--provider needs --model (or a --messages file that sets "model")'
-        ))
+        return load_chat_request(args.messages, **fields)
+    if args.model:
+        return ChatRequest(**fields)
+    raise UsageError(Problem(
+        '--provider needs --model (or a --messages file that sets "model")'
+    ))
+
+
+def provider_output(
+    args: argparse.Namespace, request: ChatRequest | None, payload: CompiledPromptPayload,
+    settings: PioneerSettings,
+) -> str | None:
+    """The request body JSON for ``args.provider``: ``request`` (from
+    :func:`provider_request`) with the compiled prompt; None when no provider was asked for.
+
+    The dynamic text's placement is ``--dynamic-placement`` when given, else what the
+    messages file's ``cache`` says, else the settings' ``dynamic_placement``.
+    """
+    if request is None:
+        return None
+    from ..providers import build_request_body
+
+    request = request.model_copy(update={"compiled_prompt": payload})
     placement = args.dynamic_placement
     if placement is None and "dynamic_placement" not in request.cache.model_fields_set:
         placement = settings.dynamic_placement

@@ -9,7 +9,7 @@ from typing import TextIO
 from ..compile.bootstrap import ensure_runtime_home
 from ..compile.inputs import PromptCompileInput, load_compile_input
 from ._common import add_compiler_options, make_compiler
-from ._provider import add_provider_options, provider_output
+from ._provider import add_provider_options, provider_output, provider_request
 
 NAME = "compile"
 HELP = "compile a prompt and print it"
@@ -69,8 +69,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from ..review.lock import check_lock
 
         check_lock(compile_input.profile, compiler.load_profile(compile_input.profile), args.lock)
-    payload = compiler.compile(compile_input)
-    body = provider_output(args, payload, compiler.settings)
+    request = provider_request(args)
+    payload = compiler.compile(compile_input, history=None if request is None else (
+        message.content for message in request.messages))
+    body = provider_output(args, request, payload, compiler.settings)
     if body is not None:
         out.write(body)
     elif args.json:

@@ -61,14 +61,18 @@ def _context_map(args: argparse.Namespace, compiler: PromptCompiler,
     from ..providers.request import ChatRequest, load_chat_request
     from ..review import context_map
 
-    payload = compiler.compile(compile_input)
-    fields: dict[str, object] = {"compiled_prompt": payload}
+    fields: dict[str, object] = {"compiled_prompt": None}
     if args.model:
         fields["model"] = args.model
     if args.messages is not None:
         request = load_chat_request(args.messages, **fields)
     else:
-        request = ChatRequest(model=args.model or "unspecified", compiled_prompt=payload)
+        request = ChatRequest(model=args.model or "unspecified")
+    # The messages are read first: the refs they carry count towards the Artifact
+    # References policy, as they do for the request compile --provider prints.
+    payload = compiler.compile(compile_input,
+                               history=(message.content for message in request.messages))
+    request = request.model_copy(update={"compiled_prompt": payload})
     settings = compiler.settings
     cmap = context_map.map_request(
         compiler, request, args.provider,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -76,7 +76,8 @@ from .sandbox import render_parts
 from .templates import TemplateSet, build_environment, describe, display_name, render_problem
 
 __all__ = [
-    "LoadedProfile", "PromptCompiler", "as_compile_input", "compile_prompt", "pool_usage",
+    "LoadedProfile", "PromptCompiler", "as_compile_input", "compile_prompt", "ignored_reason",
+    "pool_usage",
 ]
 
 INPUT_FIELDS: frozenset[str] = frozenset(PromptCompileInput.model_fields)
@@ -95,6 +96,9 @@ _CONSUMED = frozenset({"workspace_root", "profile", "runtime_sections", "dynamic
                        "limits"})
 #: Input texts searched for artifact reference lines (besides the contributions).
 _REF_TEXT_FIELDS = ("skills_prompt", "retry_instruction", "dynamic_context", "extra_system")
+#: Input fields the compiler never takes as given: it derives their value from what the
+#: prompt carries (the artifact refs), so a value passed in is reported as ignored.
+_DERIVED = frozenset({"artifact_ref_count"})
 _MARKER_BYTES = BOUNDARY_MARKER.encode("utf-8")
 _SEPARATOR_BYTES = b"\n\n"  # between rendered sections (boundary.render_sections)
 #: Memo sizes: stable parts (one per profile and identity-file state in use) and single
@@ -320,13 +324,16 @@ class PromptCompiler:
     # -- compiling -------------------------------------------------------------
 
     def compile(
-        self, compile_input: PromptCompileInput | Mapping[str, Any]
+        self, compile_input: PromptCompileInput | Mapping[str, Any], *,
+        history: Iterable[str] | None = None,
     ) -> CompiledPromptPayload:
         """Compile one turn's prompt; sections whose inputs did not change are reused.
 
         ``compile_input`` may also be a mapping of its fields, validated as
         :func:`~pioneer.compile.inputs.parse_compile_input` does (an
-        :class:`~pioneer.errors.InputError` listing every problem).
+        :class:`~pioneer.errors.InputError` listing every problem). ``history`` is the
+        text of the messages sent with the prompt: their artifact refs count, with those
+        of the sections, towards the Artifact References policy.
         """
         if not isinstance(compile_input, PromptCompileInput):
             compile_input = as_compile_input(compile_input)
@@ -337,6 +344,7 @@ class PromptCompiler:
         pool_diagnostics += self._unknown_contributions(profile, contributions)
         renderer = _SectionRenderer(
             self.templates, compile_input, profile, plan, boot, contributions, pool_omissions,
+            history_refs=count_ref_lines(history) if history is not None else 0,
             memo=self._section_memo,
             recent=self._recent_sections,
             conditions=self._recent_conditions,
@@ -492,9 +500,11 @@ def _lower(profile_value: int, override: int | None) -> int:
 
 
 def _ignored_inputs(plan: ProfilePlan, compile_input: PromptCompileInput) -> list[str]:
-    """Input fields given a value (not the default, not blank) that no section reads."""
+    """Input fields given a value (not the default, not blank) that no section reads, or
+    whose value the compiler derives itself."""
     ignored = []
-    for name in sorted(compile_input.model_fields_set - _CONSUMED - plan.read_names):
+    for name in sorted(compile_input.model_fields_set - _CONSUMED
+                       - (plan.read_names - _DERIVED)):
         value = getattr(compile_input, name)
         default = PromptCompileInput.model_fields[name].get_default(call_default_factory=True)
         if value != default and not (isinstance(value, str) and not value.strip()):
@@ -502,11 +512,17 @@ def _ignored_inputs(plan: ProfilePlan, compile_input: PromptCompileInput) -> lis
     return ignored
 
 
+def ignored_reason(name: str, profile: str) -> str:
+    """Why the compile input ``name`` is ignored (an entry of ``ignored_inputs``)."""
+    if name in _DERIVED:
+        return ("the Artifact References policy follows the refs the prompt carries; pass "
+                "the history messages sent with it as history=")
+    return f"no section of profile `{profile}` reads it"
+
+
 def _ignored_diagnostic(name: str, profile: str) -> Diagnostic:
-    return Diagnostic(
-        code="input_ignored",
-        message=f"input `{name}` is ignored: no section of profile `{profile}` reads it",
-    )
+    return Diagnostic(code="input_ignored",
+                      message=f"input `{name}` is ignored: {ignored_reason(name, profile)}")
 
 
 def as_compile_input(value: object) -> PromptCompileInput:
@@ -578,6 +594,7 @@ class _SectionRenderer:
         contributions: list[Contribution],
         pool_omissions: list[Omission],
         *,
+        history_refs: int = 0,
         memo: Memo[tuple[object, ...], Rendered],
         recent: Recent[tuple[object, ...], Rendered],
         conditions: Recent[tuple[object, ...], bool],
@@ -593,15 +610,14 @@ class _SectionRenderer:
             if type(value) is list:
                 self.base[name] = FrozenList(value)
         self.base["profile"] = profile.spec.name
-        # The Artifact References policy follows the refs the prompt carries: those in the
-        # kept contributions and input texts, plus those the caller counted in the history
-        # it sends (compile_turn counts them from the messages).
-        carried = count_ref_lines(item.content for item in contributions)
+        # The Artifact References policy follows the refs the request carries: those in
+        # the kept contributions and input texts, and those of the history sent with it.
+        # A count the caller passed is not taken (it is reported as ignored).
+        carried = history_refs + count_ref_lines(item.content for item in contributions)
         carried += count_ref_lines(
             value for name in _REF_TEXT_FIELDS if isinstance(value := self.base[name], str)
         )
-        if carried:
-            self.base["artifact_ref_count"] = compile_input.artifact_ref_count + carried
+        self.base["artifact_ref_count"] = carried
         self.input = compile_input
         self.profile_name = profile.spec.name
         self.source = profile.source
@@ -1015,7 +1031,8 @@ def representative_input(profile: str) -> PromptCompileInput:
 
 def compile_prompt(
     compile_input: PromptCompileInput | Mapping[str, Any], *,
-    compiler: PromptCompiler | None = None,
+    compiler: PromptCompiler | None = None, history: Iterable[str] | None = None,
 ) -> CompiledPromptPayload:
-    """Compile one prompt; pass a long-lived ``compiler`` to reuse loaded profiles."""
-    return (compiler or PromptCompiler()).compile(compile_input)
+    """Compile one prompt; pass a long-lived ``compiler`` to reuse loaded profiles, and
+    the ``history`` texts sent with it as :meth:`PromptCompiler.compile` takes them."""
+    return (compiler or PromptCompiler()).compile(compile_input, history=history)

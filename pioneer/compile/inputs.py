@@ -134,9 +134,9 @@ class PromptCompileInput(EdgeModel):
         default_factory=list, description="Hook contributions (kept in order)."
     )
     artifact_ref_count: int = Field(
-        default=0, ge=0, description="Artifact refs in the history the caller sends itself "
-        "(compile_turn counts them from the messages it is given); refs in contributions "
-        "and input texts are counted by the compiler."
+        default=0, ge=0, description="Deprecated and ignored (an input_ignored diagnostic): "
+        "the compiler counts the artifact refs of the sections and of the history passed "
+        "as history= itself."
     )
     dynamic_context: str | None = Field(default=None, description="Per-turn context text.")
     extra_system: str | None = Field(default=None, description="Extra system text.")

@@ -221,7 +221,8 @@ class PromptManifest(BaseModel):
     )
     ignored_inputs: list[str] = Field(
         default_factory=list,
-        description="Compile-input fields given a value that no section of the profile reads.",
+        description="Compile-input fields given a value that no section of the profile reads, "
+        "or that the compiler derives itself (artifact_ref_count).",
     )
 
     def with_token_counts(

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
-from ..compile.compiler import LoadedProfile, PromptCompiler, pool_usage
+from ..compile.compiler import LoadedProfile, PromptCompiler, ignored_reason, pool_usage
 from ..compile.inputs import PromptCompileInput
 from ..compile.manifest import CompiledPromptPayload, ManifestSection, Omission
 from ..compile.profile import SectionSpec
@@ -231,7 +231,8 @@ def render_table(inspection: Inspection, paint: Painter = plain) -> str:
     for pool in inspection.pools:
         lines.append(f"{pool.pool + ' pool':<13} {pool.sections} of {pool.max_sections} "
                      f"sections, {pool.chars} of {counted(pool.max_chars, 'char')}")
-    lines += [f"ignored  input {name}: no section of profile {inspection.profile} reads it"
+    lines += [f"ignored  input {name}: "
+              f"{ignored_reason(name, inspection.profile).replace('`', '')}"
               for name in inspection.ignored_inputs]
     return "\n".join(lines)
 

@@ -34,7 +34,6 @@ from ..compile.manifest import (
     Placement,
     PromptManifest,
 )
-from ..compile.refs import count_ref_lines
 from ..hooks.registry import TURN_PROMPT_PHASES, CollectedContribution, HookRegistry, TurnContext
 from ..sections.permissions import PermissionProfile, render_current_permissions
 from ..sections.tool_domains import SECTION_ID as HIDDEN_DOMAINS_ID
@@ -74,8 +73,8 @@ def compile_turn(
     """Run the hook phases for one turn, then compile it (inside a ``pioneer.compile_turn``
     span when OpenTelemetry is installed, see :mod:`pioneer.telemetry`).
 
-    With ``history`` (the messages sent with this prompt), the input's
-    ``artifact_ref_count`` is replaced by the refs those messages carry.
+    ``history`` is the messages sent with this prompt: the refs they carry count towards
+    the Artifact References policy (:meth:`PromptCompiler.compile`).
     """
     with telemetry.span("pioneer.compile_turn") as current:
         compiled = _compile_turn(compiler, as_compile_input(compile_input), hooks, turn,
@@ -123,12 +122,12 @@ def _compile_turn(
         text = render_hidden_tool_domains(hidden_tool_domains, env)
         if text:
             runtime.append(RuntimeSectionInput(id=HIDDEN_DOMAINS_ID, content=text))
-    update: dict[str, object] = {"runtime_sections": runtime}
-    if history is not None:
-        update["artifact_ref_count"] = count_ref_lines(
+    compiled = compiler.compile(
+        compile_input.model_copy(update={"runtime_sections": runtime}),
+        history=None if history is None else (
             m if isinstance(m, str) else m.content for m in history
-        )
-    compiled = compiler.compile(compile_input.model_copy(update=update))
+        ),
+    )
     placed = {p.index: p for p in compiled.manifest.placements if p.pool == "runtime"}
     manifest = compiled.manifest.model_copy(update={
         "hook_sources": [
