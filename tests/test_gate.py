@@ -43,14 +43,14 @@ def deployment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_max_tokens_passes_and_fails(deployment: Path) -> None:
-    assert run("check", "acme", "--input", "input.json", "--max-tokens", "704") == (
-        0, "tokens: acme 704 (stable 363 + dynamic 341), limit 704\nok: 1 profile (acme)\n", ""
+    assert run("check", "acme", "--input", "input.json", "--max-tokens", "765") == (
+        0, "tokens: acme 765 (stable 363 + dynamic 402), limit 765\nok: 1 profile (acme)\n", ""
     )
-    assert run("check", "acme", "--input", "input.json", "--max-tokens", "703") == (
+    assert run("check", "acme", "--input", "input.json", "--max-tokens", "764") == (
         1,
-        "tokens: acme 704 (stable 363 + dynamic 341), limit 703\n",
-        "profiles/acme.toml: the prompt has 704 cl100k tokens (stable 363 + dynamic 341), "
-        "over --max-tokens 703\nerror: 1 problem in 1 profile: token budgets exceeded\n",
+        "tokens: acme 765 (stable 363 + dynamic 402), limit 764\n",
+        "profiles/acme.toml: the prompt has 765 cl100k tokens (stable 363 + dynamic 402), "
+        "over --max-tokens 764\nerror: 1 problem in 1 profile: token budgets exceeded\n",
     )
 
 
@@ -58,10 +58,10 @@ def test_declared_limits_fail_at_their_lines(deployment: Path) -> None:
     (deployment / "profiles" / "lim.toml").write_text(LIMITED.format(total=600, soul=100,
                                                                      slot=8))
     code, out, err = run("check", "lim", "--input", "input.json")
-    assert (code, out) == (1, "tokens: lim 704 (stable 363 + dynamic 341), limit 600\n")
+    assert (code, out) == (1, "tokens: lim 765 (stable 363 + dynamic 402), limit 600\n")
     assert err.splitlines() == [
-        "profiles/lim.toml:5: budgets → max_tokens: the prompt has 704 cl100k tokens "
-        "(stable 363 + dynamic 341), over the limit of 600",
+        "profiles/lim.toml:5: budgets → max_tokens: the prompt has 765 cl100k tokens "
+        "(stable 363 + dynamic 402), over the limit of 600",
         'profiles/lim.toml:9: sections[0] (id "soul_core") → max_tokens: section "soul_core" '
         "has 127 cl100k tokens, over its limit of 100",
         'profiles/lim.toml:13: sections[1] (id "contributions") → max_tokens: section '
@@ -94,7 +94,7 @@ def test_the_tighter_limit_wins(deployment: Path, tmp_path: Path) -> None:
     assert budget_gate(profile, payload, max_tokens=1000).limit == 900
     assert budget_gate(profile, payload).problems == ()
     assert budget_gate(profile, payload, max_tokens=0).problems[0].render() == (
-        "profiles/lim.toml: the prompt has 704 cl100k tokens (stable 363 + dynamic 341), "
+        "profiles/lim.toml: the prompt has 765 cl100k tokens (stable 363 + dynamic 402), "
         "over --max-tokens 0"
     )
 

@@ -12,6 +12,7 @@ import pytest
 from pioneer import (
     HookContext,
     HookRegistry,
+    InputError,
     PromptCompileInput,
     PromptCompiler,
     PromptSectionContribution,
@@ -293,3 +294,16 @@ def test_compile_provider_counts_the_refs_of_the_messages_it_sends(
                  "--messages", str(messages), "--model", "m", "--json"], stdout=out,
                 stderr=io.StringIO()) == 0
     assert ("Artifact References" in page.read_text("utf-8")) is shown
+
+
+@pytest.mark.parametrize(("history", "message"), [
+    ("See the plan.", "history: expected the texts of the messages sent (a list of strings), "
+                      "got one string: wrap it in a list"),
+    (["ok", 3], "history[1]: expected a message text, got int (pass its content)"),
+], ids=["one-string", "not-a-text"])
+def test_a_history_that_is_not_texts_is_refused(tmp_path: Path, compiler: PromptCompiler,
+                                                history: object, message: str) -> None:
+    with pytest.raises(InputError) as info:
+        compiler.compile(PromptCompileInput(workspace_root=tmp_path),
+                         history=history)  # type: ignore[arg-type]
+    assert [p.render() for p in info.value.problems] == [message]

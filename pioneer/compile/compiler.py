@@ -344,7 +344,7 @@ class PromptCompiler:
         pool_diagnostics += self._unknown_contributions(profile, contributions)
         renderer = _SectionRenderer(
             self.templates, compile_input, profile, plan, boot, contributions, pool_omissions,
-            history_refs=count_ref_lines(history) if history is not None else 0,
+            history_refs=_history_refs(history) if history is not None else 0,
             memo=self._section_memo,
             recent=self._recent_sections,
             conditions=self._recent_conditions,
@@ -510,6 +510,21 @@ def _ignored_inputs(plan: ProfilePlan, compile_input: PromptCompileInput) -> lis
         if value != default and not (isinstance(value, str) and not value.strip()):
             ignored.append(name)
     return ignored
+
+
+def _history_refs(history: Iterable[str]) -> int:
+    """The artifact ref lines of the history texts; anything but texts is refused."""
+    if isinstance(history, str):
+        raise InputError(Problem(
+            "expected the texts of the messages sent (a list of strings), got one string: "
+            "wrap it in a list", path="history"))
+    texts = list(history)
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise InputError(Problem(
+                f"expected a message text, got {type(text).__name__} (pass its content)",
+                path=f"history[{index}]"))
+    return count_ref_lines(texts)
 
 
 def ignored_reason(name: str, profile: str) -> str:
