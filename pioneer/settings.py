@@ -16,24 +16,25 @@ Relative paths inside the file are relative to the file, and ``~`` is expanded. 
 search paths (``PIONEER_PROFILE_PATH``, ``PIONEER_TEMPLATE_PATH``) take
 ``os.pathsep``-separated folders or a JSON list. Every problem is a
 :class:`~pioneer.errors.InputError` naming the file and line (docs/cli.md).
+
+:class:`PioneerSettings` is the one model of the settings (fields, checks, defaults). The
+sources are read by pydantic-settings, whose import (asyncio, dotenv and every source it
+ships) costs a short command more than the rest of its start-up, so it is imported only
+when there is a source to read: a ``PIONEER_*`` variable or a deployment file. With
+neither, the sources would add nothing to the values passed in, and the model validates
+those and its defaults directly (docs/speed.md).
 """
 
 from __future__ import annotations
 
 import contextvars
+import functools
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
-from pydantic_settings import (
-    BaseSettings,
-    NoDecode,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    TomlConfigSettingsSource,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import (
     InputError,
@@ -44,9 +45,6 @@ from .errors import (
     read_text,
     toml_line,
 )
-
-if TYPE_CHECKING:
-    from importlib.resources.abc import Traversable
 
 __all__ = [
     "CLOCK_GRANULARITIES", "CONFIG_FILE", "CONFIG_VARIABLE", "ENV_PREFIX", "ClockGranularity",
@@ -95,13 +93,19 @@ def find_config(start: str | os.PathLike[str] | None = None) -> Path | None:
     return None
 
 
-class PioneerSettings(BaseSettings):
+class PioneerSettings(BaseModel):
     """Deployment settings for the compiler, the runtime home and the history budget."""
 
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, extra="forbid", frozen=True, env_nested_delimiter="__",
-        validate_default=True,
-    )
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    # Set on the class that reads the sources (it derives from this one).
+    _reads_sources: ClassVar[bool] = True
+
+    def __init__(self, **values: Any) -> None:
+        """``values`` (the command line's options), then the environment and the
+        deployment file, then the defaults."""
+        if self._reads_sources and _something_to_read():
+            values = _read_sources(values)
+        super().__init__(**values)
 
     home: Path = Field(
         default=None,  # type: ignore[assignment]  # filled in from home_directory
@@ -113,11 +117,11 @@ class PioneerSettings(BaseSettings):
         description="The runtime home's folder under the user's home, when home is not set.",
     )
     # Taken from the environment as written and split by ``_split_search_path``, not as JSON.
-    profile_path: Annotated[list[Path], NoDecode] = Field(
+    profile_path: list[Path] = Field(
         default_factory=list,
         description="Deployment profile folders, searched before the built-in profiles.",
     )
-    template_path: Annotated[list[Path], NoDecode] = Field(
+    template_path: list[Path] = Field(
         default_factory=list,
         description="Deployment template folders, searched before the built-in templates.",
     )
@@ -226,31 +230,6 @@ class PioneerSettings(BaseSettings):
         finally:
             _READ.reset(token)
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        config_file = _CONFIG.get()
-        named = os.environ.get(CONFIG_VARIABLE) or next(
-            (value for name, value in os.environ.items() if name.upper() == CONFIG_VARIABLE),
-            None,
-        )
-        if config_file is None and named:
-            config_file = Path(named).expanduser()
-            if not config_file.is_file():
-                raise InputError(
-                    Problem(f"{CONFIG_VARIABLE} names {config_file}, which is not a file")
-                )
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        if config_file is not None:
-            sources.append(_DeploymentFile(settings_cls, toml_file=config_file))
-        return tuple(sources)
-
 
 _PATH_KEYS = ("home", "store_path", "profile_path", "template_path")
 #: Where each key of the deployment file was read: (file, text), for error lines.
@@ -259,26 +238,98 @@ _READ: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
 )
 
 
-class _DeploymentFile(TomlConfigSettingsSource):
-    """``pioneer.toml``: every problem located, relative paths relative to the file."""
+def _something_to_read() -> bool:
+    """Whether a source could add a value: a deployment file to read (``load`` found or
+    was given one) or a ``PIONEER_*`` variable (``PIONEER_CONFIG`` among them)."""
+    if _CONFIG.get() is not None:
+        return True
+    return any(name.upper().startswith(ENV_PREFIX) for name in os.environ)
 
-    def _read_file(self, file_path: Path | Traversable) -> dict[str, Any]:
-        text, name = read_text(str(file_path), "config file")
-        data: dict[str, Any] = parse_document(text, name, "toml")
-        _READ.set((name, text))
-        known = PioneerSettings.model_fields
-        unknown = [key for key in data if key not in known]
-        if unknown:
-            raise InputError([
-                Problem(f"unknown key{did_you_mean(key, known) or _known(known)}",
-                        file=name, line=toml_line(text, [key]), path=key)
-                for key in unknown
-            ])
-        folder = Path(str(file_path)).parent
-        for key in _PATH_KEYS:
-            if key in data:
-                data[key] = _rebase(data[key], folder)
-        return data
+
+def _read_sources(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` merged with what the environment and the deployment file set, checked.
+
+    pydantic-settings reads and merges the sources into an instance of a class derived
+    from :class:`PioneerSettings` (so every field and check is the model's own); the
+    values it set are then taken over as they were validated.
+    """
+    read = _sources_class()(**values)
+    return {name: getattr(read, name) for name in read.model_fields_set}
+
+
+@functools.cache
+def _sources_class() -> type[PioneerSettings]:
+    """:class:`PioneerSettings` with the sources, made on first use."""
+    from pydantic_settings import (
+        BaseSettings,
+        PydanticBaseSettingsSource,
+        SettingsConfigDict,
+        TomlConfigSettingsSource,
+    )
+
+    class DeploymentFile(TomlConfigSettingsSource):
+        """``pioneer.toml``: every problem located, relative paths relative to the file."""
+
+        def _read_file(self, file_path: Any) -> dict[str, Any]:
+            text, name = read_text(str(file_path), "config file")
+            data: dict[str, Any] = parse_document(text, name, "toml")
+            _READ.set((name, text))
+            known = PioneerSettings.model_fields
+            unknown = [key for key in data if key not in known]
+            if unknown:
+                raise InputError([
+                    Problem(f"unknown key{did_you_mean(key, known) or _known(known)}",
+                            file=name, line=toml_line(text, [key]), path=key)
+                    for key in unknown
+                ])
+            folder = Path(str(file_path)).parent
+            for key in _PATH_KEYS:
+                if key in data:
+                    data[key] = _rebase(data[key], folder)
+            return data
+
+    class PioneerSettingsSources(BaseSettings, PioneerSettings):
+        # enable_decoding off: the search paths are taken from the environment as written
+        # and split by ``_split_search_path``, not parsed as JSON (no other field is a list).
+        model_config = SettingsConfigDict(
+            env_prefix=ENV_PREFIX, env_nested_delimiter="__", enable_decoding=False,
+            title="PioneerSettings",
+        )
+        _reads_sources: ClassVar[bool] = False
+
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            """The precedence: the values passed in, the environment, the deployment file."""
+            sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+            config_file = _config_file()
+            if config_file is not None:
+                sources.append(DeploymentFile(settings_cls, toml_file=config_file))
+            return tuple(sources)
+
+    return PioneerSettingsSources
+
+
+def _config_file() -> Path | None:
+    """The deployment file to read: the one ``load`` set, else ``PIONEER_CONFIG``'s."""
+    config_file = _CONFIG.get()
+    named = os.environ.get(CONFIG_VARIABLE) or next(
+        (value for name, value in os.environ.items() if name.upper() == CONFIG_VARIABLE),
+        None,
+    )
+    if config_file is None and named:
+        config_file = Path(named).expanduser()
+        if not config_file.is_file():
+            raise InputError(
+                Problem(f"{CONFIG_VARIABLE} names {config_file}, which is not a file")
+            )
+    return config_file
 
 
 def _known(names: Mapping[str, Any]) -> str:
