@@ -1,15 +1,21 @@
-"""Options and helpers shared by several subcommands."""
+"""Options and helpers shared by several subcommands.
+
+The compiler and the history stage are imported by the helpers that use them, so a
+command that needs one of them (``compile`` the compiler, ``history`` the store) does
+not import the other at start-up.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..compile.compiler import PromptCompiler
-from ..history.open import is_store_url, open_store
-from ..history.sql_store import SqlStore
 from ..settings import PioneerSettings
+
+if TYPE_CHECKING:
+    from ..compile.compiler import PromptCompiler
+    from ..history.sql_store import SqlStore
 
 __all__ = [
     "add_compiler_options",
@@ -67,6 +73,8 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
 
 def store_path(args: argparse.Namespace, settings: PioneerSettings | None = None) -> str | Path:
     """The store a command reads: ``--db``, else the settings' store URL or database."""
+    from ..history.open import is_store_url
+
     if args.db:
         return args.db if is_store_url(args.db) else Path(args.db)
     settings = settings or make_settings(args)
@@ -76,6 +84,8 @@ def store_path(args: argparse.Namespace, settings: PioneerSettings | None = None
 def open_command_store(args: argparse.Namespace, settings: PioneerSettings | None = None, *,
                        write: bool = False) -> SqlStore:
     """The command's store: read-only unless the command writes (it never creates one)."""
+    from ..history.open import open_store
+
     return open_store(store_path(args, settings), read_only=not write, create=False)
 
 
@@ -93,4 +103,6 @@ def make_settings(args: argparse.Namespace) -> PioneerSettings:
 
 def make_compiler(args: argparse.Namespace, *, count_tokens: bool = True) -> PromptCompiler:
     """A compiler configured from the command line."""
+    from ..compile.compiler import PromptCompiler
+
     return PromptCompiler(make_settings(args), count_tokens=count_tokens)
