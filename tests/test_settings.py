@@ -6,8 +6,12 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
+from unittest import mock
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from pioneer import InputError, PioneerError, PioneerSettings, PromptCompiler
 from pioneer.cli import main
@@ -149,3 +153,35 @@ def test_a_toml_syntax_error_names_the_line(tmp_path: Path) -> None:
     assert _cli("check") == (1, (
         "pioneer.toml:1:22: invalid value (TOML syntax)\nerror: 1 problem\n"
     ))
+
+
+def _outcome(values: dict[str, object]) -> object:
+    try:
+        settings = PioneerSettings.load(discover=False, **values)
+    except InputError as error:
+        return str(error)
+    return settings.model_dump(), settings.model_fields_set
+
+
+_VALUES = st.fixed_dictionaries({}, optional={
+    "home": st.sampled_from([None, "h", Path("~/x"), 3]),
+    "home_directory": st.sampled_from([".acme", "", 4]),
+    "profile_path": st.sampled_from([[], ["a", Path("b")], "a" + os.pathsep + "b", '["c"]', "[1"]),
+    "max_context_tokens": st.sampled_from([1, 0, "7", "many"]),
+    "summary_timeout": st.sampled_from([0.5, 0, "2.5"]),
+    "dynamic_placement": st.sampled_from(["system", "cache-first", "top"]),
+    "store_url": st.sampled_from([None, "postgresql://db", "mysql://db"]),
+    "nope": st.just(1),
+})
+
+
+@hypothesis_settings(max_examples=60, deadline=None)
+@given(values=_VALUES)
+def test_with_nothing_to_read_the_model_gives_what_the_sources_would(
+    values: dict[str, object],
+) -> None:
+    # With nothing to read, pydantic-settings is left out; a variable it ignores makes it
+    # read the sources, which then add nothing: the values and problems are the same.
+    direct = _outcome(values)
+    with mock.patch.dict(os.environ, {"PIONEER_UNUSED": "1"}):
+        assert _outcome(values) == direct

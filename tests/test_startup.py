@@ -25,11 +25,13 @@ def _environment() -> dict[str, str]:
             if not name.upper().startswith("PIONEER_")}
 
 
-def _loaded_after(code: str, cwd: Path | None = None) -> set[str]:
+def _loaded_after(
+    code: str, cwd: Path | None = None, variables: dict[str, str] | None = None
+) -> set[str]:
     script = f"{code}\nimport sys\nprint('\\n'.join(sorted(sys.modules)))"
     result = subprocess.run(  # a deployment file would be looked for in ``cwd``
         [sys.executable, "-c", script], capture_output=True, text=True, check=True,
-        env=_environment(), cwd=cwd,
+        env={**_environment(), **(variables or {})}, cwd=cwd,
     )
     return set(result.stdout.split())
 
@@ -100,19 +102,33 @@ def test_compile_text_loads_only_what_it_uses(tmp_path: Path) -> None:
         "rich",  # progress bars only, on a terminal
         "opentelemetry",  # spans of compile_turn and audited rounds only
         "pioneer.review.context_map",  # inspect/explain --html only
+        "pydantic_settings",  # reads PIONEER_* variables and pioneer.toml, here there are none
+        "pioneer.history",  # the commands that open a conversation store only
     }
     assert not loaded & unused
+
+
+def test_compile_reads_the_settings_sources_when_a_variable_is_set(tmp_path: Path) -> None:
+    home = tmp_path / "from-the-environment"
+    loaded = _loaded_after(
+        "import io\nfrom pioneer.cli import main\n"
+        "assert main(['compile'], stdout=io.StringIO()) == 0",
+        cwd=tmp_path, variables={"PIONEER_HOME": str(home)},
+    )
+    assert (home / "SOUL.md").is_file()
+    assert "pydantic_settings" in loaded
 
 
 def test_compile_reads_the_deployment_file_of_a_parent_folder(tmp_path: Path) -> None:
     (tmp_path / "pioneer.toml").write_text(f"home = {str(tmp_path / 'home')!r}\n")
     (tmp_path / "sub").mkdir()
-    _loaded_after(
+    loaded = _loaded_after(
         "import io\nfrom pioneer.cli import main\n"
         "assert main(['compile'], stdout=io.StringIO()) == 0",
         cwd=tmp_path / "sub",
     )
     assert (tmp_path / "home" / "SOUL.md").is_file()
+    assert "pydantic_settings" in loaded
 
 
 def test_provider_names_are_the_providers_in_order() -> None:
