@@ -19,8 +19,8 @@ search paths (``PIONEER_PROFILE_PATH``, ``PIONEER_TEMPLATE_PATH``) take
 
 :class:`PioneerSettings` is the one model of the settings (fields, checks, defaults). The
 sources are read by pydantic-settings, whose import (asyncio, dotenv and every source it
-ships) costs a short command more than the rest of its start-up, so it is imported only
-when there is a source to read: a ``PIONEER_*`` variable or a deployment file. With
+ships) is a large part of a short command's start-up, so it is imported only when there
+is a source to read: a ``PIONEER_*`` variable or a deployment file. With
 neither, the sources would add nothing to the values passed in, and the model validates
 those and its defaults directly (docs/speed.md).
 """
