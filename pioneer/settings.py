@@ -1,7 +1,7 @@
 """Settings: the command line, then ``PIONEER_*`` variables, then ``pioneer.toml``, then defaults.
 
-The order of sources in :meth:`PioneerSettings.settings_customise_sources` *is* the
-precedence: values passed in (the command line's options) win over ``PIONEER_*``
+The order of sources in ``settings_customise_sources`` (in :func:`_sources_class`) *is*
+the precedence: values passed in (the command line's options) win over ``PIONEER_*``
 environment variables, which win over the deployment file, which wins over the defaults
 below. Which deployment file is read is asked for, never guessed behind a caller's back:
 
@@ -97,15 +97,8 @@ class PioneerSettings(BaseModel):
     """Deployment settings for the compiler, the runtime home and the history budget."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
-    # Set on the class that reads the sources (it derives from this one).
+    # False on the derived class through which pydantic-settings reads the sources.
     _reads_sources: ClassVar[bool] = True
-
-    def __init__(self, **values: Any) -> None:
-        """``values`` (the command line's options), then the environment and the
-        deployment file, then the defaults."""
-        if self._reads_sources and _something_to_read():
-            values = _read_sources(values)
-        super().__init__(**values)
 
     home: Path = Field(
         default=None,  # type: ignore[assignment]  # filled in from home_directory
@@ -170,6 +163,13 @@ class PioneerSettings(BaseModel):
         description="How finely the runtime block tells the local time (minute, hour or "
         "day); the time is cut down to it, so the block changes at most that often.",
     )
+
+    def __init__(self, **values: Any) -> None:
+        """``values`` (the command line's options), then the environment and the
+        deployment file, then the defaults."""
+        if self._reads_sources and _something_to_read():
+            values = _read_sources(values)
+        super().__init__(**values)
 
     @field_validator("store_url")
     @classmethod
