@@ -60,9 +60,8 @@ CALLS: dict[str, Callable[[Path, PathMaker], Any]] = {
     "open_store.target": lambda p, a: _close(open_store(a(p / "c.db"))).where,
     "agents_md_subscription.root": lambda p, a: agents_md_subscription(a(p)).hook_id,
 }
-#: Path-typed parameters that are not a caller's input (pydantic-settings' own, results).
-NOT_INPUTS = {"PioneerSettings.__init__._secrets_dir", "SeedResult.__init__.created",
-              "SeedResult.__init__.existing"}
+#: Path-typed parameters that are not a caller's input (the fields of a result).
+NOT_INPUTS = {"SeedResult.__init__.created", "SeedResult.__init__.existing"}
 
 
 def _path_parameters() -> set[str]:
