@@ -168,7 +168,7 @@ class PioneerSettings(BaseModel):
         """``values`` (the command line's options), then the environment and the
         deployment file, then the defaults."""
         if self._reads_sources and _something_to_read():
-            values = _read_sources(values)
+            values = _read_sources(type(self), values)
         super().__init__(**values)
 
     @field_validator("store_url")
@@ -226,7 +226,7 @@ class PioneerSettings(BaseModel):
         try:
             return cls(**overrides)
         except ValidationError as error:
-            raise InputError(list(_problems(error))) from None
+            raise InputError(list(_problems(error, cls.model_fields))) from None
         finally:
             _READ.reset(token)
 
@@ -246,20 +246,20 @@ def _something_to_read() -> bool:
     return any(name.upper().startswith(ENV_PREFIX) for name in os.environ)
 
 
-def _read_sources(values: Mapping[str, Any]) -> dict[str, Any]:
+def _read_sources(model: type[PioneerSettings], values: Mapping[str, Any]) -> dict[str, Any]:
     """``values`` merged with what the environment and the deployment file set, checked.
 
     pydantic-settings reads and merges the sources into an instance of a class derived
-    from :class:`PioneerSettings` (so every field and check is the model's own); the
-    values it set are then taken over as they were validated.
+    from ``model`` (so every field and check is the model's own); the values it set are
+    then taken over as they were validated.
     """
-    read = _sources_class()(**values)
+    read = _sources_class(model)(**values)
     return {name: getattr(read, name) for name in read.model_fields_set}
 
 
 @functools.cache
-def _sources_class() -> type[PioneerSettings]:
-    """:class:`PioneerSettings` with the sources, made on first use."""
+def _sources_class(model: type[PioneerSettings]) -> type[PioneerSettings]:
+    """``model`` with the sources, made on first use."""
     from pydantic_settings import (
         BaseSettings,
         PydanticBaseSettingsSource,
@@ -274,7 +274,7 @@ def _sources_class() -> type[PioneerSettings]:
             text, name = read_text(str(file_path), "config file")
             data: dict[str, Any] = parse_document(text, name, "toml")
             _READ.set((name, text))
-            known = PioneerSettings.model_fields
+            known = model.model_fields
             unknown = [key for key in data if key not in known]
             if unknown:
                 raise InputError([
@@ -288,12 +288,12 @@ def _sources_class() -> type[PioneerSettings]:
                     data[key] = _rebase(data[key], folder)
             return data
 
-    class PioneerSettingsSources(BaseSettings, PioneerSettings):
+    class Sources(BaseSettings, model):  # type: ignore[valid-type,misc]
         # enable_decoding off: the search paths are taken from the environment as written
         # and split by ``_split_search_path``, not parsed as JSON (no other field is a list).
         model_config = SettingsConfigDict(
             env_prefix=ENV_PREFIX, env_nested_delimiter="__", enable_decoding=False,
-            title="PioneerSettings",
+            title=model.__name__,
         )
         _reads_sources: ClassVar[bool] = False
 
@@ -313,7 +313,7 @@ def _sources_class() -> type[PioneerSettings]:
                 sources.append(DeploymentFile(settings_cls, toml_file=config_file))
             return tuple(sources)
 
-    return PioneerSettingsSources
+    return Sources
 
 
 def _config_file() -> Path | None:
@@ -345,13 +345,12 @@ def _rebase(value: Any, folder: Path) -> Any:
     return value
 
 
-def _problems(error: ValidationError) -> Iterator[Problem]:
+def _problems(error: ValidationError, known: Mapping[str, Any]) -> Iterator[Problem]:
     read = _READ.get()
     for item in error.errors():
         parts = [part for part in item["loc"] if part != ""]
         message = str(item["msg"])
         if item["type"] == "extra_forbidden":
-            known = PioneerSettings.model_fields
             message = f"unknown setting{did_you_mean(str(parts[0]), known)}"
         path = format_path(parts)
         if read is not None and parts and _in_file(read[1], str(parts[0])):
