@@ -21,6 +21,7 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import assert_same_as_validated
 
 from pioneer import (
     BOUNDARY_MARKER,
@@ -115,6 +116,7 @@ def check_invariants(payload: Any, compile_input: PromptCompileInput) -> None:
     assert stabilities == sorted(stabilities, key=lambda s: s != "stable")
     jsonschema.validate(json.loads(manifest.to_json()), MANIFEST_SCHEMA)
     json.loads(payload.to_json())
+    assert_same_as_validated(payload)  # records built without validation are valid ones
     _check_budgets(payload, compile_input)
 
 

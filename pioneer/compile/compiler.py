@@ -57,6 +57,7 @@ from .manifest import (
     OmissionReason,
     Placement,
     PromptManifest,
+    built,
 )
 from .memo import Memo, ProfilePlan, Recent, Rendered, StablePart, freeze, plan_profile
 from .pools import Contribution, budget_pool, omitted_diagnostic
@@ -109,6 +110,8 @@ SECTION_MEMO_SIZE = 256
 RECENT_SIZE = 512
 #: Contribution ids whose did-you-mean check is remembered (cleared when full).
 ID_HINTS_SIZE = 1024
+#: Placement records kept for reuse by value (cleared when full).
+PLACEMENTS_SIZE = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +200,9 @@ class PromptCompiler:
         self._section_memo: Memo[tuple[object, ...], Rendered] = Memo(SECTION_MEMO_SIZE)
         self._recent_sections: Recent[tuple[object, ...], Rendered] = Recent(RECENT_SIZE)
         self._recent_conditions: Recent[tuple[object, ...], bool] = Recent(RECENT_SIZE)
+        # A turn's placements are mostly last turn's: a frozen record is reused by value
+        # rather than validated again (ten of them were a tenth of a warm turn).
+        self._placements: dict[tuple[str, str, int, str | None, int, bool], Placement] = {}
 
     # -- loading ---------------------------------------------------------------
 
@@ -360,7 +366,7 @@ class PromptCompiler:
         omissions = [*pool_omissions, *stable.omissions]
         omissions += [r.omission for r in dynamic if r.omission]
         return self._assemble(profile, stable, dynamic, boot, diagnostics, omissions,
-                              renderer.placements(compile_input), ignored)
+                              renderer.placements(compile_input, self._placements), ignored)
 
     def _unknown_contributions(
         self, profile: LoadedProfile, contributions: list[Contribution]
@@ -471,7 +477,8 @@ class PromptCompiler:
         if dynamic_text:
             full_hash.update(_MARKER_BYTES)
             full_hash.update(dynamic_bytes)
-        manifest = PromptManifest(
+        manifest = built(
+            PromptManifest,
             compiler_version=COMPILER_VERSION,
             profile=profile.spec.name,
             profile_fingerprint=profile.fingerprint,
@@ -486,7 +493,8 @@ class PromptCompiler:
             placements=placements,
             ignored_inputs=ignored,
         )
-        return CompiledPromptPayload(
+        return built(
+            CompiledPromptPayload,
             stable_system_text=stable.text,
             dynamic_system_text=dynamic_text,
             boundary_marker=BOUNDARY_MARKER,
@@ -502,9 +510,11 @@ def _lower(profile_value: int, override: int | None) -> int:
 def _ignored_inputs(plan: ProfilePlan, compile_input: PromptCompileInput) -> list[str]:
     """Input fields given a value (not the default, not blank) that no section reads, or
     whose value the compiler derives itself."""
-    ignored = []
-    for name in sorted(compile_input.model_fields_set - _CONSUMED
-                       - (plan.read_names - _DERIVED)):
+    ignored: list[str] = []
+    unread = compile_input.model_fields_set - _CONSUMED - (plan.read_names - _DERIVED)
+    if not unread:
+        return ignored
+    for name in sorted(unread):
         value = getattr(compile_input, name)
         default = PromptCompileInput.model_fields[name].get_default(call_default_factory=True)
         if value != default and not (isinstance(value, str) and not value.strip()):
@@ -732,10 +742,10 @@ class _SectionRenderer:
 
     def _contributions(self, section: SectionSpec, out: list[Rendered]) -> None:
         items = self._items(section)
-        refused = frozenset(section.refuse or ())
+        refused = section.refuse
         taken = 0
         for item in items:
-            if item.id in refused:
+            if refused and item.id in refused:
                 self.met[(item.pool, item.position)] = None
                 detail = f"refused by section `{section.id}` of profile `{self.profile_name}`"
                 out.append(_item_left_out(item, "refused", detail, diagnostic=True))
@@ -794,19 +804,27 @@ class _SectionRenderer:
             for item in self.contributions if (item.pool, item.position) not in self.met
         ]
 
-    def placements(self, compile_input: PromptCompileInput) -> list[Placement]:
-        """Every input contribution, runtime pool then hook pool, and where it went."""
+    def placements(
+        self,
+        compile_input: PromptCompileInput,
+        known: dict[tuple[str, str, int, str | None, int, bool], Placement],
+    ) -> list[Placement]:
+        """Every input contribution, runtime pool then hook pool, and where it went
+        (records already in ``known`` are reused, new ones added to it)."""
         out: list[Placement] = []
         for pool, inputs in (("runtime", compile_input.runtime_sections),
                              ("hook", compile_input.dynamic_sections)):
             for index, item in enumerate(inputs):
                 met = self.met.get((pool, index))
-                if met is None:
-                    out.append(Placement(id=item.id, pool=pool, index=index, section=None,
-                                         chars=0, cut=bool(item.content.strip())))
-                else:
-                    out.append(Placement(id=item.id, pool=pool, index=index, section=met[0],
-                                         chars=met[1], cut=met[2]))
+                key = ((item.id, pool, index, None, 0, bool(item.content.strip()))
+                       if met is None else (item.id, pool, index, *met))
+                found = known.get(key)
+                if found is None:
+                    if len(known) >= PLACEMENTS_SIZE:
+                        known.clear()
+                    found = known[key] = built(Placement, id=key[0], pool=pool, index=index,
+                                                         section=key[3], chars=key[4], cut=key[5])
+                out.append(found)
         return out
 
     def _condition(self, section: SectionSpec) -> bool:
@@ -941,12 +959,13 @@ class _SectionRenderer:
             text = utf8_text(text)
             data = text.encode("utf-8")
         fingerprint = hashlib.sha256(data).hexdigest()
-        compiled = CompiledSection(
-            id=section_id, title=' '.join(title.split()), stability=section.stability, text=text,
-            chars=len(text), fingerprint=fingerprint, source=source, truncated=truncated,
+        compiled = built(
+            CompiledSection, id=section_id, title=' '.join(title.split()),
+            stability=section.stability, text=text, chars=len(text), fingerprint=fingerprint,
+            source=source, truncated=truncated,
         )
-        record = ManifestSection(
-            id=section_id, stability=section.stability, chars=len(text),
+        record = built(
+            ManifestSection, id=section_id, stability=section.stability, chars=len(text),
             tokens=self.counter.count(text) if self.counter else None,
             sha256=fingerprint, source=source, truncated=truncated,
         )
@@ -954,8 +973,8 @@ class _SectionRenderer:
 
 
 def _left_out(section_id: str, reason: OmissionReason, detail: str) -> Rendered:
-    return Rendered(None, None, None, omission=Omission(id=section_id, reason=reason,
-                                                        detail=detail))
+    return Rendered(None, None, None, omission=built(Omission, id=section_id,
+                                                        reason=reason, detail=detail))
 
 
 def _item_left_out(
@@ -964,8 +983,8 @@ def _item_left_out(
     """A contribution left out after its pool kept it (with a diagnostic when asked)."""
     return Rendered(
         None, None, omitted_diagnostic(item.id, detail) if diagnostic else None,
-        omission=Omission(id=item.id, reason=reason, detail=detail, pool=item.pool,
-                          index=item.position),
+        omission=built(Omission, id=item.id, reason=reason, detail=detail, pool=item.pool,
+                       index=item.position),
     )
 
 

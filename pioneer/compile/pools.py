@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from .manifest import Diagnostic, Omission, OmissionReason
+from .manifest import Diagnostic, Omission, OmissionReason, built
 
 if TYPE_CHECKING:
     from .inputs import SectionInput
@@ -87,8 +87,8 @@ def budget_pool(
 
     def omit(index: int, item_id: str, reason: str) -> None:
         diagnostics.append(omitted_diagnostic(item_id, reason))
-        omitted.append(Omission(id=item_id, reason=_REASONS[reason], detail=reason, pool=pool,
-                                index=index))
+        omitted.append(built(Omission, id=item_id, reason=_REASONS[reason], detail=reason,
+                              pool=pool, index=index))
 
     remaining = spec.max_chars
     max_sections = spec.max_sections
