@@ -101,6 +101,8 @@ _REF_TEXT_FIELDS = ("skills_prompt", "retry_instruction", "dynamic_context", "ex
 #: prompt carries (the artifact refs), so a value passed in is reported as ignored.
 _DERIVED = frozenset({"artifact_ref_count"})
 _MARKER_BYTES = BOUNDARY_MARKER.encode("utf-8")
+#: What a contribution's template usually reads (``content.md.j2``).
+_CONTENT_ONLY = ("content",)
 _SEPARATOR_BYTES = b"\n\n"  # between rendered sections (boundary.render_sections)
 #: Memo sizes: stable parts (one per profile and identity-file state in use) and single
 #: sections (a few turns' worth, so interleaved threads still find theirs).
@@ -729,9 +731,9 @@ class _SectionRenderer:
                                          f"input {section.field} is empty"))
                     return
                 content = value.strip() if isinstance(value, str) else value
-                self._keep(section, out, self._emit(
-                    section, section.id, section.title, {"content": content},
-                    f"input:{section.field}", False))
+                self._keep(section, out, self._emit_content(
+                    section, section.id, section.title, content, f"input:{section.field}",
+                    False))
             case "contribution" | "slot":
                 self._contributions(section, out)
 
@@ -750,8 +752,8 @@ class _SectionRenderer:
                 detail = f"refused by section `{section.id}` of profile `{self.profile_name}`"
                 out.append(_item_left_out(item, "refused", detail, diagnostic=True))
                 continue
-            rendered = self._emit(section, item.id, item.title, {"content": item.content},
-                                  f"{item.pool}:{item.id}", item.truncated)
+            rendered = self._emit_content(section, item.id, item.title, item.content,
+                                          f"{item.pool}:{item.id}", item.truncated)
             out.append(rendered)
             if rendered.section is None:
                 self.met[(item.pool, item.position)] = None
@@ -855,6 +857,28 @@ class _SectionRenderer:
     def _index(self, section: SectionSpec) -> int:
         return next(i for i, s in enumerate(self.sections) if s is section)
 
+    def _emit_content(
+        self,
+        section: SectionSpec,
+        section_id: str,
+        title: str,
+        content: Any,
+        source: str,
+        truncated: bool,
+    ) -> Rendered:
+        """:meth:`_emit` with ``{"content": content}``; for a template that reads only
+        ``content`` (most do) the slot is checked with the key :meth:`_key` would build,
+        made here in one step: ten or more sections take this path on every turn."""
+        key = None
+        if type(content) is str and self.plan.reads[section.id] == _CONTENT_ONLY:
+            key = (self.fingerprint, section.id, section_id, title, source, truncated,
+                   (content,))
+            found = self.recent.get((section.id, section_id), key)
+            if found is not None:
+                return found
+        return self._emit(section, section_id, title, {"content": content}, source, truncated,
+                          key)
+
     def _emit(
         self,
         section: SectionSpec,
@@ -863,8 +887,12 @@ class _SectionRenderer:
         extra: dict[str, Any],
         source: str,
         truncated: bool,
+        key: tuple[object, ...] | None = None,
     ) -> Rendered:
-        key = self._key(section, section_id, title, extra, source, truncated)
+        """The section rendered, or reused from its slot or the memo (``key``: the one
+        :meth:`_key` gives, when the caller has made it)."""
+        if key is None:
+            key = self._key(section, section_id, title, extra, source, truncated)
         if key is None:
             return self._render(section, section_id, title, extra, source, truncated)
         slot = (section.id, section_id)
