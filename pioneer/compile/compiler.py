@@ -72,7 +72,7 @@ from .profile import (
     structural_problems,
 )
 from .readonly import FrozenList
-from .refs import count_ref_lines
+from .refs import RefLineCounts, count_ref_lines
 from .sandbox import render_parts
 from .templates import TemplateSet, build_environment, describe, display_name, render_problem
 
@@ -205,6 +205,7 @@ class PromptCompiler:
         # A turn's placements are mostly last turn's: a frozen record is reused by value
         # rather than validated again (ten of them were a tenth of a warm turn).
         self._placements: dict[tuple[str, str, int, str | None, int, bool], Placement] = {}
+        self._ref_counts = RefLineCounts(RECENT_SIZE)
 
     # -- loading ---------------------------------------------------------------
 
@@ -319,7 +320,7 @@ class PromptCompiler:
         renderer = _TrialRenderer(
             self.templates, representative_input(name), profile, self._plan(profile),
             BootstrapResult(files, (), ()), [], [], memo=Memo(1), recent=Recent(1),
-            conditions=Recent(1), counter=None,
+            conditions=Recent(1), ref_counts=RefLineCounts(1), counter=None,
         )
         problems: list[Problem] = []
         for section in profile.spec.sections:
@@ -353,6 +354,7 @@ class PromptCompiler:
         renderer = _SectionRenderer(
             self.templates, compile_input, profile, plan, boot, contributions, pool_omissions,
             history_refs=_history_refs(history) if history is not None else 0,
+            ref_counts=self._ref_counts,
             memo=self._section_memo,
             recent=self._recent_sections,
             conditions=self._recent_conditions,
@@ -622,6 +624,7 @@ class _SectionRenderer:
         pool_omissions: list[Omission],
         *,
         history_refs: int = 0,
+        ref_counts: RefLineCounts,
         memo: Memo[tuple[object, ...], Rendered],
         recent: Recent[tuple[object, ...], Rendered],
         conditions: Recent[tuple[object, ...], bool],
@@ -640,10 +643,13 @@ class _SectionRenderer:
         # The Artifact References policy follows the refs the request carries: those in
         # the kept contributions and input texts, and those of the history sent with it.
         # A count the caller passed is not taken (it is reported as ignored).
-        carried = history_refs + count_ref_lines(item.content for item in contributions)
-        carried += count_ref_lines(
-            value for name in _REF_TEXT_FIELDS if isinstance(value := self.base[name], str)
-        )
+        carried = history_refs
+        count = ref_counts.count
+        for item in contributions:
+            carried += count((item.pool, item.position), item.content)
+        for name in _REF_TEXT_FIELDS:
+            if isinstance(value := self.base[name], str):
+                carried += count(name, value)
         self.base["artifact_ref_count"] = carried
         self.input = compile_input
         self.profile_name = profile.spec.name
