@@ -26,6 +26,7 @@ from jinja2.exceptions import SecurityError
 from jinja2.utils import Namespace
 
 __all__ = [
+    "CURRENT",
     "INPUT_COPIES",
     "MAX_DEPTH",
     "MAX_INT_BITS",
@@ -108,12 +109,14 @@ class Allowance:
             )
 
 
-_CURRENT: ContextVar[Allowance | None] = ContextVar("pioneer_render_allowance", default=None)
+#: The allowance of the render running in this context (``render_scope`` sets it;
+#: ``sandbox.render_parts`` sets it directly, saving a frame per render).
+CURRENT: ContextVar[Allowance | None] = ContextVar("pioneer_render_allowance", default=None)
 
 
 def current() -> Allowance:
     """The allowance of the render running in this thread (a fresh one outside any)."""
-    return _CURRENT.get() or Allowance()
+    return CURRENT.get() or Allowance()
 
 
 class render_scope:
@@ -126,11 +129,11 @@ class render_scope:
         self.allowance = Allowance(given)
 
     def __enter__(self) -> Allowance:
-        self._token = _CURRENT.set(self.allowance)
+        self._token = CURRENT.set(self.allowance)
         return self.allowance
 
     def __exit__(self, *_: object) -> None:
-        _CURRENT.reset(self._token)
+        CURRENT.reset(self._token)
 
 
 class _Over(Exception):

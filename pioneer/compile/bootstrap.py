@@ -497,6 +497,9 @@ class BootstrapLoader:
         self._memo: Memo[tuple[object, ...], BootstrapResult] = Memo(size)
         self._size = size
         self._paths: dict[tuple[str, tuple[tuple[str, bool], ...]], tuple[str, ...]] = {}
+        #: The latest trusted key and its result: most turns find it unchanged, which one
+        #: comparison tells (the memo hashes the key and takes a lock).
+        self._last: tuple[tuple[object, ...], BootstrapResult] | None = None
 
     def load(
         self,
@@ -518,8 +521,15 @@ class BootstrapLoader:
         signatures = tuple(probe[0] for probe in probes)
         key = (folder, files, max_chars_per_file, max_chars_total, signatures)
         trusted = None not in signatures
-        found = self._memo.get(key) if trusted else None
+        if not trusted:
+            found = None
+        else:
+            last = self._last
+            if last is not None and last[0] == key:
+                return last[1]
+            found = self._memo.get(key)
         if found is not None:
+            self._last = (key, found)
             return found
         result, as_probed = _load(
             root, files, max_chars_per_file=max_chars_per_file,
@@ -527,6 +537,7 @@ class BootstrapLoader:
         )
         if trusted and as_probed:  # what was read is what the probes saw
             self._memo.put(key, result)
+            self._last = (key, result)
         return result
 
 

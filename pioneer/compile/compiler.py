@@ -643,10 +643,19 @@ class _SectionRenderer:
         # The Artifact References policy follows the refs the request carries: those in
         # the kept contributions and input texts, and those of the history sent with it.
         # A count the caller passed is not taken (it is reported as ignored).
+        # Where each contribution goes (its own declared section, else the slot), and the
+        # refs each carries, in one pass.
+        self.placed: dict[str, list[Contribution]] = {}
+        self.unclaimed: list[Contribution] = []
+        claimed = profile.claimed
         carried = history_refs
         count = ref_counts.count
         for item in contributions:
             carried += count((item.pool, item.position), item.content)
+            if item.id in claimed:
+                self.placed.setdefault(item.id, []).append(item)
+            else:
+                self.unclaimed.append(item)
         for name in _REF_TEXT_FIELDS:
             if isinstance(value := self.base[name], str):
                 carried += count(name, value)
@@ -660,14 +669,6 @@ class _SectionRenderer:
         self.claimed = profile.claimed
         self.plan = plan
         self.boot = boot
-        # Where each contribution goes: its own declared section, else the slot.
-        self.placed: dict[str, list[Contribution]] = {}
-        self.unclaimed: list[Contribution] = []
-        for item in contributions:
-            if item.id in profile.claimed:
-                self.placed.setdefault(item.id, []).append(item)
-            else:
-                self.unclaimed.append(item)
         self.contributions = contributions
         #: The pool's reason for each contribution id it left out (the first one met).
         self.pool_left: dict[str, Omission] = {}

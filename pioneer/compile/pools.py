@@ -42,6 +42,11 @@ class Contribution(NamedTuple):
     position: int = 0
 
 
+#: A Contribution from its fields in order, without the keyword handling of its
+#: ``__new__`` (a turn makes one per kept input).
+_contribution = Contribution._make
+
+
 OMIT_COUNT = "dynamic section count limit was reached"
 OMIT_EMPTY = "content was empty"
 OMIT_EXHAUSTED = "dynamic section budget was exhausted"
@@ -132,5 +137,5 @@ def budget_pool(
         title = item.title.strip() if item.title else ""
         if not title:
             title = (spec_for_id.title if spec_for_id else None) or f"Dynamic: {item_id}"
-        kept.append(Contribution(item_id, title, text, pool, truncated, original, index))
+        kept.append(_contribution((item_id, title, text, pool, truncated, original, index)))
     return kept, diagnostics, omitted

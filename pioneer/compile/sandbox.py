@@ -41,13 +41,13 @@ from jinja2.runtime import BlockReference, Macro
 from jinja2.sandbox import SandboxedEnvironment
 
 from .allowance import (
+    CURRENT,
     INPUT_COPIES,
     MAX_INT_BITS,
     MAX_OUTPUT,
     Allowance,
     TemplateLimitError,
     current,
-    render_scope,
     text_size,
 )
 
@@ -580,12 +580,16 @@ def render_parts(
     if given is None:
         given = lambda: text_size(context.values())  # noqa: E731
     parts: list[str] = []
-    with render_scope(given) as allowance:
+    allowance = Allowance(given)
+    token = CURRENT.set(allowance)  # render_scope's work, without its frames
+    try:
         for part in template.root_render_func(_new_context(template, context)):
             allowance.spent += len(part)
             if allowance.spent > MAX_OUTPUT:
                 allowance.charge(0)
             parts.append(part)
+    finally:
+        CURRENT.reset(token)
     return parts
 
 
