@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import socket
+import ssl
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,13 +38,18 @@ def completion(content: Any) -> dict[str, Any]:
 
 
 class ChatServer:
-    """A chat-completions endpoint on 127.0.0.1 that records requests and replies as told."""
+    """A chat-completions endpoint on 127.0.0.1 that records requests and replies as told.
 
-    def __init__(self) -> None:
+    With ``tls`` it speaks HTTPS with that server context. ``drip`` sends a status line and
+    then a header line every 0.05 s for 10 s (each one well inside any socket timeout).
+    """
+
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.requests: list[tuple[str, dict[str, str], Any]] = []
         self.status = 200
         self.reply: bytes = json.dumps(completion("A short summary.")).encode()
         self.stall = False
+        self.drip = False
         self.release = threading.Event()
         server = self
 
@@ -51,6 +59,15 @@ class ChatServer:
                 server.requests.append((self.path, dict(self.headers), json.loads(body)))
                 if server.stall:
                     server.release.wait(10)
+                    return
+                if server.drip:  # a header line every 0.05 s, never the end of them
+                    with contextlib.suppress(OSError):  # the client hangs up at its deadline
+                        self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                        for n in range(200):
+                            if server.release.wait(0.05):
+                                return
+                            self.wfile.write(f"X-Drip-{n}: x\r\n".encode())
+                            self.wfile.flush()
                     return
                 self.send_response(server.status)
                 self.send_header("Content-Type", "application/json")
@@ -62,7 +79,11 @@ class ChatServer:
                 pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.httpd.daemon_threads = True
+        if tls is not None:
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
+        scheme = "http" if tls is None else "https"
+        self.base_url = f"{scheme}://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,),
                                        daemon=True)
         self.thread.start()
@@ -79,6 +100,36 @@ def server() -> Iterator[ChatServer]:
     chat = ChatServer()
     yield chat
     chat.close()
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key (made by the openssl tool)."""
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )
+    return cert, key
+
+
+@pytest.fixture
+def tls_server(certificate: tuple[Path, Path]) -> Iterator[ChatServer]:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*certificate)
+    chat = ChatServer(tls=context)
+    yield chat
+    chat.close()
+
+
+@pytest.fixture
+def trusted(certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client's default trust store is the test certificate alone."""
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificate[0]))
 
 
 REQUEST = SummaryRequest(
@@ -174,6 +225,56 @@ def test_a_stalled_server_times_out(server: ChatServer) -> None:
     with pytest.raises(SummarizerError) as raised:
         OpenAIChatSummarizer(server.base_url, timeout=0.2).summarize(REQUEST)
     assert str(raised.value) == f"{server.base_url}/chat/completions: timed out after 0.2s"
+
+
+@pytest.mark.usefixtures("trusted")
+def test_https_posts_the_prompt_and_returns_the_reply(
+    tls_server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PIONEER_TEST_SUMMARY_KEY", "sekret")
+    summarizer = OpenAIChatSummarizer(tls_server.base_url,
+                                      api_key_env="PIONEER_TEST_SUMMARY_KEY")
+    assert tls_server.base_url.startswith("https://")
+    assert summarizer.summarize(REQUEST) == "A short summary."
+    ((path, headers, body),) = tls_server.requests
+    assert path == "/v1/chat/completions"
+    assert headers["Authorization"] == "Bearer sekret"
+    assert body["messages"] == [{"role": "user", "content": REQUEST.prompt()}]
+
+
+def test_https_checks_the_certificate(tls_server: ChatServer,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", "/nonexistent/no-certificates.pem")
+    monkeypatch.setenv("SSL_CERT_DIR", "/nonexistent")
+    with pytest.raises(SummarizerError) as raised:
+        OpenAIChatSummarizer(tls_server.base_url, timeout=5).summarize(REQUEST)
+    assert str(raised.value).startswith(
+        f"{tls_server.base_url}/chat/completions: [SSL: CERTIFICATE_VERIFY_FAILED]")
+    assert tls_server.requests == []
+
+
+def _summarizer_threads() -> set[threading.Thread]:
+    return {thread for thread in threading.enumerate()
+            if thread.name.startswith("pioneer-summarizer-http")}
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+@pytest.mark.usefixtures("trusted")
+def test_a_late_call_is_cut_off_at_its_deadline(
+    server: ChatServer, tls_server: ChatServer, scheme: str
+) -> None:
+    # The headers would take 10 s, and no single read waits long enough for the socket
+    # timeout; only shutting the call's connection at the deadline ends the abandoned
+    # request's thread soon after the error.
+    chat = server if scheme == "http" else tls_server
+    chat.drip = True
+    before = _summarizer_threads()
+    with pytest.raises(SummarizerError) as raised:
+        OpenAIChatSummarizer(chat.base_url, timeout=0.3).summarize(REQUEST)
+    assert str(raised.value) == f"{chat.base_url}/chat/completions: timed out after 0.3s"
+    for abandoned in _summarizer_threads() - before:  # none, if it has ended already
+        abandoned.join(2)
+    assert _summarizer_threads() - before == set()
 
 
 def test_a_closed_port_is_a_summarizer_error() -> None:

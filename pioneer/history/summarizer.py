@@ -220,6 +220,8 @@ class _Connections:
 
 
 class _HTTPConnection(http.client.HTTPConnection):
+    """A connection that registers with the call's ``_Connections`` before it connects."""
+
     def __init__(self, *args: Any, connections: _Connections, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._connections = connections
@@ -229,14 +231,12 @@ class _HTTPConnection(http.client.HTTPConnection):
         super().connect()
 
 
-class _HTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, *args: Any, connections: _Connections, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._connections = connections
+class _HTTPSConnection(_HTTPConnection, http.client.HTTPSConnection):
+    """The TLS one: ``_HTTPConnection``'s registration, then ``HTTPSConnection``'s connect.
 
-    def connect(self) -> None:
-        self._connections.opening(self)
-        super().connect()
+    The method order is this class, ``_HTTPConnection``, ``HTTPSConnection``,
+    ``HTTPConnection``, so ``connect`` registers once and then does the TLS handshake.
+    """
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):
