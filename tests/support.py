@@ -5,9 +5,14 @@ from __future__ import annotations
 import io
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
+
+from pioneer import PromptCompiler
+from pioneer.compile.allowance import INPUT_COPIES, MAX_OUTPUT
+from pioneer.history import ArtifactRef, CrudStore
 
 T = TypeVar("T")
 
@@ -58,3 +63,61 @@ def assert_same_as_validated(record: Any) -> None:
     assert record.model_dump_json() == validated.model_dump_json()
     for value in values.values():
         assert_same_as_validated(value)
+
+
+# -- hostile templates -----------------------------------------------------------------
+
+#: A profile whose one section renders ``evil.md.j2``; ``{extra}`` adds lines to the section.
+HOSTILE_PROFILE = """name = "acme"
+
+[[sections]]
+id = "identity_base"
+title = "Identity"
+stability = "stable"
+template = "evil.md.j2"
+{extra}"""
+
+#: The limit of that section's render: MAX_OUTPUT, plus INPUT_COPIES times the text it is
+#: handed (the profile name, the section id and the title).
+HOSTILE_LIMIT = MAX_OUTPUT + INPUT_COPIES * len("acme" + "identity_base" + "Identity")
+
+
+def hostile_compiler(tmp_path: Path, templates: dict[str, str], *,
+                     extra: str = "") -> PromptCompiler:
+    """A compiler for HOSTILE_PROFILE (with ``extra``) and ``templates`` (name: source),
+    written under ``tmp_path/profiles`` and ``tmp_path/templates``."""
+    (tmp_path / "profiles").mkdir(exist_ok=True)
+    (tmp_path / "profiles" / "acme.toml").write_text(HOSTILE_PROFILE.format(extra=extra))
+    (tmp_path / "templates").mkdir(exist_ok=True)
+    for name, source in templates.items():
+        (tmp_path / "templates" / name).write_text(source)
+    return PromptCompiler(profile_path=[tmp_path / "profiles"],
+                          template_path=[tmp_path / "templates"])
+
+
+# -- a thread to recall from -----------------------------------------------------------
+
+#: (user, assistant) turns of thread ``demo``: a few about the gateway's latency among
+#: small talk. Turn 1's reply carries RECALL_CHART.
+RECALL_TURNS = [
+    ("How slow is the gateway in Frankfurt?", "p50 is 40 ms, p99 is 310 ms in Frankfurt."),
+    ("Plot the gateway latency.", "Here is the latency chart."),
+    ("What should I cook tonight?", "A simple pasta would do."),
+    ("Remind me to call my sister.", "I will keep that in mind."),
+    ("Is it going to rain today?", "Probably in the afternoon."),
+    ("Any good books lately?", "Try a short novel for the weekend."),
+    ("Which gateway endpoint is the worst?", "POST /v1/chat, by far."),
+    ("Thanks for the help earlier.", "You are welcome."),
+]
+
+RECALL_CHART = ArtifactRef("art-7", "latency chart.png", "image", version_id="v2",
+                           size_bytes=48_213, role="assistant")
+
+
+def add_recall_turns(store: CrudStore, count: int = len(RECALL_TURNS)) -> None:
+    """The first ``count`` RECALL_TURNS added to thread ``demo`` as ``turn-N`` (items
+    ``uN`` and ``aN``)."""
+    for n, (user, reply) in enumerate(RECALL_TURNS[:count]):
+        store.add_turn("demo", user_text=user, assistant_text=reply, turn_id=f"turn-{n}",
+                       user_item_id=f"u{n}", assistant_item_id=f"a{n}",
+                       assistant_artifacts=[RECALL_CHART] if n == 1 else [])

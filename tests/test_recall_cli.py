@@ -7,35 +7,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support import run_cli
+from support import add_recall_turns, run_cli
 
 from pioneer.episodic import EpisodicIndex
-from pioneer.history import ArtifactRef, SqliteStore
+from pioneer.history import SqliteStore
 
 GOLDENS = Path(__file__).parent / "goldens" / "episodic"
-TURNS = [
-    ("How slow is the gateway in Frankfurt?", "p50 is 40 ms, p99 is 310 ms in Frankfurt."),
-    ("Plot the gateway latency.", "Here is the latency chart."),
-    ("What should I cook tonight?", "A simple pasta would do."),
-    ("Remind me to call my sister.", "I will keep that in mind."),
-    ("Is it going to rain today?", "Probably in the afternoon."),
-    ("Any good books lately?", "Try a short novel for the weekend."),
-]
-
-
 @pytest.fixture
 def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PIONEER_CONFIG", raising=False)
     path = tmp_path / "pioneer.db"
-    chart = ArtifactRef("art-7", "latency chart.png", "image", version_id="v2",
-                        size_bytes=48_213, role="assistant")
     with SqliteStore(path) as store, EpisodicIndex(store):
         store.ensure_thread("demo")
-        for n, (user, reply) in enumerate(TURNS):
-            store.add_turn("demo", user_text=user, assistant_text=reply, turn_id=f"turn-{n}",
-                           user_item_id=f"u{n}", assistant_item_id=f"a{n}",
-                           assistant_artifacts=[chart] if n == 1 else [])
+        add_recall_turns(store, 6)  # turns 0 to 5 (the goldens are their hits)
     return path
 
 

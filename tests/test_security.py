@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support import within
+from support import HOSTILE_LIMIT as LIMIT
+from support import hostile_compiler, within
 
 from pioneer import PioneerError, PromptCompileInput, PromptCompiler, TemplateError
 from pioneer.compile.sandbox import INPUT_COPIES, MAX_OUTPUT
@@ -21,30 +22,12 @@ from pioneer.sections.agents_md import agents_md_subscription
 from pioneer.sections.memory import MemoryItem, MemoryRecall, render_memory_recall
 from pioneer.turn.run import compile_turn
 
-PROFILE = """name = "acme"
-
-[[sections]]
-id = "identity_base"
-title = "Identity"
-stability = "stable"
-template = "evil.md.j2"
-{extra}"""
-
-#: The limit of every render here: its own MAX_OUTPUT, plus INPUT_COPIES times the text it
-#: is handed (the profile name, the section id and the title).
-LIMIT = MAX_OUTPUT + INPUT_COPIES * len("acme" + "identity_base" + "Identity")
-
 #: A generous watchdog: these renders are refused at once; only a broken guard runs on.
 NEVER_HANGS = 60.0
 
 
 def _compiler(tmp_path: Path, template: str, *, extra: str = "") -> PromptCompiler:
-    (tmp_path / "profiles").mkdir(exist_ok=True)
-    (tmp_path / "profiles" / "acme.toml").write_text(PROFILE.format(extra=extra))
-    (tmp_path / "templates").mkdir(exist_ok=True)
-    (tmp_path / "templates" / "evil.md.j2").write_text(template)
-    return PromptCompiler(profile_path=[tmp_path / "profiles"],
-                          template_path=[tmp_path / "templates"], count_tokens=False)
+    return hostile_compiler(tmp_path, {"evil.md.j2": template}, extra=extra)
 
 
 def _render_error(tmp_path: Path, template: str) -> str:

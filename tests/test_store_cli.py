@@ -10,32 +10,19 @@ from pathlib import Path
 
 import pytest
 from stores import Server, make_store, with_database
-from support import run_cli
+from support import RECALL_TURNS, add_recall_turns, run_cli
 
 from pioneer import ChatMessage, ChatRequest, PromptCompileInput, PromptCompiler, StoreError
 from pioneer.audit import TurnAudit, TurnRecord, TurnRecords
 from pioneer.episodic import EpisodicIndex
-from pioneer.history import ArtifactRef
 from pioneer.providers import build_request_body
 
 GOLDENS = Path(__file__).parent / "goldens" / "episodic"
-TURNS = [
-    ("How slow is the gateway in Frankfurt?", "p50 is 40 ms, p99 is 310 ms in Frankfurt."),
-    ("Plot the gateway latency.", "Here is the latency chart."),
-    ("What should I cook tonight?", "A simple pasta would do."),
-    ("Remind me to call my sister.", "I will keep that in mind."),
-    ("Is it going to rain today?", "Probably in the afternoon."),
-    ("Any good books lately?", "Try a short novel for the weekend."),
-    ("Which gateway endpoint is the worst?", "POST /v1/chat, by far."),
-    ("Thanks for the help earlier.", "You are welcome."),
-]
-
-
 def _record(home: Path) -> TurnRecord:
     payload = PromptCompiler().compile(PromptCompileInput(workspace_root=home,
                                                           profile="minimal"))
     request = ChatRequest(model="m", compiled_prompt=payload,
-                          messages=[ChatMessage.user(TURNS[-1][0])])
+                          messages=[ChatMessage.user(RECALL_TURNS[-1][0])])
     audit = TurnAudit("turn-7", "demo", "chat")
     audit.add_round(payload.manifest, request, "anthropic",
                     build_request_body("anthropic", request))
@@ -43,16 +30,10 @@ def _record(home: Path) -> TurnRecord:
 
 
 def _write(target: str | Path, record: TurnRecord) -> None:
-    chart = ArtifactRef("art-7", "latency chart.png", "image", version_id="v2",
-                        size_bytes=48_213, role="assistant")
     with make_store(target) as store, EpisodicIndex(store), TurnRecords(store) as records:
         store.ensure_thread("demo", model="demo-model")
         with records.expecting(record):  # written with turn-7, in its transaction
-            for n, (user, reply) in enumerate(TURNS):
-                store.add_turn("demo", user_text=user, assistant_text=reply,
-                               turn_id=f"turn-{n}", user_item_id=f"u{n}",
-                               assistant_item_id=f"a{n}",
-                               assistant_artifacts=[chart] if n == 1 else [])
+            add_recall_turns(store)
         store.set_thread_summary("demo", "They talked about the gateway's latency.",
                                  through_turn_id="turn-1")
 

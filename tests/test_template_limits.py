@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import run_cli
+from support import HOSTILE_LIMIT as LIMIT
+from support import HOSTILE_PROFILE as PROFILE
+from support import hostile_compiler, run_cli
 
 from pioneer import PromptCompileInput, PromptCompiler, TemplateError
 from pioneer.compile.allowance import (
@@ -33,17 +35,6 @@ from pioneer.compile.inputs import DynamicSectionInput, RuntimeSectionInput
 from pioneer.compile.readonly import FrozenDict, FrozenList, ReadOnlyError, read_only
 from pioneer.sections.memory import MemoryRecall, render_memory_recall
 
-PROFILE = """name = "acme"
-
-[[sections]]
-id = "identity_base"
-title = "Identity"
-stability = "stable"
-template = "evil.md.j2"
-{extra}"""
-
-#: What every render here is handed: the profile name, the section id and its title.
-LIMIT = MAX_OUTPUT + INPUT_COPIES * len("acme" + "identity_base" + "Identity")
 #: A ``when`` is handed only the compile input and the profile name.
 WHEN_LIMIT = MAX_OUTPUT + INPUT_COPIES * len("acme")
 #: The child's address space: far below what any of these attacks would build.
@@ -163,16 +154,6 @@ def test_the_memory_cap_would_catch_an_attack_that_got_through(tmp_path: Path) -
 # -- ordinary use stays possible -------------------------------------------------------
 
 
-def _compiler(tmp_path: Path, templates: dict[str, str], *, extra: str = "") -> PromptCompiler:
-    (tmp_path / "profiles").mkdir(exist_ok=True)
-    (tmp_path / "profiles" / "acme.toml").write_text(PROFILE.format(extra=extra))
-    (tmp_path / "templates").mkdir(exist_ok=True)
-    for name, source in templates.items():
-        (tmp_path / "templates" / name).write_text(source)
-    return PromptCompiler(profile_path=[tmp_path / "profiles"],
-                          template_path=[tmp_path / "templates"])
-
-
 @pytest.mark.parametrize(
     ("expression", "text"),
     [
@@ -192,7 +173,7 @@ def _compiler(tmp_path: Path, templates: dict[str, str], *, extra: str = "") -> 
     ],
 )
 def test_ordinary_use_renders(tmp_path: Path, expression: str, text: str) -> None:
-    compiler = _compiler(tmp_path, {"evil.md.j2": f"{{{{ {expression} }}}}\n"})
+    compiler = hostile_compiler(tmp_path, {"evil.md.j2": f"{{{{ {expression} }}}}\n"})
     payload = compiler.compile(PromptCompileInput(workspace_root=tmp_path, profile="acme"))
     assert payload.stable_system_text == f"## Identity\n{text}"
 
@@ -221,12 +202,12 @@ STATE = {
 
 
 def test_an_imported_module_is_not_shared_between_compiles(tmp_path: Path) -> None:
-    compiler = _compiler(tmp_path, STATE)
+    compiler = hostile_compiler(tmp_path, STATE)
     texts = []
     for context in ("tenant one", "tenant two", "tenant three"):
         compile_input = PromptCompileInput(workspace_root=tmp_path, profile="acme",
                                            dynamic_context=context)
-        fresh = _compiler(tmp_path, {}).compile(compile_input)
+        fresh = hostile_compiler(tmp_path, {}).compile(compile_input)
         payload = compiler.compile(compile_input)
         assert payload.model_dump() == fresh.model_dump()
         texts.append(payload.stable_system_text)
@@ -248,7 +229,7 @@ def test_an_imported_module_is_not_shared_between_compiles(tmp_path: Path) -> No
 )
 def test_a_template_cannot_change_the_compile_input(tmp_path: Path, statement: str,
                                                     message: str) -> None:
-    compiler = _compiler(tmp_path, {"evil.md.j2": f"fine\n{{% set _ = {statement} %}}\n"})
+    compiler = hostile_compiler(tmp_path, {"evil.md.j2": f"fine\n{{% set _ = {statement} %}}\n"})
     section = RuntimeSectionInput(id="dynamic:note", content="keep me")
     compile_input = PromptCompileInput(workspace_root=tmp_path, profile="acme",
                                        runtime_sections=[section])
@@ -330,7 +311,7 @@ def test_a_computed_template_name_is_refused_by_check_lock_and_compile(
 )
 def test_every_kind_of_computed_reference_is_refused(tmp_path: Path, tag: str,
                                                     source: str) -> None:
-    compiler = _compiler(tmp_path, {"evil.md.j2": f"fine\n{source}\n"})
+    compiler = hostile_compiler(tmp_path, {"evil.md.j2": f"fine\n{source}\n"})
     with pytest.raises(TemplateError) as info:
         compiler.load_profile("acme")
     assert str(info.value).startswith(
@@ -339,8 +320,8 @@ def test_every_kind_of_computed_reference_is_refused(tmp_path: Path, tag: str,
 
 
 def test_literal_lists_of_names_are_allowed(tmp_path: Path) -> None:
-    compiler = _compiler(tmp_path, {"evil.md.j2": '{% include ["missing.j2", "b.j2"] %}\n',
-                                    "b.j2": "from b\n"})
+    compiler = hostile_compiler(tmp_path, {"evil.md.j2": '{% include ["missing.j2", "b.j2"] %}\n',
+                                           "b.j2": "from b\n"})
     payload = compiler.compile(PromptCompileInput(workspace_root=tmp_path, profile="acme"))
     assert payload.stable_system_text == "## Identity\nfrom b"
     assert set(compiler.load_profile("acme").templates) == {"evil.md.j2", "missing.j2", "b.j2"}
@@ -359,7 +340,7 @@ def test_literal_lists_of_names_are_allowed(tmp_path: Path) -> None:
 def test_a_condition_reading_an_unsafe_or_missing_attribute_is_an_error(
     tmp_path: Path, when: str, message: str,
 ) -> None:
-    compiler = _compiler(tmp_path, {"evil.md.j2": "text\n"}, extra=f'when = "{when}"\n')
+    compiler = hostile_compiler(tmp_path, {"evil.md.j2": "text\n"}, extra=f'when = "{when}"\n')
     with pytest.raises(TemplateError) as info:
         compiler.compile(PromptCompileInput(workspace_root=tmp_path, profile="acme"))
     assert str(info.value) == (
