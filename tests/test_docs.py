@@ -14,19 +14,26 @@ import pkgutil
 import re
 import shlex
 import shutil
+import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import get_args
 
 import pytest
 from doc_pages import DOCS, ROOT, Block, blocks, page, pages, shown
 from pydantic import BaseModel
+from stores import Server
+from support import run_cli
 
 from pioneer import PromptCompileInput, PromptManifest
 from pioneer.cli import main
 from pioneer.compile.ids import BUILT_IN_SECTION_IDS, RUNTIME_BUILT_IN_IDS
 from pioneer.compile.manifest import DiagnosticCode
+from pioneer.history import MIGRATIONS, SqliteStore
+from pioneer.history.postgres_migrations import MIGRATIONS as POSTGRES_MIGRATIONS
+from pioneer.history.postgres_store import PostgresStore
 from pioneer.sections.permissions import GUIDANCE_AXES
 from pioneer.sections.tool_domains import DEFAULT_TOOL_DOMAINS
 
@@ -225,6 +232,81 @@ def test_every_command_is_documented() -> None:
         "init", "compile", "check", "inspect", "diff", "lock", "history", "recall",
         "explain"].index)
 
+
+
+def _sqlite(path: Path, *statements: str, steps: int = len(MIGRATIONS)) -> None:
+    """An SQLite store made with the first ``steps`` steps, then changed by ``statements``
+    (or, with no steps, a plain SQLite file)."""
+    if steps:
+        with SqliteStore(path, migrations=MIGRATIONS[:steps]) as store:
+            store.ensure_thread("demo")
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        for statement in statements:
+            conn.execute(statement)
+    finally:
+        conn.close()
+
+
+def _postgres(server: Server, schema: str, url: str, *statements: str,
+              steps: int = len(POSTGRES_MIGRATIONS)) -> None:
+    """The PostgreSQL counterpart of _sqlite, in a fresh schema."""
+    if steps:
+        with PostgresStore(url, migrations=POSTGRES_MIGRATIONS[:steps]) as store:
+            store.ensure_thread("demo")
+    server.execute(schema, *statements)
+
+
+#: Each row of the store-refusals table (docs/stores.md): how to make its SQLite file and
+#: its PostgreSQL schema.
+REFUSALS: dict[str, tuple[Callable[[Path], None], Callable[[Server, str, str], None]]] = {
+    "no pioneer schema (another program's file, a schema without pioneer's tables)": (
+        lambda path: _sqlite(path, "CREATE TABLE notes (body TEXT)", steps=0),
+        lambda server, schema, url: _postgres(server, schema, url, steps=0)),
+    "a negative version": (
+        lambda path: _sqlite(path, "PRAGMA user_version = -1"),
+        lambda server, schema, url: _postgres(server, schema, url,
+                                              "UPDATE pioneer_schema SET version = -1")),
+    "the latest version, one of its tables dropped": (
+        lambda path: _sqlite(path, "DROP TABLE turn_rounds"),
+        lambda server, schema, url: _postgres(server, schema, url, "DROP TABLE turn_rounds")),
+    "an older version (the first two steps only)": (
+        lambda path: _sqlite(path, steps=2),
+        lambda server, schema, url: _postgres(server, schema, url, steps=2)),
+    "a newer version (one past the latest)": (
+        lambda path: _sqlite(path, f"PRAGMA user_version = {len(MIGRATIONS) + 1}"),
+        lambda server, schema, url: _postgres(
+            server, schema, url,
+            f"UPDATE pioneer_schema SET version = {len(POSTGRES_MIGRATIONS) + 1}")),
+}
+
+
+def test_store_refusals_are_what_a_read_command_prints(
+    tmp_path: Path, pg_server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in [name for name in os.environ if name.startswith("PIONEER_")]:
+        monkeypatch.delenv(name)
+    text = page("stores.md")
+    latest = re.search(r"latest schema is version (\d+) on SQLite and version (\d+) on\s+"
+                       r"PostgreSQL", text)
+    assert latest is not None
+    assert latest.groups() == (str(len(MIGRATIONS)), str(len(POSTGRES_MIGRATIONS)))
+    rows = _table("store-refusals", text)
+    assert list(rows) == list(REFUSALS)
+    for number, (found, (make_file, make_schema)) in enumerate(REFUSALS.items()):
+        on_sqlite, on_postgres = (cell.strip("`") for cell in rows[found])
+        path = tmp_path / f"case-{number}.db"
+        make_file(path)
+        assert run_cli("history", "demo", "--db", str(path)) == (
+            1, "", f"{path}: {on_sqlite}\nerror: 1 problem\n"), found
+        schema, url = pg_server.new_schema()
+        try:
+            make_schema(pg_server, schema, url)
+            assert run_cli("history", "demo", "--db", url) == (
+                1, "", f"{url}: {on_postgres}\nerror: 1 problem\n"), found
+        finally:
+            pg_server.drop_schema(schema)
 
 # Code that points here -----------------------------------------------------------------------
 
