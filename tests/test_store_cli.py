@@ -196,3 +196,44 @@ def test_a_postgresql_schema_of_an_unknown_version_is_refused(
         assert str(raised.value) == expected
     finally:
         pg_server.drop_schema(schema)
+
+
+def test_an_older_postgresql_schema_is_refused_by_a_read_and_migrated_by_a_write(
+    pg_server: Server,
+) -> None:
+    from pioneer.history.postgres_migrations import MIGRATIONS
+    from pioneer.history.postgres_store import PostgresStore
+
+    schema, url = pg_server.new_schema()
+    try:
+        with PostgresStore(url, migrations=MIGRATIONS[:2]) as store:
+            store.ensure_thread("demo")
+        assert run_cli("history", "demo", "--db", url) == (
+            1, "", f"{url}: schema version 2 is older than this pioneer's ({len(MIGRATIONS)}); "
+                   "a read command does not upgrade it (open it once for writing)\n"
+                   "error: 1 problem\n")
+        with make_store(url) as store:  # a writing open runs the missing steps
+            store.add_turn("demo", user_text="after the upgrade", assistant_text="kept",
+                           turn_id="turn-0")
+        code, out, err = run_cli("history", "demo", "--db", url)
+        assert (code, err) == (0, "")
+        assert "after the upgrade" in out
+    finally:
+        pg_server.drop_schema(schema)
+
+
+def test_postgresql_migration_steps_must_be_numbered_in_order(pg_server: Server) -> None:
+    from pioneer.history.postgres_migrations import MIGRATIONS
+    from pioneer.history.postgres_store import PostgresStore
+
+    schema, url = pg_server.new_schema()
+    try:
+        with pytest.raises(StoreError) as raised:
+            PostgresStore(url, migrations=MIGRATIONS[1:])
+        assert str(raised.value) == (
+            "migration steps must be numbered 1, 2, 3…; step 1 has version 2")
+        assert run_cli("history", "demo", "--db", url)[2] == (  # nothing was created
+            f"{url}: not a pioneer conversation store (no pioneer_schema table)\n"
+            "error: 1 problem\n")
+    finally:
+        pg_server.drop_schema(schema)

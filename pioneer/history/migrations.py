@@ -8,6 +8,10 @@ version 0 on a file that already has tables (:func:`check_known`). A store opene
 read-only runs no step: it needs exactly the latest version. The tables of the packages
 that extend the store (episodic index, turn records) are part of the store's schema and
 are added by appending a step here, never by editing an applied one.
+
+What does not depend on the dialect serves the PostgreSQL store's steps as well
+(:mod:`.postgres_migrations`): the step type, the tables steps create, the check that
+steps are numbered in order and the checks of a recorded version.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..errors import StoreError
@@ -24,6 +28,8 @@ __all__ = [
     "MIGRATIONS",
     "Migration",
     "check_known",
+    "check_order",
+    "check_version",
     "configure_connection",
     "migrate",
     "schema_version",
@@ -194,14 +200,7 @@ def check_known(conn: sqlite3.Connection, steps: Sequence[Migration] = MIGRATION
     all, i.e. a new file. Read-only opens pass ``upgrade=False`` and need the latest.
     """
     name = where or "database"
-    latest = len(steps)
     version = schema_version(conn)
-    if version > latest:
-        raise StoreError(f"{name}: schema version {version} is newer than this pioneer "
-                         f"supports ({latest}); upgrade pioneer")
-    if version < 0:
-        raise StoreError(f"{name}: not a pioneer conversation store (schema version "
-                         f"{version})")
     tables = _tables(conn)
     if version == 0:
         if not upgrade:
@@ -210,18 +209,38 @@ def check_known(conn: sqlite3.Connection, steps: Sequence[Migration] = MIGRATION
             raise StoreError(f"{name}: not a pioneer conversation store (it has tables but "
                              "no schema version); refusing to add tables to it")
         return version
-    missing = sorted(tables_of(steps[:version]) - tables)
-    if missing:
-        raise StoreError(f"{name}: not a pioneer conversation store (schema version "
-                         f"{version} but no table {missing[0]!r})")
-    if version < latest and not upgrade:
-        raise StoreError(f"{name}: schema version {version} is older than this pioneer's "
-                         f"({latest}); a read command does not upgrade it (open it once "
-                         "for writing, e.g. with SqliteStore(path))")
+    check_version(version, steps, where=name, upgrade=upgrade, has_table=tables.__contains__,
+                  reopen="open it once for writing, e.g. with SqliteStore(path)")
     return version
 
 
-def _check_order(steps: Sequence[Migration]) -> None:
+def check_version(version: int, steps: Sequence[Migration], *, where: str, upgrade: bool,
+                  has_table: Callable[[str], bool], reopen: str) -> None:
+    """Refuse a store whose recorded ``version`` (either dialect's) this code does not know.
+
+    That is a version above the last of ``steps``, below 1, one whose steps' tables are
+    not all there (``has_table`` answers for one name), or, unless ``upgrade``, one below
+    the last step; ``reopen`` is how to open the store for writing, for that message.
+    """
+    latest = len(steps)
+    if version > latest:
+        raise StoreError(f"{where}: schema version {version} is newer than this pioneer "
+                         f"supports ({latest}); upgrade pioneer")
+    if version < 1:
+        raise StoreError(f"{where}: not a pioneer conversation store (schema version "
+                         f"{version})")
+    missing = next((table for table in sorted(tables_of(steps[:version]))
+                    if not has_table(table)), None)
+    if missing is not None:
+        raise StoreError(f"{where}: not a pioneer conversation store (schema version "
+                         f"{version} but no table {missing!r})")
+    if version < latest and not upgrade:
+        raise StoreError(f"{where}: schema version {version} is older than this pioneer's "
+                         f"({latest}); a read command does not upgrade it ({reopen})")
+
+
+def check_order(steps: Sequence[Migration]) -> None:
+    """Refuse steps that are not numbered 1, 2, 3 and so on."""
     for expected, step in enumerate(steps, start=1):
         if step.version != expected:
             raise StoreError(
@@ -239,7 +258,7 @@ def migrate(
     is one explicit ``BEGIN IMMEDIATE`` transaction, so two processes opening the same
     new file at once apply the steps exactly once.
     """
-    _check_order(steps)
+    check_order(steps)
     latest = len(steps)
     started = schema_version(conn)
     if started == latest:

@@ -35,7 +35,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import StoreError
 from ..tokens import TokenCounter
-from .migrations import Migration, tables_of
+from .migrations import Migration, check_order, check_version
 from .open import redact_url
 from .postgres_migrations import MIGRATION_LOCK, MIGRATIONS
 from .sql_store import ConnectionLost, SqlStore
@@ -142,7 +142,6 @@ class PostgresStore(SqlStore):
 
     def _check_known(self, conn: psycopg.Connection[Any], steps: Sequence[Migration], *,
                      upgrade: bool) -> int:
-        latest = len(steps)
         if conn.execute("SELECT to_regclass('pioneer_schema')").fetchone() == (None,):
             tables = conn.execute(
                 "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
@@ -160,27 +159,16 @@ class PostgresStore(SqlStore):
             raise StoreError(f"{self._where}: not a pioneer conversation store "
                              f"(pioneer_schema holds {len(rows)} rows, expected one version)")
         version = int(rows[0][0])
-        if version > latest:
-            raise StoreError(f"{self._where}: schema version {version} is newer than this "
-                             f"pioneer supports ({latest}); upgrade pioneer")
-        if version < 1:
-            raise StoreError(f"{self._where}: not a pioneer conversation store (schema "
-                             f"version {version})")
-        for table in sorted(tables_of(steps[:version])):
-            if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone() == (None,):
-                raise StoreError(f"{self._where}: not a pioneer conversation store (schema "
-                                 f"version {version} but no table {table!r})")
-        if version < latest and not upgrade:
-            raise StoreError(f"{self._where}: schema version {version} is older than this "
-                             f"pioneer's ({latest}); a read command does not upgrade it "
-                             "(open it once for writing)")
+        check_version(
+            version, steps, where=self._where, upgrade=upgrade,
+            has_table=lambda table: conn.execute("SELECT to_regclass(%s)",
+                                                 (table,)).fetchone() != (None,),
+            reopen="open it once for writing",
+        )
         return version
 
     def _migrate(self, conn: psycopg.Connection[Any], steps: Sequence[Migration]) -> None:
-        for expected, step in enumerate(steps, start=1):
-            if step.version != expected:
-                raise StoreError(f"migration steps must be numbered 1, 2, 3…; step "
-                                 f"{expected} has version {step.version}")
+        check_order(steps)
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
             current = self._check_known(conn, steps, upgrade=True)
