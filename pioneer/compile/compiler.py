@@ -364,11 +364,9 @@ class PromptCompiler:
         dynamic = renderer.render(plan.dynamic)
         dynamic += renderer.unplaced()
         ignored = _ignored_inputs(plan, compile_input)
+        # The dynamic sections' diagnostics and omissions join these in _assemble's pass.
         diagnostics = [*boot.diagnostics, *pool_diagnostics, *stable.diagnostics]
-        diagnostics += [r.diagnostic for r in dynamic if r.diagnostic]
-        diagnostics += [_ignored_diagnostic(name, profile.spec.name) for name in ignored]
         omissions = [*pool_omissions, *stable.omissions]
-        omissions += [r.omission for r in dynamic if r.omission]
         return self._assemble(profile, stable, dynamic, boot, diagnostics, omissions,
                               renderer.placements(compile_input, self._placements), ignored)
 
@@ -462,6 +460,8 @@ class PromptCompiler:
         placements: list[Placement],
         ignored: list[str],
     ) -> CompiledPromptPayload:
+        """The payload; ``diagnostics`` and ``omissions`` (those met before the dynamic
+        sections) get the dynamic sections' own appended, in the same pass."""
         sections = list(stable.sections)
         records = list(stable.records)
         texts: list[str] = []
@@ -472,6 +472,11 @@ class PromptCompiler:
                 records.append(r.record)
                 texts.append(r.section.text)
                 chunks.append(r.data)
+            if r.diagnostic is not None:
+                diagnostics.append(r.diagnostic)
+            if r.omission is not None:
+                omissions.append(r.omission)
+        diagnostics += [_ignored_diagnostic(name, profile.spec.name) for name in ignored]
         dynamic_text = render_sections(texts)
         dynamic_bytes = _SEPARATOR_BYTES.join(chunks)
         # The full text is the stable text, then the marker and the dynamic text when
