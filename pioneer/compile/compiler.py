@@ -520,7 +520,8 @@ def _ignored_inputs(plan: ProfilePlan, compile_input: PromptCompileInput) -> lis
     """Input fields given a value (not the default, not blank) that no section reads, or
     whose value the compiler derives itself."""
     ignored: list[str] = []
-    unread = compile_input.model_fields_set - _CONSUMED - (plan.read_names - _DERIVED)
+    given = compile_input.model_fields_set
+    unread = (given - _CONSUMED - plan.read_names) | (given & _DERIVED)
     if not unread:
         return ignored
     for name in sorted(unread):
@@ -811,6 +812,8 @@ class _SectionRenderer:
 
     def unplaced(self) -> list[Rendered]:
         """Kept contributions no section met (the profile has no slot for them)."""
+        if len(self.met) == len(self.contributions):  # each met once: none is left
+            return []
         return [
             _item_left_out(item, "unplaced",
                            f"no section of profile `{self.profile_name}` places this id",
@@ -826,13 +829,14 @@ class _SectionRenderer:
         """Every input contribution, runtime pool then hook pool, and where it went
         (records already in ``known`` are reused, new ones added to it)."""
         out: list[Placement] = []
+        met_at, known_as = self.met.get, known.get
         for pool, inputs in (("runtime", compile_input.runtime_sections),
                              ("hook", compile_input.dynamic_sections)):
             for index, item in enumerate(inputs):
-                met = self.met.get((pool, index))
+                met = met_at((pool, index))
                 key = ((item.id, pool, index, None, 0, bool(item.content.strip()))
                        if met is None else (item.id, pool, index, *met))
-                found = known.get(key)
+                found = known_as(key)
                 if found is None:
                     if len(known) >= PLACEMENTS_SIZE:
                         known.clear()
