@@ -72,7 +72,7 @@ from .profile import (
     structural_problems,
 )
 from .readonly import FrozenList
-from .refs import RefLineCounts, count_ref_lines
+from .refs import REF_LINE_START, count_ref_lines
 from .sandbox import render_parts
 from .templates import TemplateSet, build_environment, describe, display_name, render_problem
 
@@ -95,6 +95,8 @@ _CONDITION_NAMES = INPUT_FIELDS | {"profile"}
 #: Input fields the interpreter itself consumes, whatever the profile's sections read.
 _CONSUMED = frozenset({"workspace_root", "profile", "runtime_sections", "dynamic_sections",
                        "limits"})
+#: Sections whose rendered refs count towards the Artifact References policy (by source).
+_REF_SOURCES = ("runtime:", "hook:", "input:")
 #: Input texts searched for artifact reference lines (besides the contributions).
 _REF_TEXT_FIELDS = ("skills_prompt", "retry_instruction", "dynamic_context", "extra_system")
 #: Input fields the compiler never takes as given: it derives their value from what the
@@ -205,7 +207,6 @@ class PromptCompiler:
         # A turn's placements are mostly last turn's: a frozen record is reused by value
         # rather than validated again (ten of them were a tenth of a warm turn).
         self._placements: dict[tuple[str, str, int, str | None, int, bool], Placement] = {}
-        self._ref_counts = RefLineCounts(RECENT_SIZE)
 
     # -- loading ---------------------------------------------------------------
 
@@ -320,7 +321,7 @@ class PromptCompiler:
         renderer = _TrialRenderer(
             self.templates, representative_input(name), profile, self._plan(profile),
             BootstrapResult(files, (), ()), [], [], memo=Memo(1), recent=Recent(1),
-            conditions=Recent(1), ref_counts=RefLineCounts(1), counter=None,
+            conditions=Recent(1), counter=None,
         )
         problems: list[Problem] = []
         for section in profile.spec.sections:
@@ -354,14 +355,13 @@ class PromptCompiler:
         renderer = _SectionRenderer(
             self.templates, compile_input, profile, plan, boot, contributions, pool_omissions,
             history_refs=_history_refs(history) if history is not None else 0,
-            ref_counts=self._ref_counts,
             memo=self._section_memo,
             recent=self._recent_sections,
             conditions=self._recent_conditions,
             counter=(self._counter or default_counter()) if self._count_tokens else None,
         )
         stable = self._stable_part(profile, plan, renderer)
-        dynamic = renderer.render(plan.dynamic)
+        dynamic = renderer.render_dynamic(plan.dynamic, stable.refs)
         dynamic += renderer.unplaced()
         ignored = _ignored_inputs(plan, compile_input)
         # The dynamic sections' diagnostics and omissions join these in _assemble's pass.
@@ -434,6 +434,7 @@ class PromptCompiler:
             tuple(r.section for r in kept if r.section is not None),
             tuple(r.record for r in kept if r.record is not None),
             tuple(r.omission for r in rendered if r.omission),
+            sum(r.refs for r in rendered),
         )
         if key is not None:
             self._stable_memo.put(key, part)
@@ -630,7 +631,6 @@ class _SectionRenderer:
         pool_omissions: list[Omission],
         *,
         history_refs: int = 0,
-        ref_counts: RefLineCounts,
         memo: Memo[tuple[object, ...], Rendered],
         recent: Recent[tuple[object, ...], Rendered],
         conditions: Recent[tuple[object, ...], bool],
@@ -646,25 +646,29 @@ class _SectionRenderer:
             if type(value) is list:
                 self.base[name] = FrozenList(value)
         self.base["profile"] = profile.spec.name
-        # The Artifact References policy follows the refs the request carries: those in
-        # the kept contributions and input texts, and those of the history sent with it.
-        # A count the caller passed is not taken (it is reported as ignored).
-        # Where each contribution goes (its own declared section, else the slot), and the
-        # refs each carries, in one pass.
+        # Where each contribution goes: its own declared section, else the slot.
         self.placed: dict[str, list[Contribution]] = {}
         self.unclaimed: list[Contribution] = []
         claimed = profile.claimed
-        carried = history_refs
-        count = ref_counts.count
         for item in contributions:
-            carried += count((item.pool, item.position), item.content)
             if item.id in claimed:
                 self.placed.setdefault(item.id, []).append(item)
             else:
                 self.unclaimed.append(item)
-        for name in _REF_TEXT_FIELDS:
-            if isinstance(value := self.base[name], str):
-                carried += count(name, value)
+        # The Artifact References policy follows the refs the request carries: those of
+        # the history sent with it and those in the kept contribution and input sections.
+        # A count the caller passed is not taken (it is reported as ignored). Each section
+        # counts its refs when it is rendered, so a section that reads the count waits
+        # until the others are placed (``render``); only when a stable one reads it are
+        # the texts searched first, as they come in.
+        self.history_refs = history_refs
+        self.refs_first = any(s.id in plan.ref_readers for s in plan.stable)
+        carried = history_refs
+        if self.refs_first:
+            carried += count_ref_lines(item.content for item in contributions)
+            carried += count_ref_lines(
+                value for name in _REF_TEXT_FIELDS if isinstance(value := self.base[name], str)
+            )
         self.base["artifact_ref_count"] = carried
         self.input = compile_input
         self.profile_name = profile.spec.name
@@ -709,6 +713,29 @@ class _SectionRenderer:
         out: list[Rendered] = []
         for section in sections:
             self.visit(section, out)
+        return out
+
+    def render_dynamic(self, sections: Sequence[SectionSpec], stable_refs: int) -> list[Rendered]:
+        """:meth:`render` for the dynamic sections: those that read ``artifact_ref_count``
+        are rendered last, once the refs of the others (and of the stable part, and of
+        the history) are counted, and their emissions take their declared places."""
+        if self.refs_first:
+            return self.render(sections)
+        readers = self.plan.ref_readers
+        out: list[Rendered] = []
+        waiting: list[tuple[int, SectionSpec]] = []
+        for section in sections:
+            if section.id in readers:
+                waiting.append((len(out), section))
+            else:
+                self.visit(section, out)
+        if waiting:
+            self.base["artifact_ref_count"] = (
+                self.history_refs + stable_refs + sum(r.refs for r in out))
+            for at, section in reversed(waiting):  # the last first: earlier places hold
+                emitted: list[Rendered] = []
+                self.visit(section, emitted)
+                out[at:at] = emitted
         return out
 
     def visit(self, section: SectionSpec, out: list[Rendered]) -> None:
@@ -1013,7 +1040,11 @@ class _SectionRenderer:
             tokens=self.counter.count(text) if self.counter else None,
             sha256=fingerprint, source=source, truncated=truncated,
         )
-        return Rendered(compiled, record, diagnostic, data)
+        # The refs this section carries into the prompt: counted for what came in (a
+        # contribution or an input), never for the profile's own text or a file.
+        refs = (count_ref_lines((text,))
+                if REF_LINE_START in text and source.startswith(_REF_SOURCES) else 0)
+        return Rendered(compiled, record, diagnostic, data, refs=refs)
 
 
 def _left_out(section_id: str, reason: OmissionReason, detail: str) -> Rendered:

@@ -133,6 +133,9 @@ class Rendered:
     diagnostic: Diagnostic | None
     data: bytes = b""
     omission: Omission | None = None
+    #: Artifact ref lines in the text of a contribution or input section (0 for any
+    #: other): counted once, when the section is rendered.
+    refs: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +152,8 @@ class StablePart:
     records: tuple[ManifestSection, ...]
     #: Why each stable section that emitted nothing was left out, in order.
     omissions: tuple[Omission, ...] = ()
+    #: Artifact ref lines the kept stable contribution and input sections carry.
+    refs: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +173,10 @@ class ProfilePlan:
     #: Compile-input names some section's template, condition or input source reads
     #: (every name, when a template's reads cannot be known).
     read_names: frozenset[str] = frozenset()
+    #: Sections whose template or condition reads ``artifact_ref_count`` (or may: a
+    #: template whose reads cannot be known): they are rendered once the refs the
+    #: other sections carry are counted.
+    ref_readers: frozenset[str] = frozenset()
 
 
 def plan_profile(
@@ -206,4 +215,9 @@ def plan_profile(
         stable_names=tuple(sorted(needed)),
         stable_files=tuple(s.file for s in stable if s.source == "bootstrap" and s.file),
         read_names=frozenset(read),
+        ref_readers=frozenset(
+            s.id for s in ordered
+            if reads[s.id] is None or "artifact_ref_count" in (reads[s.id] or ())
+            or "artifact_ref_count" in conditions[s.id]
+        ),
     )

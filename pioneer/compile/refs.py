@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["REF_LINE_START", "RefLineCounts", "count_ref_lines"]
+__all__ = ["REF_LINE_START", "count_ref_lines"]
 
 #: How every artifact reference line starts (after any indentation).
 REF_LINE_START = "- artifactId="
@@ -41,27 +41,3 @@ def count_ref_lines(texts: Iterable[str]) -> int:
             at = text.find(REF_LINE_START, at + len(REF_LINE_START))
     return count
 
-
-class RefLineCounts:
-    """:func:`count_ref_lines` of one text per slot (a contribution's place, an input
-    field), reusing the last count while the slot's text is equal to the last one seen.
-
-    Comparing two equal texts costs a fraction of searching one, and most of a turn's
-    texts are the turn before's. An entry is replaced whole, so a compiler's counts can
-    be shared between threads; the map starts again once it holds ``size`` slots.
-    """
-
-    def __init__(self, size: int = 512):
-        self._size = size
-        self._last: dict[object, tuple[str, int]] = {}
-
-    def count(self, slot: object, text: str) -> int:
-        """The ref lines in ``text``, the text now held at ``slot``."""
-        found = self._last.get(slot)
-        if found is not None and found[0] == text:
-            return found[1]
-        counted = count_ref_lines((text,))
-        if len(self._last) >= self._size and slot not in self._last:
-            self._last = {}
-        self._last[slot] = (text, counted)
-        return counted
