@@ -13,9 +13,9 @@ import hashlib
 import os
 import re
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, get_origin
 
 from ..errors import (
     InputError,
@@ -82,6 +82,9 @@ __all__ = [
 ]
 
 INPUT_FIELDS: frozenset[str] = frozenset(PromptCompileInput.model_fields)
+#: The compile-input fields that hold a list (templates see them as read-only views).
+_LIST_FIELDS = tuple(name for name, field in PromptCompileInput.model_fields.items()
+                     if get_origin(field.annotation) is list)
 _BASE_NAMES = INPUT_FIELDS | {"profile", "section"}
 #: Names each kind of section's template may use beyond the compile input.
 PROVIDED_NAMES: dict[str, frozenset[str]] = {
@@ -133,6 +136,11 @@ class LoadedProfile:
     templates: Mapping[str, str]
     #: The profile's contribution specs by id (what ``[[contributions]]`` declares).
     contributions: Mapping[str, ContributionSpec]
+    #: Contribution ids a section claims or ``[[contributions]]`` declares.
+    placed_ids: frozenset[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "placed_ids", self.claimed | frozenset(self.contributions))
 
     @property
     def known_ids(self) -> frozenset[str]:
@@ -376,8 +384,9 @@ class PromptCompiler:
         """An ``unknown_contribution`` diagnostic for each contribution the slot places
         whose id is close to an id the profile knows (a likely typo)."""
         found = []
+        known = profile.placed_ids
         for item in contributions:
-            if item.id in profile.claimed or item.id in profile.contributions:
+            if item.id in known:
                 continue
             key = (profile.fingerprint, item.id)
             hint = self._id_hints.get(key)
@@ -642,8 +651,8 @@ class _SectionRenderer:
         # are frozen models of plain values (a test holds the input schema to that), so a
         # shallow view is read-only all the way down.
         self.base: dict[str, Any] = dict(compile_input.__dict__)
-        for name, value in self.base.items():
-            if type(value) is list:
+        for name in _LIST_FIELDS:
+            if type(value := self.base[name]) is list:
                 self.base[name] = FrozenList(value)
         self.base["profile"] = profile.spec.name
         # Where each contribution goes: its own declared section, else the slot.
@@ -684,9 +693,9 @@ class _SectionRenderer:
         self.pool_left: dict[str, Omission] = {}
         for omission in pool_omissions:
             self.pool_left.setdefault(omission.id, omission)
-        #: (pool, index) of each kept contribution → (section that placed it, chars, cut);
-        #: a contribution met but left out maps to ``None``.
-        self.met: dict[tuple[str, int], tuple[str, int, bool] | None] = {}
+        #: (pool, index) of each kept contribution → its placement's fields (id, pool,
+        #: index, the section that placed it, chars, cut); one met but left out → ``None``.
+        self.met: dict[tuple[str, int], tuple[str, str, int, str | None, int, bool] | None] = {}
         self.memo = memo
         self.recent = recent
         self.conditions = conditions
@@ -803,7 +812,9 @@ class _SectionRenderer:
             cut = item.original_chars > len(item.content) or (
                 rendered.diagnostic is not None and rendered.diagnostic.code == "section_truncated"
             )
-            self.met[(item.pool, item.position)] = (section.id, len(item.content), cut)
+            # The placement's own fields: placements() looks the record up by them.
+            self.met[(item.pool, item.position)] = (
+                item.id, item.pool, item.position, section.id, len(item.content), cut)
         if taken:
             return
         if section.source == "slot":
@@ -860,9 +871,9 @@ class _SectionRenderer:
         for pool, inputs in (("runtime", compile_input.runtime_sections),
                              ("hook", compile_input.dynamic_sections)):
             for index, item in enumerate(inputs):
-                met = met_at((pool, index))
-                key = ((item.id, pool, index, None, 0, bool(item.content.strip()))
-                       if met is None else (item.id, pool, index, *met))
+                key = met_at((pool, index))
+                if key is None:
+                    key = (item.id, pool, index, None, 0, bool(item.content.strip()))
                 found = known_as(key)
                 if found is None:
                     if len(known) >= PLACEMENTS_SIZE:
