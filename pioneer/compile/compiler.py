@@ -780,9 +780,11 @@ class _SectionRenderer:
                                          f"input {section.field} is empty"))
                     return
                 content = value.strip() if isinstance(value, str) else value
-                self._keep(section, out, self._emit_content(
-                    section, section.id, section.title, content, f"input:{section.field}",
-                    False))
+                rendered = self._emit_content(section, section.id, section.title, content,
+                                              f"input:{section.field}", False)
+                out.append(rendered)  # _keep, inline: four or more of these each turn
+                if rendered.section is None:
+                    out.append(_left_out(section.id, "rendered_empty", "rendered empty"))
             case "contribution" | "slot":
                 self._contributions(section, out)
 
@@ -792,7 +794,8 @@ class _SectionRenderer:
         return self.unclaimed
 
     def _contributions(self, section: SectionSpec, out: list[Rendered]) -> None:
-        items = self._items(section)
+        items = (self.placed.get(section.id, ()) if section.source == "contribution"
+                 else self.unclaimed)  # _items, inline
         refused = section.refuse
         taken = 0
         for item in items:
@@ -1054,7 +1057,7 @@ class _SectionRenderer:
         # The refs this section carries into the prompt: counted for what came in (a
         # contribution or an input), never for the profile's own text or a file.
         refs = (count_ref_lines((text,))
-                if REF_LINE_START in text and source.startswith(_REF_SOURCES) else 0)
+                if source.startswith(_REF_SOURCES) and REF_LINE_START in text else 0)
         return Rendered(compiled, record, diagnostic, data, refs=refs)
 
 
