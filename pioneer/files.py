@@ -151,6 +151,16 @@ class Beneath:
             except Refused as refused:
                 refused.at = 0
                 raise
+        elif len(parts) == 1 and parts[0] not in ("", ".", ".."):
+            # One name right under the root (an identity file, on every edited turn): the
+            # walk's first step, without its bookkeeping. A link is left to the walk.
+            try:
+                fd = os.open(parts[0], _FILE_FLAGS, dir_fd=self._fd)
+            except OSError as error:
+                if error.errno not in _MAYBE_LINK:
+                    raise Refused.from_os(error) from None
+            else:
+                return Opened(fd, _fstat(fd))
         return self._walk(parts)
 
     # -- the walk ------------------------------------------------------------------

@@ -166,7 +166,7 @@ def test_a_file_that_grew_after_its_stat_is_streamed(home: Path,
         streamed.append(keep)
         return real_stream(fd, keep)
 
-    def refused(fd: int, size: int, keep: int) -> None:
+    def refused(fd: int, size: int, keep: int, identity: object = None) -> None:
         os.read(fd, size + 1)  # what a refused call has already consumed
 
     monkeypatch.setattr(bootstrap, "_read_whole", refused)
@@ -182,9 +182,9 @@ def test_files_over_the_one_call_limit_are_streamed(home: Path,
     calls: list[str] = []
     real_whole = bootstrap._read_whole
 
-    def whole(fd: int, size: int, keep: int) -> object:
+    def whole(fd: int, size: int, keep: int, identity: object = None) -> object:
         calls.append("whole")
-        return real_whole(fd, size, keep)
+        return real_whole(fd, size, keep, identity)  # type: ignore[arg-type]
 
     monkeypatch.setattr(bootstrap, "_read_whole", whole)
     (home / "SOUL.md").write_text("short")

@@ -153,9 +153,11 @@ _TAIL = 256
 _WHOLE_LIMIT = 1 << 20
 
 
-def _read_whole(fd: int, size: int, keep: int) -> _Read | None:
+def _read_whole(fd: int, size: int, keep: int,
+                identity: tuple[int, ...] | None = None) -> _Read | None:
     """The file read in one call, when that call returns exactly the ``size`` its stat
-    gave; ``None`` when it returns more (the file grew) or less, and it must be streamed."""
+    gave; ``None`` when it returns more (the file grew) or less, and it must be streamed.
+    ``identity``: the file's signature, kept on the read."""
     data = os.read(fd, size + 1)
     if len(data) != size:
         return None
@@ -167,7 +169,8 @@ def _read_whole(fd: int, size: int, keep: int) -> _Read | None:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = text.strip()
     total = len(text)
-    return _Read(text if total <= keep else text[: max(keep + 1, 0)], total)
+    return _Read(text if total <= keep else text[: max(keep + 1, 0)], total,
+                 identity=identity)
 
 
 def _read(beneath: Beneath, name: str, keep: int) -> _Read:
@@ -187,9 +190,9 @@ def _read(beneath: Beneath, name: str, keep: int) -> _Read:
             raise _ReadFailure(False, "not a regular file")
         try:
             if info.st_size <= _WHOLE_LIMIT:
-                whole = _read_whole(fd, info.st_size, keep)
+                whole = _read_whole(fd, info.st_size, keep, _signature(info))
                 if whole is not None:
-                    return replace(whole, identity=_signature(info))
+                    return whole
                 os.lseek(fd, 0, os.SEEK_SET)
             return replace(_stream(fd, keep), identity=_signature(info))
         except OSError as error:
