@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from stores import SERVER_URL, START_HINT, Server
+from support import sqlite_exec
 
 from pioneer import PromptCompileInput, PromptCompiler
 from pioneer.compile.inputs import parse_compile_input
@@ -131,12 +131,7 @@ def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sto
         path = tmp_path / "pioneer.db"
 
         def sqlite_sql(*statements: str) -> None:
-            conn = sqlite3.connect(path, isolation_level=None)
-            try:
-                for statement in statements:
-                    conn.execute(statement)
-            finally:
-                conn.close()
+            sqlite_exec(path, *statements)
 
         yield StoreTarget("sqlite", path, sqlite_sql)
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -121,3 +122,14 @@ def add_recall_turns(store: CrudStore, count: int = len(RECALL_TURNS)) -> None:
         store.add_turn("demo", user_text=user, assistant_text=reply, turn_id=f"turn-{n}",
                        user_item_id=f"u{n}", assistant_item_id=f"a{n}",
                        assistant_artifacts=[RECALL_CHART] if n == 1 else [])
+
+
+def sqlite_exec(path: Path, *statements: str) -> None:
+    """Run ``statements`` on the SQLite file at ``path`` in autocommit, as a foreign client
+    (or a damaged row's author) would, then close it."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        for statement in statements:
+            conn.execute(statement)
+    finally:
+        conn.close()

@@ -14,7 +14,6 @@ import pkgutil
 import re
 import shlex
 import shutil
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
@@ -25,7 +24,7 @@ import pytest
 from doc_pages import DOCS, ROOT, Block, blocks, page, pages, shown
 from pydantic import BaseModel
 from stores import Server
-from support import run_cli
+from support import run_cli, sqlite_exec
 
 from pioneer import PromptCompileInput, PromptManifest
 from pioneer.cli import main
@@ -240,12 +239,7 @@ def _sqlite(path: Path, *statements: str, steps: int = len(MIGRATIONS)) -> None:
     if steps:
         with SqliteStore(path, migrations=MIGRATIONS[:steps]) as store:
             store.ensure_thread("demo")
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        for statement in statements:
-            conn.execute(statement)
-    finally:
-        conn.close()
+    sqlite_exec(path, *statements)
 
 
 def _postgres(server: Server, schema: str, url: str, *statements: str,

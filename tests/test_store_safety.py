@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support import run_cli
+from support import run_cli, sqlite_exec
 
 from pioneer import ChatMessage, ChatRequest, PromptCompileInput, PromptCompiler, StoreError
 from pioneer.audit import TurnAudit, TurnRecords
@@ -33,13 +33,7 @@ READ_COMMANDS = {
 }
 
 
-def _sql(path: Path, *statements: str) -> None:
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        for statement in statements:
-            conn.execute(statement)
-    finally:
-        conn.close()
+_sql = sqlite_exec
 
 
 def _journal_mode(path: Path) -> str:
