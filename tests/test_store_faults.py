@@ -191,7 +191,9 @@ class Cluster:
         self.as_owner: list[str] = []
         if os.geteuid() == 0:  # initdb refuses root: the cluster belongs to postgres
             shutil.chown(folder, "postgres")
-            self.as_owner = ["runuser", "-u", "postgres", "--"]
+            # runuser lives in /usr/sbin, which a minimal PATH may leave out
+            runuser = shutil.which("runuser") or shutil.which("runuser", path="/usr/sbin:/sbin")
+            self.as_owner = [runuser or "runuser", "-u", "postgres", "--"]
         self._run(BIN / "initdb", "-D", self.data, "-A", "trust", "-U", "postgres",
                   "--no-sync", "-E", "UTF8", "--locale=C.UTF-8")
 
