@@ -193,20 +193,20 @@ def plan_profile(
         when = templates.condition_names(section.when) if section.when else frozenset()
         conditions[section.id] = tuple(sorted(when))
     stable = tuple(s for s in ordered if s.stability == "stable")
-    read: set[str] = set()
-    for section in ordered:
-        template_reads = reads[section.id]
-        read |= base if template_reads is None else set(template_reads) & base
-        read |= set(conditions[section.id]) & base
-        if section.source == "input" and section.field:
-            read.add(section.field)
-    needed: set[str] = set()
-    for section in stable:
-        template_reads = reads[section.id]
-        needed |= base if template_reads is None else set(template_reads) & base
-        needed |= set(conditions[section.id]) & base
-        if section.source == "input" and section.field:
-            needed.add(section.field)
+
+    def base_reads(chosen: Iterable[SectionSpec]) -> set[str]:
+        """The compile-input names ``chosen`` read: templates, conditions, input fields."""
+        found: set[str] = set()
+        for section in chosen:
+            template_reads = reads[section.id]
+            found |= base if template_reads is None else set(template_reads) & base
+            found |= set(conditions[section.id]) & base
+            if section.source == "input" and section.field:
+                found.add(section.field)
+        return found
+
+    read = base_reads(ordered)
+    needed = base_reads(stable)
     return ProfilePlan(
         stable=stable,
         dynamic=tuple(s for s in ordered if s.stability == "dynamic"),
