@@ -20,7 +20,6 @@ from pydantic import (
     computed_field,
     model_validator,
 )
-from pydantic.fields import FieldInfo
 
 from ..text import EDGE_CONFIG, utf8_text
 from .boundary import join_full_text
@@ -48,19 +47,25 @@ __all__ = [
 COMPILER_VERSION = "0.1.0"
 
 _Record = TypeVar("_Record", bound=BaseModel)
-_FIELDS: dict[type[BaseModel], tuple[tuple[str, bool, bool, Any], ...]] = {}
+_Shape = tuple[int, dict[str, Any], tuple[tuple[str, Any], ...], frozenset[str]]
+_SHAPES: dict[type[BaseModel], _Shape] = {}
 _new = object.__new__
 _set = object.__setattr__
 
 
-def _field_default(name: str, field: FieldInfo) -> tuple[str, bool, bool, Any]:
-    """(name, required, default is a factory, the default or its factory) of one field."""
-    if field.is_required():
-        return name, True, False, None
-    if field.default_factory is not None:
-        # Called with no arguments: none of these models' factories reads other fields.
-        return name, False, True, field.default_factory
-    return name, False, False, field.default
+def _shape(cls: type[BaseModel]) -> _Shape:
+    """(field count, every field name in declared order mapped to its default, the
+    fields whose default comes from a factory, the required fields) of one record model."""
+    defaults: dict[str, Any] = {}
+    factories: list[tuple[str, Any]] = []
+    for name, field in cls.model_fields.items():
+        defaults[name] = None if field.is_required() or field.default_factory else field.default
+        if not field.is_required() and field.default_factory is not None:
+            # Called with no arguments: none of these models' factories reads other fields.
+            factories.append((name, field.default_factory))
+    required = frozenset(name for name, field in cls.model_fields.items()
+                         if field.is_required())
+    return len(defaults), defaults, tuple(factories), required
 
 
 def built(cls: type[_Record], /, **values: Any) -> _Record:
@@ -74,15 +79,19 @@ def built(cls: type[_Record], /, **values: Any) -> _Record:
     a validated copy of itself). Anything from outside (a payload read back, a hook's
     contribution) is validated as usual.
     """
-    fields = _FIELDS.get(cls)
-    if fields is None:
-        fields = _FIELDS[cls] = tuple(_field_default(name, field)
-                                      for name, field in cls.model_fields.items())
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        shape = _SHAPES[cls] = _shape(cls)
+    count, defaults, factories, required = shape
     given = set(values)
-    if len(given) != len(fields):  # in declared order, as validation leaves them
-        values = {name: values[name] if name in values or required
-                  else (default() if factory else default)
-                  for name, required, factory, default in fields}
+    if len(given) != count:  # in declared order, as validation leaves them
+        if not required <= given:  # a programming error, never bad input
+            raise KeyError(f"{cls.__name__} needs {sorted(required - given)}")
+        merged = {**defaults, **values}
+        for name, factory in factories:
+            if name not in given:
+                merged[name] = factory()
+        values = merged
     record = _new(cls)
     _set(record, "__dict__", values)
     _set(record, "__pydantic_fields_set__", given)
