@@ -42,9 +42,9 @@ class Contribution(NamedTuple):
     position: int = 0
 
 
-#: A Contribution from its fields in order, without the keyword handling of its
-#: ``__new__`` (a turn makes one per kept input).
-_contribution = Contribution._make
+#: ``tuple.__new__``: a Contribution from all its fields in order, as ``_make`` makes it
+#: without its Python-level count check (a turn makes one per kept input).
+_new_tuple = tuple.__new__
 
 
 OMIT_COUNT = "dynamic section count limit was reached"
@@ -79,13 +79,15 @@ def budget_pool(
     Returns the kept contributions, the diagnostics and one omission record per input left
     out (each naming the input's position in ``inputs``).
     """
-    ordered: Sequence[tuple[int, SectionInput]] = list(enumerate(inputs))
-    if pool == "runtime" and len(inputs) > 1:
-        def sort_key(pair: tuple[int, SectionInput]) -> int:
-            found = known.get(pair[1].id)
-            return default_sort_key if found is None else found.sort_key
-
-        ordered = sorted(ordered, key=sort_key)
+    # Each input as (sort key, position, input, the profile's spec for its id): sorting
+    # these tuples orders by key, then by position (unique), so it is the stable sort.
+    ordered = [
+        (default_sort_key if found is None else found.sort_key, index, item, found)
+        for index, item in enumerate(inputs)
+        for found in (known.get(item.id),)
+    ]
+    if pool == "runtime":
+        ordered.sort()
     kept: list[Contribution] = []
     diagnostics: list[Diagnostic] = []
     omitted: list[Omission] = []
@@ -97,7 +99,7 @@ def budget_pool(
 
     remaining = spec.max_chars
     max_sections = spec.max_sections
-    for index, item in ordered:
+    for _key, index, item, spec_for_id in ordered:
         item_id = item.id
         if len(kept) >= max_sections:
             omit(index, item_id, OMIT_COUNT)
@@ -109,7 +111,6 @@ def budget_pool(
         if remaining <= 0:
             omit(index, item_id, OMIT_EXHAUSTED)
             continue
-        spec_for_id = known.get(item_id)
         cap = default_max_chars if spec_for_id is None else spec_for_id.max_chars
         requested = item.max_chars
         limit = cap if requested is None or requested > cap else requested
@@ -137,5 +138,6 @@ def budget_pool(
         title = item.title.strip() if item.title else ""
         if not title:
             title = (spec_for_id.title if spec_for_id else None) or f"Dynamic: {item_id}"
-        kept.append(_contribution((item_id, title, text, pool, truncated, original, index)))
+        kept.append(_new_tuple(Contribution,
+                               (item_id, title, text, pool, truncated, original, index)))
     return kept, diagnostics, omitted
