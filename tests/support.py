@@ -79,8 +79,8 @@ template = "evil.md.j2"
 {extra}"""
 
 #: The limit of that section's render: MAX_OUTPUT, plus INPUT_COPIES times the text it is
-#: handed (the profile name, the section id and the title).
-HOSTILE_LIMIT = MAX_OUTPUT + INPUT_COPIES * len("acme" + "identity_base" + "Identity")
+#: handed (the names it reads: its section's id and title).
+HOSTILE_LIMIT = MAX_OUTPUT + INPUT_COPIES * len("identity_base" + "Identity")
 
 
 def hostile_compiler(tmp_path: Path, templates: dict[str, str], *,

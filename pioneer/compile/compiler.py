@@ -13,7 +13,8 @@ import hashlib
 import os
 import re
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, get_origin
 
@@ -106,8 +107,12 @@ _REF_TEXT_FIELDS = ("skills_prompt", "retry_instruction", "dynamic_context", "ex
 #: prompt carries (the artifact refs), so a value passed in is reported as ignored.
 _DERIVED = frozenset({"artifact_ref_count"})
 _MARKER_BYTES = BOUNDARY_MARKER.encode("utf-8")
-#: What a contribution's template usually reads (``content.md.j2``).
-_CONTENT_ONLY = ("content",)
+#: Fields of a Rendered, for the maps over a turn's sections.
+_REFS = attrgetter("refs")
+_SECTION, _RECORD, _DATA = attrgetter("section"), attrgetter("record"), attrgetter("data")
+_TEXT, _DIAGNOSTIC, _OMISSION = (attrgetter("section.text"), attrgetter("diagnostic"),
+                                 attrgetter("omission"))
+_SEPARATOR = "\n\n"
 _SEPARATOR_BYTES = b"\n\n"  # between rendered sections (boundary.render_sections)
 #: Memo sizes: stable parts (one per profile and identity-file state in use) and single
 #: sections (a few turns' worth, so interleaved threads still find theirs).
@@ -119,6 +124,10 @@ RECENT_SIZE = 512
 ID_HINTS_SIZE = 1024
 #: Placement records kept for reuse by value (cleared when full).
 PLACEMENTS_SIZE = 1024
+#: A placement's fields (id, pool, index, the section that placed it, chars, cut).
+PlacementKey = tuple[str, str, int, "str | None", int, bool]
+#: A contribution a section met and left out (its placement says nowhere).
+_MET = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,11 +145,6 @@ class LoadedProfile:
     templates: Mapping[str, str]
     #: The profile's contribution specs by id (what ``[[contributions]]`` declares).
     contributions: Mapping[str, ContributionSpec]
-    #: Contribution ids a section claims or ``[[contributions]]`` declares.
-    placed_ids: frozenset[str] = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "placed_ids", self.claimed | frozenset(self.contributions))
 
     @property
     def known_ids(self) -> frozenset[str]:
@@ -214,7 +218,7 @@ class PromptCompiler:
         self._recent_conditions: Recent[tuple[object, ...], bool] = Recent(RECENT_SIZE)
         # A turn's placements are mostly last turn's: a frozen record is reused by value
         # rather than validated again (ten of them were a tenth of a warm turn).
-        self._placements: dict[tuple[str, str, int, str | None, int, bool], Placement] = {}
+        self._placements: dict[PlacementKey, Placement] = {}
 
     # -- loading ---------------------------------------------------------------
 
@@ -329,7 +333,7 @@ class PromptCompiler:
         renderer = _TrialRenderer(
             self.templates, representative_input(name), profile, self._plan(profile),
             BootstrapResult(files, (), ()), [], [], memo=Memo(1), recent=Recent(1),
-            conditions=Recent(1), counter=None,
+            conditions=Recent(1), counter=None, placements={},
         )
         problems: list[Problem] = []
         for section in profile.spec.sections:
@@ -359,7 +363,6 @@ class PromptCompiler:
         plan = self._plan(profile)
         boot = self._bootstrap(profile, compile_input)
         contributions, pool_diagnostics, pool_omissions = _pools(profile, compile_input)
-        pool_diagnostics += self._unknown_contributions(profile, contributions)
         renderer = _SectionRenderer(
             self.templates, compile_input, profile, plan, boot, contributions, pool_omissions,
             history_refs=_history_refs(history) if history is not None else 0,
@@ -367,7 +370,10 @@ class PromptCompiler:
             recent=self._recent_sections,
             conditions=self._recent_conditions,
             counter=(self._counter or default_counter()) if self._count_tokens else None,
+            placements=self._placements,
         )
+        # Only a contribution no section claims can carry an unknown id.
+        pool_diagnostics += self._unknown_contributions(profile, renderer.unclaimed)
         stable = self._stable_part(profile, plan, renderer)
         dynamic = renderer.render_dynamic(plan.dynamic, stable.refs)
         dynamic += renderer.unplaced()
@@ -376,15 +382,16 @@ class PromptCompiler:
         diagnostics = [*boot.diagnostics, *pool_diagnostics, *stable.diagnostics]
         omissions = [*pool_omissions, *stable.omissions]
         return self._assemble(profile, stable, dynamic, boot, diagnostics, omissions,
-                              renderer.placements(compile_input, self._placements), ignored)
+                              renderer.placements(), ignored)
 
     def _unknown_contributions(
         self, profile: LoadedProfile, contributions: list[Contribution]
     ) -> list[Diagnostic]:
-        """An ``unknown_contribution`` diagnostic for each contribution the slot places
-        whose id is close to an id the profile knows (a likely typo)."""
+        """An ``unknown_contribution`` diagnostic for each of ``contributions`` (those no
+        section claims) that the profile does not declare either and whose id is close to
+        an id it knows (a likely typo)."""
         found = []
-        known = profile.placed_ids
+        known = profile.contributions
         for item in contributions:
             if item.id in known:
                 continue
@@ -407,7 +414,8 @@ class PromptCompiler:
     def _plan(self, profile: LoadedProfile) -> ProfilePlan:
         plan = self._plans.get(profile.fingerprint)
         if plan is None:
-            plan = plan_profile(profile.spec.sections, self.templates, _CONDITION_NAMES)
+            plan = plan_profile(profile.spec.sections, self.templates, _CONDITION_NAMES,
+                                consumed=_CONSUMED)
             self._plans[profile.fingerprint] = plan
         return plan
 
@@ -472,23 +480,20 @@ class PromptCompiler:
     ) -> CompiledPromptPayload:
         """The payload; ``diagnostics`` and ``omissions`` (those met before the dynamic
         sections) get the dynamic sections' own appended, in the same pass."""
-        sections = list(stable.sections)
-        records = list(stable.records)
-        texts: list[str] = []
-        chunks: list[bytes] = []
-        for r in dynamic:
-            if r.section is not None and r.record is not None:
-                sections.append(r.section)
-                records.append(r.record)
-                texts.append(r.section.text)
-                chunks.append(r.data)
-            if r.diagnostic is not None:
-                diagnostics.append(r.diagnostic)
-            if r.omission is not None:
-                omissions.append(r.omission)
-        diagnostics += [_ignored_diagnostic(name, profile.spec.name) for name in ignored]
-        dynamic_text = render_sections(texts)
-        dynamic_bytes = _SEPARATOR_BYTES.join(chunks)
+        # A rendered section has its record, text and UTF-8; their lists are made by
+        # C-level maps over the kept ones (these run on every turn).
+        kept = [r for r in dynamic if r.section is not None]
+        sections = [*stable.sections, *map(_SECTION, kept)]
+        records = [*stable.records, *map(_RECORD, kept)]
+        if any(map(_DIAGNOSTIC, dynamic)):
+            diagnostics += [r.diagnostic for r in dynamic if r.diagnostic is not None]
+        if any(map(_OMISSION, dynamic)):
+            omissions += [r.omission for r in dynamic if r.omission is not None]
+        if ignored:
+            diagnostics += [_ignored_diagnostic(name, profile.spec.name) for name in ignored]
+        # render_sections, without its test for empty texts: a kept section has text.
+        dynamic_text = _SEPARATOR.join(map(_TEXT, kept))
+        dynamic_bytes = _SEPARATOR_BYTES.join(map(_DATA, kept))
         # The full text is the stable text, then the marker and the dynamic text when
         # there is any (join_full_text), so its hash continues the stable one; the payload
         # joins the text itself only when it is read.
@@ -530,8 +535,10 @@ def _ignored_inputs(plan: ProfilePlan, compile_input: PromptCompileInput) -> lis
     """Input fields given a value (not the default, not blank) that no section reads, or
     whose value the compiler derives itself."""
     ignored: list[str] = []
-    given = compile_input.model_fields_set
-    unread = (given - _CONSUMED - plan.read_names) | (given & _DERIVED)
+    given = compile_input.__pydantic_fields_set__  # model_fields_set, without the property
+    unread = given - plan.unreported
+    if not given.isdisjoint(_DERIVED):
+        unread |= given & _DERIVED
     if not unread:
         return ignored
     for name in sorted(unread):
@@ -629,6 +636,13 @@ class _SectionRenderer:
     condition is kept per section the same way (``conditions``).
     """
 
+    __slots__ = (
+        "at", "base", "boot", "conditions", "content_only", "contributions", "counter",
+        "fingerprint", "history_refs", "input", "known_placements", "locator", "memo", "met",
+        "placed", "placed_count", "plan", "pool_left", "profile_name", "recent",
+        "recent_slots", "refs_first", "sections", "templates", "unclaimed",
+    )
+
     def __init__(
         self,
         templates: TemplateSet,
@@ -644,15 +658,17 @@ class _SectionRenderer:
         recent: Recent[tuple[object, ...], Rendered],
         conditions: Recent[tuple[object, ...], bool],
         counter: TokenCounter | None,
+        placements: dict[PlacementKey, Placement],
     ):
         self.templates = templates
         # A pydantic model keeps its field values in ``__dict__``: one C-level copy. The
-        # templates see read-only views of its lists, never the caller's own; their items
-        # are frozen models of plain values (a test holds the input schema to that), so a
-        # shallow view is read-only all the way down.
+        # templates and conditions that read a list see a read-only view of it, never the
+        # caller's own; its items are frozen models of plain values (a test holds the
+        # input schema to that), so a shallow view is read-only all the way down.
         self.base: dict[str, Any] = dict(compile_input.__dict__)
+        read = plan.read_names
         for name in _LIST_FIELDS:
-            if type(value := self.base[name]) is list:
+            if name in read and type(value := self.base[name]) is list:
                 self.base[name] = FrozenList(value)
         self.base["profile"] = profile.spec.name
         # Where each contribution goes: its own declared section, else the slot.
@@ -671,7 +687,7 @@ class _SectionRenderer:
         # until the others are placed (``render``); only when a stable one reads it are
         # the texts searched first, as they come in.
         self.history_refs = history_refs
-        self.refs_first = any(s.id in plan.ref_readers for s in plan.stable)
+        self.refs_first = plan.stable_reads_refs
         carried = history_refs
         if self.refs_first:
             carried += count_ref_lines(item.content for item in contributions)
@@ -681,11 +697,9 @@ class _SectionRenderer:
         self.base["artifact_ref_count"] = carried
         self.input = compile_input
         self.profile_name = profile.spec.name
-        self.source = profile.source
         self.fingerprint = profile.fingerprint
         self.locator = profile.source.locator
         self.sections = profile.spec.sections
-        self.claimed = profile.claimed
         self.plan = plan
         self.boot = boot
         self.contributions = contributions
@@ -693,14 +707,21 @@ class _SectionRenderer:
         self.pool_left: dict[str, Omission] = {}
         for omission in pool_omissions:
             self.pool_left.setdefault(omission.id, omission)
-        #: (pool, index) of each kept contribution → its placement's fields (id, pool,
-        #: index, the section that placed it, chars, cut); one met but left out → ``None``.
-        self.met: dict[tuple[str, int], tuple[str, str, int, str | None, int, bool] | None] = {}
+        #: Per pool, by input position: the placement of each contribution a section
+        #: placed, ``_MET`` for one a section met and left out, ``None`` for the rest.
+        self.at: dict[str, list[Placement | object | None]] = {
+            "runtime": [None] * len(compile_input.runtime_sections),
+            "hook": [None] * len(compile_input.dynamic_sections),
+        }
+        self.met = 0  # contributions a section met, placed or left out
+        self.placed_count = 0  # contributions a section placed
+        self.known_placements = placements
         self.memo = memo
         self.recent = recent
+        self.recent_slots = recent.slots
+        self.content_only = plan.content_only
         self.conditions = conditions
         self.counter = counter
-        self._base_size: int | None = None  # text_size of ``base``, once a render needs it
 
     def stable_key(self) -> tuple[object, ...] | None:
         """Everything the stable sections read this turn; ``None`` when not hashable."""
@@ -740,7 +761,7 @@ class _SectionRenderer:
                 self.visit(section, out)
         if waiting:
             self.base["artifact_ref_count"] = (
-                self.history_refs + stable_refs + sum(r.refs for r in out))
+                self.history_refs + stable_refs + sum(map(_REFS, out)))
             for at, section in reversed(waiting):  # the last first: earlier places hold
                 emitted: list[Rendered] = []
                 self.visit(section, emitted)
@@ -755,15 +776,17 @@ class _SectionRenderer:
             out.append(_left_out(section.id, "condition_false", detail))
             if section.source in ("contribution", "slot"):
                 for item in self._items(section):
-                    self.met[(item.pool, item.position)] = None
+                    self._met(item)
                     out.append(_item_left_out(
                         item, "condition_false", f"section `{section.id}` is left out: {detail}"
                     ))
             return
         match section.source:
             case "text":
-                self._keep(section, out, self._emit(
-                    section, section.id, section.title, {}, "builtin", False))
+                rendered = self._emit(section, section.id, section.title, {}, "builtin", False)
+                out.append(rendered)  # _keep, inline
+                if rendered.section is None:
+                    out.append(_left_out(section.id, "rendered_empty", "rendered empty"))
             case "bootstrap":
                 found = self.boot.files.get(section.file or "")
                 if found is None:
@@ -798,9 +821,10 @@ class _SectionRenderer:
                  else self.unclaimed)  # _items, inline
         refused = section.refuse
         taken = 0
+        known, at = self.known_placements.get, self.at
         for item in items:
             if refused and item.id in refused:
-                self.met[(item.pool, item.position)] = None
+                self._met(item)
                 detail = f"refused by section `{section.id}` of profile `{self.profile_name}`"
                 out.append(_item_left_out(item, "refused", detail, diagnostic=True))
                 continue
@@ -808,17 +832,22 @@ class _SectionRenderer:
                                           f"{item.pool}:{item.id}", item.truncated)
             out.append(rendered)
             if rendered.section is None:
-                self.met[(item.pool, item.position)] = None
+                self._met(item)
                 out.append(_item_left_out(item, "rendered_empty", "rendered empty"))
                 continue
             taken += 1
-            cut = item.original_chars > len(item.content) or (
+            chars = len(item.content)
+            cut = item.original_chars > chars or (
                 rendered.diagnostic is not None and rendered.diagnostic.code == "section_truncated"
             )
-            # The placement's own fields: placements() looks the record up by them.
-            self.met[(item.pool, item.position)] = (
-                item.id, item.pool, item.position, section.id, len(item.content), cut)
+            key = (item.id, item.pool, item.position, section.id, chars, cut)
+            placement = known(key)  # _placement, inline: one per item
+            if placement is None:
+                placement = self._placement(key)
+            at[item.pool][item.position] = placement
         if taken:
+            self.met += taken
+            self.placed_count += taken
             return
         if section.source == "slot":
             out.append(_left_out(section.id, "no_contribution", "no other contributions"))
@@ -830,6 +859,22 @@ class _SectionRenderer:
             out.append(_left_out(section.id, "rendered_empty", "rendered empty"))
         else:
             out.append(_left_out(section.id, "no_contribution", "no contribution with this id"))
+
+    def _met(self, item: Contribution) -> None:
+        """``item`` was met by a section and left out: its placement says nowhere."""
+        self.met += 1
+        self.at[item.pool][item.position] = _MET
+
+    def _placement(self, key: PlacementKey) -> Placement:
+        """The placement record with these fields, reused when an earlier turn made it."""
+        known = self.known_placements
+        found = known.get(key)
+        if found is None:
+            if len(known) >= PLACEMENTS_SIZE:
+                known.clear()
+            found = known[key] = built(Placement, id=key[0], pool=key[1], index=key[2],
+                                       section=key[3], chars=key[4], cut=key[5])
+        return found
 
     def _keep(self, section: SectionSpec, out: list[Rendered], rendered: Rendered) -> None:
         out.append(rendered)
@@ -853,37 +898,29 @@ class _SectionRenderer:
 
     def unplaced(self) -> list[Rendered]:
         """Kept contributions no section met (the profile has no slot for them)."""
-        if len(self.met) == len(self.contributions):  # each met once: none is left
+        if self.met == len(self.contributions):  # each met once: none is left
             return []
         return [
             _item_left_out(item, "unplaced",
                            f"no section of profile `{self.profile_name}` places this id",
                            diagnostic=True)
-            for item in self.contributions if (item.pool, item.position) not in self.met
+            for item in self.contributions if self.at[item.pool][item.position] is None
         ]
 
-    def placements(
-        self,
-        compile_input: PromptCompileInput,
-        known: dict[tuple[str, str, int, str | None, int, bool], Placement],
-    ) -> list[Placement]:
-        """Every input contribution, runtime pool then hook pool, and where it went
-        (records already in ``known`` are reused, new ones added to it)."""
+    def placements(self) -> list[Placement]:
+        """Every input contribution, runtime pool then hook pool, and where it went."""
+        runtime, hook = self.at["runtime"], self.at["hook"]
+        if self.placed_count == len(runtime) + len(hook):  # each input placed: as recorded
+            return [*runtime, *hook]  # type: ignore[list-item]
         out: list[Placement] = []
-        met_at, known_as = self.met.get, known.get
-        for pool, inputs in (("runtime", compile_input.runtime_sections),
-                             ("hook", compile_input.dynamic_sections)):
-            for index, item in enumerate(inputs):
-                key = met_at((pool, index))
-                if key is None:
-                    key = (item.id, pool, index, None, 0, bool(item.content.strip()))
-                found = known_as(key)
-                if found is None:
-                    if len(known) >= PLACEMENTS_SIZE:
-                        known.clear()
-                    found = known[key] = built(Placement, id=key[0], pool=pool, index=index,
-                                                         section=key[3], chars=key[4], cut=key[5])
-                out.append(found)
+        for pool, inputs in (("runtime", self.input.runtime_sections),
+                             ("hook", self.input.dynamic_sections)):
+            for index, found in enumerate(self.at[pool]):
+                if found is None or found is _MET:
+                    item = inputs[index]
+                    found = self._placement(
+                        (item.id, pool, index, None, 0, bool(item.content.strip())))
+                out.append(found)  # type: ignore[arg-type]
         return out
 
     def _condition(self, section: SectionSpec) -> bool:
@@ -927,12 +964,12 @@ class _SectionRenderer:
         ``content`` (most do) the slot is checked with the key :meth:`_key` would build,
         made here in one step: ten or more sections take this path on every turn."""
         key = None
-        if type(content) is str and self.plan.reads[section.id] == _CONTENT_ONLY:
+        if type(content) is str and section.id in self.content_only:
             key = (self.fingerprint, section.id, section_id, title, source, truncated,
                    (content,))
-            found = self.recent.get((section.id, section_id), key)
-            if found is not None:
-                return found
+            found = self.recent_slots.get((section.id, section_id))  # Recent.get, inline
+            if found is not None and found[0] == key:
+                return found[1]
         return self._emit(section, section_id, title, {"content": content}, source, truncated,
                           key)
 
@@ -1004,15 +1041,23 @@ class _SectionRenderer:
     ) -> Rendered:
         template = self.templates.template(section.template)
         names = {"id": section_id, "title": title}
-
-        def given() -> int:
-            if self._base_size is None:
-                self._base_size = text_size(self.base.values())
-            return self._base_size + text_size([names, *extra.values()])
-
-        context = {**self.base, "section": names, **extra}
+        # The template is handed the names it reads (the memo keys on the same names);
+        # every name, when those cannot be known. Its allowance grows with that text,
+        # measured only if the render gets that far.
+        reads = self.plan.reads[section.id]
+        if reads is None:
+            context = {**self.base, "section": names, **extra}
+        else:
+            base = self.base
+            context = {"section": names}
+            for name in reads:
+                if name in extra:
+                    context[name] = extra[name]
+                elif name in base:
+                    context[name] = base[name]
         try:
-            parts = render_parts(template, context, given=given)
+            parts = render_parts(template, context,
+                                 given=lambda: text_size(context.values()))
         except Exception as error:  # template code is untrusted: any failure is its error
             problem = render_problem(error, context=f'while rendering section "{section_id}"',
                                      template=template)

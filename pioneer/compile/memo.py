@@ -23,7 +23,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, cast
 
 from .manifest import CompiledSection, Diagnostic, ManifestSection, Omission
 
@@ -101,32 +101,29 @@ class Recent(Generic[K, V]):
 
     def __init__(self, size: int):
         self._size = size
-        self._items: dict[Hashable, tuple[K, V]] = {}
+        #: Each slot's (key, value); the compiler's hottest path reads it directly.
+        self.slots: dict[Hashable, tuple[K, V]] = {}
 
     def get(self, slot: Hashable, key: K) -> V | None:
-        """The value last stored for ``slot``, when it was stored under ``key``.
-
-        On a match the slot keeps ``key`` itself from then on: the next turn's key is then
-        compared with this turn's values, the ones most recently read.
-        """
-        found = self._items.get(slot)
+        """The value last stored for ``slot``, when it was stored under ``key``."""
+        found = self.slots.get(slot)
         if found is not None and found[0] == key:
-            if found[0] is not key:
-                self._items[slot] = (key, found[1])
             return found[1]
         return None
 
     def put(self, slot: Hashable, key: K, value: V) -> None:
         """Remember ``value`` (stored under ``key``) as ``slot``'s latest."""
-        if len(self._items) >= self._size and slot not in self._items:
-            self._items = {}
-        self._items[slot] = (key, value)
+        if len(self.slots) >= self._size and slot not in self.slots:
+            self.slots.clear()
+        self.slots[slot] = (key, value)
 
 
-@dataclass(frozen=True, slots=True)
-class Rendered:
+class Rendered(NamedTuple):
     """One emitted section: its text (and its UTF-8, hashed once) and audit record, or
-    only a diagnostic, or why a declared section emitted nothing."""
+    only a diagnostic, or why a declared section emitted nothing.
+
+    A named tuple, as it is made for every section rendered and every one left out.
+    """
 
     section: CompiledSection | None
     record: ManifestSection | None
@@ -173,16 +170,25 @@ class ProfilePlan:
     #: Compile-input names some section's template, condition or input source reads
     #: (every name, when a template's reads cannot be known).
     read_names: frozenset[str] = frozenset()
+    #: Input names never reported as ignored: ``read_names`` and those the compiler
+    #: itself consumes.
+    unreported: frozenset[str] = frozenset()
     #: Sections whose template or condition reads ``artifact_ref_count`` (or may: a
     #: template whose reads cannot be known): they are rendered once the refs the
     #: other sections carry are counted.
     ref_readers: frozenset[str] = frozenset()
+    #: Whether a stable section is one of ``ref_readers``.
+    stable_reads_refs: bool = False
+    #: Sections whose template reads only ``content`` (most contribution and input ones).
+    content_only: frozenset[str] = frozenset()
 
 
 def plan_profile(
-    sections: Iterable[SectionSpec], templates: TemplateSet, base_names: Iterable[str]
+    sections: Iterable[SectionSpec], templates: TemplateSet, base_names: Iterable[str],
+    *, consumed: frozenset[str] = frozenset(),
 ) -> ProfilePlan:
-    """Split ``sections`` into stable and dynamic ones and record what each reads."""
+    """Split ``sections`` into stable and dynamic ones and record what each reads
+    (``consumed``: input names the caller takes itself, whoever reads them)."""
     base = frozenset(base_names)
     ordered = tuple(sections)
     reads: dict[str, tuple[str, ...] | None] = {}
@@ -193,6 +199,11 @@ def plan_profile(
         when = templates.condition_names(section.when) if section.when else frozenset()
         conditions[section.id] = tuple(sorted(when))
     stable = tuple(s for s in ordered if s.stability == "stable")
+    ref_readers = frozenset(
+        s.id for s in ordered
+        if reads[s.id] is None or "artifact_ref_count" in (reads[s.id] or ())
+        or "artifact_ref_count" in conditions[s.id]
+    )
 
     def base_reads(chosen: Iterable[SectionSpec]) -> set[str]:
         """The compile-input names ``chosen`` read: templates, conditions, input fields."""
@@ -215,9 +226,8 @@ def plan_profile(
         stable_names=tuple(sorted(needed)),
         stable_files=tuple(s.file for s in stable if s.source == "bootstrap" and s.file),
         read_names=frozenset(read),
-        ref_readers=frozenset(
-            s.id for s in ordered
-            if reads[s.id] is None or "artifact_ref_count" in (reads[s.id] or ())
-            or "artifact_ref_count" in conditions[s.id]
-        ),
+        unreported=frozenset(read) | consumed,
+        ref_readers=ref_readers,
+        stable_reads_refs=any(s.id in ref_readers for s in stable),
+        content_only=frozenset(s.id for s in ordered if reads[s.id] == ("content",)),
     )
