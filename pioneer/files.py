@@ -25,8 +25,7 @@ import errno
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 __all__ = ["MAX_LINKS", "Beneath", "Opened", "Refused", "os_reason"]
 
@@ -76,8 +75,7 @@ class Refused(Exception):
         return cls(kind, os_reason(error), error.errno)
 
 
-@dataclass(frozen=True, slots=True)
-class Opened:
+class Opened(NamedTuple):
     """An open file beneath the root: its descriptor (the caller closes it) and fstat."""
 
     fd: int
@@ -130,6 +128,20 @@ class Beneath:
 
         Raises :class:`Refused`; never a raw ``OSError``.
         """
+        if (type(path) is str and self._fd is not None and "/" not in path
+                and path not in ("", ".", "..") and not os.altsep):
+            # One name right under the root (an identity file, on every edited turn): the
+            # walk's first step, without its bookkeeping. A link is left to the walk, and
+            # a name no file system can hold to the checks below.
+            try:
+                fd = os.open(path, _FILE_FLAGS, dir_fd=self._fd)
+            except (ValueError, UnicodeError):
+                pass
+            except OSError as error:
+                if error.errno not in _MAYBE_LINK:
+                    raise Refused.from_os(error) from None
+            else:
+                return Opened(fd, _fstat(fd))
         parts = _split(path) if isinstance(path, str) else [p for p in path if p]
         for part in parts:  # what no file system can name is refused before any open
             try:
@@ -151,16 +163,6 @@ class Beneath:
             except Refused as refused:
                 refused.at = 0
                 raise
-        elif len(parts) == 1 and parts[0] not in ("", ".", ".."):
-            # One name right under the root (an identity file, on every edited turn): the
-            # walk's first step, without its bookkeeping. A link is left to the walk.
-            try:
-                fd = os.open(parts[0], _FILE_FLAGS, dir_fd=self._fd)
-            except OSError as error:
-                if error.errno not in _MAYBE_LINK:
-                    raise Refused.from_os(error) from None
-            else:
-                return Opened(fd, _fstat(fd))
         return self._walk(parts)
 
     # -- the walk ------------------------------------------------------------------
