@@ -108,7 +108,7 @@ _REF_TEXT_FIELDS = ("skills_prompt", "retry_instruction", "dynamic_context", "ex
 _DERIVED = frozenset({"artifact_ref_count"})
 _MARKER_BYTES = BOUNDARY_MARKER.encode("utf-8")
 #: Fields of a Rendered, for the maps over a turn's sections.
-_REFS = attrgetter("refs")
+_REFS, _ID = attrgetter("refs"), attrgetter("id")
 _SECTION, _RECORD, _DATA = attrgetter("section"), attrgetter("record"), attrgetter("data")
 _TEXT, _DIAGNOSTIC, _OMISSION = (attrgetter("section.text"), attrgetter("diagnostic"),
                                  attrgetter("omission"))
@@ -506,7 +506,7 @@ class PromptCompiler:
             compiler_version=COMPILER_VERSION,
             profile=profile.spec.name,
             profile_fingerprint=profile.fingerprint,
-            section_ids=[record.id for record in records],
+            section_ids=list(map(_ID, records)),
             sections=records,
             fingerprint_stable=stable.fingerprint,
             fingerprint_dynamic=hashlib.sha256(dynamic_bytes).hexdigest(),
@@ -729,8 +729,8 @@ class _SectionRenderer:
         try:
             return (
                 self.fingerprint,
-                tuple(freeze(self.base[name]) for name in plan.stable_names),
-                tuple(self.boot.files.get(name) for name in plan.stable_files),
+                tuple(map(freeze, map(self.base.__getitem__, plan.stable_names))),
+                tuple(map(self.boot.files.get, plan.stable_files)),
                 # Why a file's section is left out (missing, empty, cut by the budget)
                 # is part of the stable part's record.
                 self.boot.diagnostics,
