@@ -14,7 +14,8 @@ import os
 import re
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from operator import attrgetter
+from itertools import repeat
+from operator import attrgetter, contains
 from pathlib import Path
 from typing import Any, get_origin
 
@@ -36,7 +37,6 @@ from .boundary import (
     BOUNDARY_MARKER,
     render_section,
     render_section_parts,
-    render_sections,
 )
 from .extends import PartialProfile, ProfileSource, resolve_profile
 from .fingerprint import profile_fingerprint, template_digests
@@ -113,6 +113,7 @@ _SECTION, _RECORD, _DATA = attrgetter("section"), attrgetter("record"), attrgett
 _TEXT, _DIAGNOSTIC, _OMISSION = (attrgetter("section.text"), attrgetter("diagnostic"),
                                  attrgetter("omission"))
 _SEPARATOR = "\n\n"
+_CR = repeat("\r")  # for ``map(contains, parts, _CR)``: a part holds a carriage return
 _SEPARATOR_BYTES = b"\n\n"  # between rendered sections (boundary.render_sections)
 #: Memo sizes: stable parts (one per profile and identity-file state in use) and single
 #: sections (a few turns' worth, so interleaved threads still find theirs).
@@ -441,17 +442,17 @@ class PromptCompiler:
         found = self._stable_memo.get(key) if key is not None else None
         if found is not None:
             return found
-        rendered = tuple(renderer.render(plan.stable))
+        rendered = renderer.render(plan.stable)
         kept = [r for r in rendered if r.section is not None]
-        text = render_sections(r.section.text for r in kept if r.section is not None)
         digest = self._stable_digest(kept)
         part = StablePart(
-            text, digest, digest.hexdigest(),
+            # render_sections, without its test for empty texts: a kept section has text.
+            _SEPARATOR.join(map(_TEXT, kept)), digest, digest.hexdigest(),
             tuple(r.diagnostic for r in rendered if r.diagnostic),
-            tuple(r.section for r in kept if r.section is not None),
-            tuple(r.record for r in kept if r.record is not None),
+            tuple(map(_SECTION, kept)),
+            tuple(map(_RECORD, kept)),
             tuple(r.omission for r in rendered if r.omission),
-            sum(r.refs for r in rendered),
+            sum(map(_REFS, rendered)),
         )
         if key is not None:
             self._stable_memo.put(key, part)
@@ -536,11 +537,9 @@ def _ignored_inputs(plan: ProfilePlan, compile_input: PromptCompileInput) -> lis
     whose value the compiler derives itself."""
     ignored: list[str] = []
     given = compile_input.__pydantic_fields_set__  # model_fields_set, without the property
-    unread = given - plan.unreported
-    if not given.isdisjoint(_DERIVED):
-        unread |= given & _DERIVED
-    if not unread:
+    if given <= plan.unreported and given.isdisjoint(_DERIVED):  # most turns
         return ignored
+    unread = (given - plan.unreported) | (given & _DERIVED)
     for name in sorted(unread):
         value = getattr(compile_input, name)
         default = PromptCompileInput.model_fields[name].get_default(call_default_factory=True)
@@ -1064,7 +1063,7 @@ class _SectionRenderer:
             raise TemplateError(replace(
                 problem, message=_attribute_hint(problem.message, context))) from None
         diagnostic = None
-        if section.max_chars is None and not any("\r" in part for part in parts):
+        if section.max_chars is None and not any(map(contains, parts, _CR)):
             text = render_section_parts(title, parts)  # the common case: one copy
         else:
             body = "".join(parts)
@@ -1103,7 +1102,7 @@ class _SectionRenderer:
         # contribution or an input), never for the profile's own text or a file.
         refs = (count_ref_lines((text,))
                 if source.startswith(_REF_SOURCES) and REF_LINE_START in text else 0)
-        return Rendered(compiled, record, diagnostic, data, refs=refs)
+        return Rendered(compiled, record, diagnostic, data, None, refs)
 
 
 def _left_out(section_id: str, reason: OmissionReason, detail: str) -> Rendered:
