@@ -612,16 +612,15 @@ def _pools(
 ) -> tuple[list[Contribution], list[Diagnostic], list[Omission]]:
     """Budget the runtime pool then the hook pool; kept contributions in that order."""
     budgets = profile.spec.budgets
-    pool_args: dict[str, Any] = {
-        "known": profile.contributions,
-        "default_max_chars": budgets.contribution_max_chars,
-        "default_sort_key": budgets.contribution_sort_key,
-    }
+    known, max_chars, sort_key = (profile.contributions, budgets.contribution_max_chars,
+                                  budgets.contribution_sort_key)
     runtime, runtime_diags, runtime_left = budget_pool(
-        compile_input.runtime_sections, pool="runtime", spec=budgets.runtime_pool, **pool_args
+        compile_input.runtime_sections, pool="runtime", spec=budgets.runtime_pool, known=known,
+        default_max_chars=max_chars, default_sort_key=sort_key,
     )
     hooks, hook_diags, hook_left = budget_pool(
-        compile_input.dynamic_sections, pool="hook", spec=budgets.hook_pool, **pool_args
+        compile_input.dynamic_sections, pool="hook", spec=budgets.hook_pool, known=known,
+        default_max_chars=max_chars, default_sort_key=sort_key,
     )
     return [*runtime, *hooks], [*runtime_diags, *hook_diags], [*runtime_left, *hook_left]
 
@@ -780,7 +779,9 @@ class _SectionRenderer:
                         item, "condition_false", f"section `{section.id}` is left out: {detail}"
                     ))
             return
-        match section.source:
+        match section.source:  # in the order of how many sections of each kind a turn meets
+            case "contribution" | "slot":
+                self._contributions(section, out)
             case "text":
                 rendered = self._emit(section, section.id, section.title, {}, "builtin", False)
                 out.append(rendered)  # _keep, inline
@@ -807,8 +808,6 @@ class _SectionRenderer:
                 out.append(rendered)  # _keep, inline: four or more of these each turn
                 if rendered.section is None:
                     out.append(_left_out(section.id, "rendered_empty", "rendered empty"))
-            case "contribution" | "slot":
-                self._contributions(section, out)
 
     def _items(self, section: SectionSpec) -> Sequence[Contribution]:
         if section.source == "contribution":
@@ -821,14 +820,27 @@ class _SectionRenderer:
         refused = section.refuse
         taken = 0
         known, at = self.known_placements.get, self.at
+        # _emit_content's check of the slot, inline: most contributions are unchanged.
+        fast = section.id in self.content_only
+        fingerprint, slots, section_id = self.fingerprint, self.recent_slots, section.id
         for item in items:
             if refused and item.id in refused:
                 self._met(item)
                 detail = f"refused by section `{section.id}` of profile `{self.profile_name}`"
                 out.append(_item_left_out(item, "refused", detail, diagnostic=True))
                 continue
-            rendered = self._emit_content(section, item.id, item.title, item.content,
-                                          f"{item.pool}:{item.id}", item.truncated)
+            source = f"{item.pool}:{item.id}"
+            if fast:
+                slot_key = (fingerprint, section_id, item.id, item.title, source,
+                            item.truncated, (item.content,))
+                found = slots.get((section_id, item.id))
+                rendered = (found[1] if found is not None and found[0] == slot_key
+                            else self._emit(section, item.id, item.title,
+                                            {"content": item.content}, source, item.truncated,
+                                            slot_key))
+            else:
+                rendered = self._emit_content(section, item.id, item.title, item.content,
+                                              source, item.truncated)
             out.append(rendered)
             if rendered.section is None:
                 self._met(item)
