@@ -10,7 +10,8 @@ business, not this module's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from operator import attrgetter
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from .manifest import Diagnostic, Omission, OmissionReason, built
@@ -45,6 +46,7 @@ class Contribution(NamedTuple):
 #: ``tuple.__new__``: a Contribution from all its fields in order, as ``_make`` makes it
 #: without its Python-level count check (a turn makes one per kept input).
 _new_tuple = tuple.__new__
+_ID = attrgetter("id")
 
 
 OMIT_COUNT = "dynamic section count limit was reached"
@@ -79,15 +81,13 @@ def budget_pool(
     Returns the kept contributions, the diagnostics and one omission record per input left
     out (each naming the input's position in ``inputs``).
     """
-    # Each input as (sort key, position, input, the profile's spec for its id): sorting
-    # these tuples orders by key, then by position (unique), so it is the stable sort.
-    ordered = [
-        (default_sort_key if found is None else found.sort_key, index, item, found)
-        for index, item in enumerate(inputs)
-        for found in (known.get(item.id),)
-    ]
-    if pool == "runtime":
-        ordered.sort()
+    # The profile's spec for each input's id, looked up once; the runtime pool's order is
+    # a stable sort of the positions by sort key.
+    specs = list(map(known.get, map(_ID, inputs)))
+    order: Iterable[int] = range(len(inputs))
+    if pool == "runtime" and len(inputs) > 1:
+        keys = [default_sort_key if found is None else found.sort_key for found in specs]
+        order = sorted(order, key=keys.__getitem__)
     kept: list[Contribution] = []
     diagnostics: list[Diagnostic] = []
     omitted: list[Omission] = []
@@ -99,7 +99,8 @@ def budget_pool(
 
     remaining = spec.max_chars
     max_sections = spec.max_sections
-    for _key, index, item, spec_for_id in ordered:
+    for index in order:
+        item, spec_for_id = inputs[index], specs[index]
         item_id = item.id
         if len(kept) >= max_sections:
             omit(index, item_id, OMIT_COUNT)
