@@ -377,7 +377,8 @@ class PromptCompiler:
         pool_diagnostics += self._unknown_contributions(profile, renderer.unclaimed)
         stable = self._stable_part(profile, plan, renderer)
         dynamic = renderer.render_dynamic(plan.dynamic, stable.refs)
-        dynamic += renderer.unplaced()
+        if renderer.met != len(contributions):  # some contribution no section met
+            dynamic += renderer.unplaced()
         ignored = _ignored_inputs(plan, compile_input)
         # The dynamic sections' diagnostics and omissions join these in _assemble's pass.
         diagnostics = [*boot.diagnostics, *pool_diagnostics, *stable.diagnostics]
