@@ -133,3 +133,20 @@ def test_budgets_are_respected(
         assert len(bodies) <= pool.max_sections
         assert sum(len(body) for body in bodies) <= pool.max_chars
         assert all(len(body) <= budgets.contribution_max_chars for body in bodies)
+
+
+ref_text = st.lists(
+    st.sampled_from(["- artifactId=a1", "  - artifactId=b2", "x - artifactId=c3", "\n", "\r\n",
+                     "\r", "\x0b", "\u2028", "\t", " ", "word", "artifactId=", "- artifact"]),
+    max_size=30,
+).map("".join)
+
+
+@PROPS
+@given(texts=st.lists(st.one_of(ref_text, text), max_size=4))
+def test_ref_lines_are_the_lines_that_start_with_a_ref(texts: list[str]) -> None:
+    from pioneer.compile.refs import REF_LINE_START, count_ref_lines
+
+    expected = sum(line.lstrip().startswith(REF_LINE_START)
+                   for item in texts for line in item.splitlines())
+    assert count_ref_lines(texts) == expected

@@ -18,6 +18,8 @@ __all__ = ["REF_LINE_START", "count_ref_lines"]
 #: How every artifact reference line starts (after any indentation).
 REF_LINE_START = "- artifactId="
 
+#: A ref line right after a newline (no indentation).
+_AFTER_BREAK = "\n" + REF_LINE_START
 #: The line breaks ``str.splitlines`` splits at (every one is whitespace too).
 _BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 
@@ -31,6 +33,15 @@ def count_ref_lines(texts: Iterable[str]) -> int:
     # lines cost more than the rest of reading the compile input.
     count = 0
     for text in texts:
+        hits = text.count(REF_LINE_START)
+        if not hits:
+            continue
+        # Most refs open their line with no indentation: when every hit does, the hits
+        # are the count, found by two C-level scans.
+        direct = text.count(_AFTER_BREAK) + text.startswith(REF_LINE_START)
+        if direct == hits:
+            count += hits
+            continue
         at = text.find(REF_LINE_START)
         while at != -1:
             before = at - 1
