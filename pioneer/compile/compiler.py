@@ -830,18 +830,21 @@ class _SectionRenderer:
                 detail = f"refused by section `{section.id}` of profile `{self.profile_name}`"
                 out.append(_item_left_out(item, "refused", detail, diagnostic=True))
                 continue
-            source = f"{item.pool}:{item.id}"
             if fast:
-                slot_key = (fingerprint, section_id, item.id, item.title, source,
-                            item.truncated, (item.content,))
+                # Everything the render depends on (its source is pool and id); the
+                # source text is made only for a render.
+                slot_key = (fingerprint, section_id, item.id, item.title, item.pool,
+                            item.truncated, item.content)
                 found = slots.get((section_id, item.id))
-                rendered = (found[1] if found is not None and found[0] == slot_key
-                            else self._emit(section, item.id, item.title,
-                                            {"content": item.content}, source, item.truncated,
-                                            slot_key))
+                if found is not None and found[0] == slot_key:
+                    rendered = found[1]
+                else:
+                    rendered = self._emit(section, item.id, item.title,
+                                          {"content": item.content}, f"{item.pool}:{item.id}",
+                                          item.truncated, slot_key)
             else:
                 rendered = self._emit_content(section, item.id, item.title, item.content,
-                                              source, item.truncated)
+                                              f"{item.pool}:{item.id}", item.truncated)
             out.append(rendered)
             if rendered.section is None:
                 self._met(item)
