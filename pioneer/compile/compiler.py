@@ -214,6 +214,9 @@ class PromptCompiler:
         self._bootstrap_loader = BootstrapLoader()
         self._plans: dict[str, ProfilePlan] = {}
         self._stable_memo: Memo[tuple[object, ...], StablePart] = Memo(STABLE_MEMO_SIZE)
+        #: The latest stable key and part: most turns find them unchanged, which one
+        #: comparison tells (the memo hashes the key, its files included, and locks).
+        self._last_stable: tuple[tuple[object, ...], StablePart] | None = None
         self._section_memo: Memo[tuple[object, ...], Rendered] = Memo(SECTION_MEMO_SIZE)
         self._recent_sections: Recent[tuple[object, ...], Rendered] = Recent(RECENT_SIZE)
         self._recent_conditions: Recent[tuple[object, ...], bool] = Recent(RECENT_SIZE)
@@ -440,9 +443,14 @@ class PromptCompiler:
         """The stable sections, their text and its sha256: from the memo when nothing
         any stable section reads has changed since a compile that rendered them."""
         key = renderer.stable_key()
-        found = self._stable_memo.get(key) if key is not None else None
-        if found is not None:
-            return found
+        if key is not None:
+            last = self._last_stable
+            if last is not None and last[0] == key:
+                return last[1]
+            found = self._stable_memo.get(key)
+            if found is not None:
+                self._last_stable = (key, found)
+                return found
         rendered = renderer.render(plan.stable)
         kept = [r for r in rendered if r.section is not None]
         digest = self._stable_digest(kept)
@@ -457,6 +465,7 @@ class PromptCompiler:
         )
         if key is not None:
             self._stable_memo.put(key, part)
+            self._last_stable = (key, part)
         return part
 
     @staticmethod
