@@ -58,14 +58,17 @@ def _shape(cls: type[BaseModel]) -> _Shape:
     fields whose default comes from a factory, the required fields) of one record model."""
     defaults: dict[str, Any] = {}
     factories: list[tuple[str, Any]] = []
+    required: set[str] = set()
     for name, field in cls.model_fields.items():
-        defaults[name] = None if field.is_required() or field.default_factory else field.default
-        if not field.is_required() and field.default_factory is not None:
+        defaults[name] = None
+        if field.is_required():
+            required.add(name)
+        elif field.default_factory is not None:
             # Called with no arguments: none of these models' factories reads other fields.
             factories.append((name, field.default_factory))
-    required = frozenset(name for name, field in cls.model_fields.items()
-                         if field.is_required())
-    return len(defaults), defaults, tuple(factories), required
+        else:
+            defaults[name] = field.default
+    return len(defaults), defaults, tuple(factories), frozenset(required)
 
 
 def built(cls: type[_Record], /, **values: Any) -> _Record:
