@@ -1079,14 +1079,20 @@ class _SectionRenderer:
                     context[name] = extra[name]
                 elif name in base:
                     context[name] = base[name]
-        try:
-            parts = render_parts(template, context,
-                                 given=lambda: text_size(context.values()))
-        except Exception as error:  # template code is untrusted: any failure is its error
-            problem = render_problem(error, context=f'while rendering section "{section_id}"',
-                                     template=template)
-            raise TemplateError(replace(
-                problem, message=_attribute_hint(problem.message, context))) from None
+        # A template that only prints one name (``{{ content }}``, most sections) gives
+        # a plain string between its fixed text: it is not run (templates.pass_through).
+        pieces = self.templates.pass_through.get(section.template)
+        if pieces is not None and type(value := context.get(pieces[1])) is str:
+            parts = [pieces[0], value, pieces[2]]
+        else:
+            try:
+                parts = render_parts(template, context,
+                                     given=lambda: text_size(context.values()))
+            except Exception as error:  # template code is untrusted: any failure is its error
+                problem = render_problem(
+                    error, context=f'while rendering section "{section_id}"', template=template)
+                raise TemplateError(replace(
+                    problem, message=_attribute_hint(problem.message, context))) from None
         diagnostic = None
         if section.max_chars is None and not any(map(contains, parts, _CR)):
             text = render_section_parts(title, parts)  # the common case: one copy

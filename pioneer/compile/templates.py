@@ -59,6 +59,11 @@ class TemplateSet:
         self._conditions: dict[str, Callable[..., Any]] = {}
         self._asts: dict[str, Any] = {}
         self._reads: dict[str, frozenset[str] | None] = {}
+        #: Templates that print one name between fixed text (``{{ content }}`` and its
+        #: newline): (text before, name, text after). With a plain string for that name
+        #: the output is those three pieces, so the compiler takes them without running
+        #: the template (``pass_through``).
+        self.pass_through: dict[str, tuple[str, str, str]] = {}
 
     def template(self, name: str) -> jinja2.Template:
         """A compiled template (loaded by :meth:`check_template` first)."""
@@ -90,6 +95,9 @@ class TemplateSet:
         self._templates[name] = template
         self._sources[name] = (source, display)
         self._asts[name] = ast
+        pieces = pass_through(ast)
+        if pieces is not None:
+            self.pass_through[name] = pieces
         yield from self._undeclared(name, provided, context=context)
 
     def _computed_names(
@@ -329,3 +337,23 @@ def _line_of(source: str, variable: str) -> int | None:
         if pattern.search(line):
             return number
     return None
+
+
+def pass_through(ast: nodes.Template) -> tuple[str, str, str] | None:
+    """(text before, name, text after) when all a template does is print one name
+    between fixed text; ``None`` for anything else (a filter, an attribute, a test, a
+    second value, a tag). Given a plain ``str`` for that name, jinja2 outputs exactly
+    those pieces: the sandbox's ``finalize`` hands a ``str`` back unchanged and the
+    text passed in always fits the render's allowance."""
+    if len(ast.body) != 1 or not isinstance(output := ast.body[0], nodes.Output):
+        return None
+    values = [at for at, node in enumerate(output.nodes) if type(node) is not nodes.TemplateData]
+    if len(values) != 1:
+        return None
+    at = values[0]
+    printed = output.nodes[at]
+    # ``self`` is the template itself, whatever the context holds.
+    if not isinstance(printed, nodes.Name) or printed.name == "self":
+        return None
+    fixed: list[str] = [getattr(node, "data", "") for node in output.nodes]
+    return "".join(fixed[:at]), printed.name, "".join(fixed[at + 1:])
