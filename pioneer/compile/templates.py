@@ -30,6 +30,7 @@ __all__ = [
     "describe",
     "display_name",
     "load_problem",
+    "pass_through",
     "render_error",
     "render_problem",
 ]
