@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pioneer import PromptCompileInput, PromptCompiler
+from pioneer.compile.sandbox import render_parts
 from pioneer.compile.templates import build_environment, pass_through
 
 #: The same output as the built-in ``content.md.j2`` from a template that is run: the
@@ -72,6 +73,10 @@ def test_a_template_that_prints_one_name_passes_it_through(
 ) -> None:
     env = build_environment([])
     assert pass_through(env.parse(source)) == pieces
+    # What jinja2 renders for it is those pieces around the value.
+    value = " a value\r\n with {{ braces }} and \u00e9 "
+    rendered = render_parts(env.from_string(source), {pieces[1]: value})
+    assert "".join(rendered) == pieces[0] + value + pieces[2]
 
 
 @pytest.mark.parametrize("source", [
