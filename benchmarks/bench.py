@@ -136,6 +136,19 @@ def _set_mtime(path: Path, version: int) -> None:
     os.utime(path, ns=(stamp, stamp))
 
 
+def write_revision(path: Path, data: bytes, version: int) -> None:
+    """Write a new revision of an identity file (same size, new content, a new past
+    mtime) with a few system calls; its bytes are left in the CPU caches, as any write is."""
+    view = memoryview(data)
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    try:
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    _set_mtime(path, version)
+
+
 # -- floors -------------------------------------------------------------------------
 
 
@@ -223,16 +236,7 @@ def pioneer_bootstrap_changed(work: Workload, *, counted: bool) -> Row:
     user_md = home / "USER.md"
 
     def prepare(turn: int) -> None:
-        # A new revision of USER.md (same size, new content, a new past mtime), written
-        # with a few system calls; its bytes are left in the CPU caches, as any write is.
-        data = memoryview(revisions[turn])
-        fd = os.open(user_md, os.O_WRONLY | os.O_TRUNC)
-        try:
-            while data:
-                data = data[os.write(fd, data):]
-        finally:
-            os.close(fd)
-        _set_mtime(user_md, turn + 1)
+        write_revision(user_md, revisions[turn], turn + 1)
 
     def run(turn: int) -> object:
         payload = compiler.compile(inputs[turn])

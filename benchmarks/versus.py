@@ -26,7 +26,6 @@ import gc
 import importlib
 import importlib.util
 import io
-import os
 import re
 import shutil
 import statistics
@@ -43,7 +42,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import workload
-from bench import BASE_MTIME_NS, Row, _fmt, _p95, run_interleaved
+from bench import Row, _fmt, _p95, _set_mtime, run_interleaved, write_revision
 
 import pioneer
 from pioneer.compile.bootstrap import RACY_NS
@@ -95,11 +94,6 @@ def load_revision(revision: str, folder: Path) -> tuple[ModuleType, ModuleType, 
     return package, then, commit
 
 
-def _set_mtime(path: Path, version: int) -> None:
-    stamp = BASE_MTIME_NS + version * 10**9
-    os.utime(path, ns=(stamp, stamp))
-
-
 def rows_for(label: str, package: Any, work: Any, root: Path, rounds: int) -> list[Row]:
     """The warm row and the edited-file row of one version, on its own workload."""
     made: list[Row] = []
@@ -124,14 +118,7 @@ def rows_for(label: str, package: Any, work: Any, root: Path, rounds: int) -> li
         user_md = home / "USER.md"
 
         def prepare(turn: int, revisions: list[bytes] = revisions, user_md: Path = user_md) -> None:
-            data = memoryview(revisions[turn])
-            fd = os.open(user_md, os.O_WRONLY | os.O_TRUNC)
-            try:
-                while data:
-                    data = data[os.write(fd, data):]
-            finally:
-                os.close(fd)
-            _set_mtime(user_md, turn + 1)
+            write_revision(user_md, revisions[turn], turn + 1)
 
         def check(turn: int, result: Any) -> None:
             if f"(revision {turn + 1})" not in result.stable_system_text:
