@@ -412,6 +412,19 @@ def history_rows(work: Workload) -> tuple[Row, Row]:
 # -- running ------------------------------------------------------------------------
 
 
+def settle() -> None:
+    """What comes between setting rows up and timing them.
+
+    Files changed within RACY_NS are re-read on every compile (their signature cannot be
+    trusted yet): timing starts once the workload's files have settled. The setup's
+    objects (every turn's inputs and reference payloads) are not the rows' garbage: they
+    are frozen out of the collector.
+    """
+    time.sleep(RACY_NS / 1e9)
+    gc.collect()
+    gc.freeze()
+
+
 def run_interleaved(
     rows: list[Row], rounds: int, *, keep_gc: bool = False, cold: bool = False,
     update: Callable[[int, int], None] = lambda _done, _total: None,
@@ -570,12 +583,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             peer_banks(work),
             *history_rows(work),
         ]
-        # Files changed within RACY_NS are re-read on every compile (their signature
-        # cannot be trusted yet); start timing once the workload's files have settled.
-        time.sleep(RACY_NS / 1e9)
-        # The setup's objects (every turn's reference payload) are not the rows' garbage.
-        gc.collect()
-        gc.freeze()
+        settle()
         with progress(sys.stderr, "timing rounds", args.rounds) as update:
             run_interleaved(rows, args.rounds, keep_gc=args.keep_gc, cold=args.cold,
                             update=update)

@@ -22,7 +22,6 @@ bounds are stated in. Not a test; run it on demand.
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import importlib.util
 import io
@@ -33,7 +32,6 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -42,10 +40,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import workload
-from bench import Row, _fmt, _p95, _set_mtime, run_interleaved, write_revision
+from bench import Row, _fmt, _p95, _set_mtime, run_interleaved, settle, write_revision
 
 import pioneer
-from pioneer.compile.bootstrap import RACY_NS
 
 REPO = Path(__file__).resolve().parent.parent
 #: What an earlier revision brings: its package, the data the package reads, its workload.
@@ -155,9 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         package, then, commit = load_revision(args.revision, root / "then")
         rows = [*rows_for("current", pioneer, workload, root, args.rounds),
                 *rows_for(commit, package, then, root, args.rounds)]
-        time.sleep(RACY_NS / 1e9)  # files written just now are re-read on every compile
-        gc.collect()
-        gc.freeze()
+        settle()
         run_interleaved(rows, args.rounds)
         print(f"current code ({pioneer.__file__}) beside {args.revision} ({commit}); "
               f"{args.rounds} interleaved rounds, garbage collector off while timing; "
