@@ -66,11 +66,16 @@ def _located(message: str) -> str:
         ("'{0.__class__}'.format(profile)",
          "access to attribute '__class__' of 'str' object is unsafe."),
         ("'{x.__class__.__mro__}'.format_map({'x': section})",
+         "access to attribute '__class__' of 'FrozenDict' object is unsafe."),
+        ("'{x.__class__.__mro__}'.format_map({'x': {}})",
          "access to attribute '__class__' of 'dict' object is unsafe."),
+        # a class's methods are not on the allow-list, even jinja2's own helpers'
         ("'{x.__globals__}'.format_map({'x': cycler.reset})",
-         "access to attribute '__globals__' of 'function' object is unsafe."),
+         "access to attribute 'reset' of 'type' object is unsafe."),
+        ("'{x.__globals__}'.format_map({'x': cycler(1).reset})",
+         "access to attribute '__globals__' of 'method' object is unsafe."),
         ("'%s'|format(section.__class__)",
-         "access to attribute '__class__' of 'dict' object is unsafe."),
+         "access to attribute '__class__' of 'FrozenDict' object is unsafe."),
     ],
 )
 def test_internals_are_refused_with_template_and_line(

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter, contains
 from pathlib import Path
@@ -74,7 +73,7 @@ from .profile import (
 )
 from .readonly import FrozenList
 from .refs import REF_LINE_START, count_ref_lines
-from .sandbox import render_parts
+from .sandbox import evaluate, render_parts
 from .templates import TemplateSet, build_environment, describe, display_name, render_problem
 
 __all__ = [
@@ -962,11 +961,11 @@ class _SectionRenderer:
         expression = self.templates.condition(when)
         try:
             with render_scope(lambda: text_size(self.base.values())):
-                result = bool(expression(self.base))
+                result = bool(evaluate(expression, self.base))
         except Exception as error:  # the sandbox's refusals and any runtime error alike
             raise TemplateError(self.locator.problem(
                 ["sections", self._index(section), "when"],
-                f"condition failed: {_attribute_hint(describe(error), self.base)}",
+                f"condition failed: {describe(error)}",
             )) from None
         if key is not None:
             self.conditions.put(section.id, key, result)
@@ -1089,10 +1088,9 @@ class _SectionRenderer:
                 parts = render_parts(template, context,
                                      given=lambda: text_size(context.values()))
             except Exception as error:  # template code is untrusted: any failure is its error
-                problem = render_problem(
-                    error, context=f'while rendering section "{section_id}"', template=template)
-                raise TemplateError(replace(
-                    problem, message=_attribute_hint(problem.message, context))) from None
+                raise TemplateError(render_problem(
+                    error, context=f'while rendering section "{section_id}"',
+                    template=template)) from None
         diagnostic = None
         if section.max_chars is None and not any(map(contains, parts, _CR)):
             text = render_section_parts(title, parts)  # the common case: one copy
@@ -1150,30 +1148,6 @@ def _item_left_out(
         omission=built(Omission, id=item.id, reason=reason, detail=detail, pool=item.pool,
                        index=item.position),
     )
-
-
-_NO_ATTRIBUTE = re.compile(r"^'(?P<type>[\w.]+) object' has no attribute '(?P<name>[^']*)'$")
-
-
-def _attribute_hint(text: str, context: Mapping[str, Any]) -> str:
-    """``'pioneer.….PromptLimits object' has no attribute 'max_chars'`` said in the
-    template's own names: ```limits` has no attribute `max_chars`; `limits` has
-    `max_chars_per_file`, `max_chars_total```."""
-    match = _NO_ATTRIBUTE.match(text)
-    if match is None:
-        return text
-    for name, value in context.items():
-        kind = type(value)
-        if not hasattr(kind, "model_fields"):  # only the input's own models are named
-            continue
-        if f"{kind.__module__}.{kind.__qualname__}" == match["type"] or (
-            kind.__qualname__ == match["type"]
-        ):
-            fields = list(kind.model_fields)
-            known = ", ".join(f"`{field}`" for field in fields)
-            return (f"`{name}` has no attribute `{match['name']}`"
-                    f"{did_you_mean(match['name'], fields)}; `{name}` has {known}")
-    return text
 
 
 class _Shifted:

@@ -8,17 +8,26 @@ compares and concatenates like the list it came from), mappings :class:`FrozenDi
 frozensets, and frozen models and dataclasses a copy holding such views. Strings, numbers,
 paths and other immutable values are returned as they are. A change attempted through a
 view raises :class:`ReadOnlyError` (a ``TypeError``) saying so.
+
+Templates get less still: :func:`plain` turns a value into **plain data** only (strings,
+numbers, booleans, ``None``, and read-only lists and mappings of them). A model or a
+dataclass becomes a :class:`FrozenDict` of its fields, a path its text, an enum its
+value; anything else is refused. No object with methods of its own (a ``Path`` that can
+read and write files, a model with ``parse_file``, a settings object, a store) can
+reach template code (docs/failure-behaviour.md, "The sandbox: plain data only").
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping
+from enum import Enum
+from pathlib import PurePath
 from typing import Any, NoReturn
 
 from pydantic import BaseModel
 
-__all__ = ["FrozenDict", "FrozenList", "ReadOnlyError", "read_only"]
+__all__ = ["PLAIN_TYPES", "FrozenDict", "FrozenList", "ReadOnlyError", "plain", "read_only"]
 
 
 class ReadOnlyError(TypeError):
@@ -90,12 +99,17 @@ class FrozenList(tuple):  # type: ignore[type-arg]
 
 
 class FrozenDict(Mapping[Any, Any]):
-    """A dict that cannot change (not a dict subclass, so ``dict.update`` refuses it)."""
+    """A dict that cannot change (not a dict subclass, so ``dict.update`` refuses it).
 
-    __slots__ = ("_items",)
+    ``name`` is what a template calls it (``limits``, ``runtime_sections[0]``), for the
+    message when a template asks it for a key it does not have.
+    """
 
-    def __init__(self, items: Mapping[Any, Any]):
+    __slots__ = ("_items", "_name")
+
+    def __init__(self, items: Mapping[Any, Any], name: str | None = None):
         self._items = dict(items)
+        self._name = name
 
     def __getitem__(self, key: Any) -> Any:
         return self._items[key]
@@ -166,3 +180,59 @@ def read_only(value: Any) -> Any:
                            value, f.name)}
             return dataclasses.replace(value, **changed) if changed else value
     return value  # a path, an enum, an object of its own: as it is
+
+
+#: The types of plain data: what a template's context may hold, at any depth.
+PLAIN_TYPES: tuple[type, ...] = (str, int, float, bool, type(None), FrozenList, FrozenDict,
+                                 frozenset)
+
+
+def plain(value: Any, name: str = "value") -> Any:
+    """``value`` as plain data (see the module's docstring); ``TypeError`` for a value
+    that has no plain form. ``name`` is what a template calls it, kept by the mappings
+    made here for their error messages."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or kind is float or value is None:
+        return value
+    if kind is FrozenList or kind is list or kind is tuple:
+        return FrozenList([plain(item, f"{name}[{index}]") for index, item in enumerate(value)])
+    if isinstance(value, Enum):
+        return plain(value.value, name)
+    if isinstance(value, Mapping):
+        return FrozenDict({_key(key): plain(item, f"{name}.{key}")
+                           for key, item in value.items()}, name)
+    if isinstance(value, PurePath):
+        return str(value)
+    fields = _fields(value)
+    if fields is not None:
+        return FrozenDict({field: plain(getattr(value, field), f"{name}.{field}")
+                           for field in fields}, name)
+    if isinstance(value, str):  # a subclass (markup, say): its text alone
+        return str.__str__(value)
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return FrozenList([plain(item, f"{name}[{index}]") for index, item in enumerate(value)])
+    if isinstance(value, (set, frozenset)):
+        return frozenset(plain(item, name) for item in value)
+    raise TypeError(f"{name}: a {kind.__name__} is not plain data, and templates see plain "
+                    "data only")
+
+
+def _key(key: Any) -> Any:
+    if type(key) is str or type(key) is int:
+        return key
+    return plain(key, "key")
+
+
+def _fields(value: Any) -> tuple[str, ...] | None:
+    """The public fields of a model or dataclass instance (``None`` for anything else)."""
+    if isinstance(value, BaseModel):
+        return tuple(type(value).model_fields)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return tuple(f.name for f in dataclasses.fields(value) if not f.name.startswith("_"))
+    return None

@@ -17,6 +17,17 @@ points only:
 - ``template_class``: an imported template's module is built anew for every import, so
   nothing a template sets survives into another render, and its text is charged too.
 
+**Plain data only.** What a render is handed is turned into plain data first
+(:func:`render_context`, :func:`evaluate`, and the renderer macros' arguments): strings,
+numbers, booleans, ``None`` and read-only lists and mappings of them
+(:func:`~pioneer.compile.readonly.plain`). And the sandbox allows an attribute or a call
+only from an allow-list, never by default: the plain types' own safe methods
+(``str.upper``, ``dict.items``, ...), jinja2's own helpers (``loop``, macros,
+``namespace``, ``cycler``, ``joiner``, ``self`` and blocks) and the environment's
+globals. Anything else a template reaches is refused, whatever its name, so a value
+with methods of its own (a path, a model, a settings object) gives a template nothing
+to call even if one got in (docs/failure-behaviour.md, "The sandbox: plain data only").
+
 ``lipsum``, ``random`` and ``pprint`` are not offered (filler text, non-determinism,
 output that grows with nesting). Refusals raise
 :class:`~pioneer.compile.allowance.TemplateLimitError` (a jinja2 ``SecurityError``); the
@@ -27,8 +38,9 @@ is not bounded (docs/failure-behaviour.md).
 from __future__ import annotations
 
 import re
+import types
 from collections import ChainMap
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MappingView, Sequence
 from numbers import Number
 from string import Formatter
 from typing import Any
@@ -37,9 +49,11 @@ import jinja2
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.environment import TemplateModule
 from jinja2.filters import make_attrgetter
-from jinja2.runtime import BlockReference, Macro
+from jinja2.runtime import BlockReference, LoopContext, Macro, TemplateReference, Undefined
 from jinja2.sandbox import SandboxedEnvironment
+from jinja2.utils import Cycler, Joiner, Namespace
 
+from ..errors import did_you_mean
 from .allowance import (
     CURRENT,
     INPUT_COPIES,
@@ -50,13 +64,19 @@ from .allowance import (
     current,
     text_size,
 )
+from .readonly import FrozenDict, FrozenList, plain
 
 __all__ = [
     "INPUT_COPIES",
+    "JINJA_HELPERS",
     "MAX_INT_BITS",
     "MAX_OUTPUT",
+    "PLAIN_METHODS",
     "Sandbox",
     "TemplateLimitError",
+    "evaluate",
+    "plain_methods",
+    "render_context",
     "render_parts",
     "text_size",
 ]
@@ -470,6 +490,92 @@ def _printable(value: Any) -> Any:
     return value
 
 
+# -- the allow-list -------------------------------------------------------------------
+
+_TEXT_METHODS = frozenset(
+    "capitalize center count endswith expandtabs find index isalnum isalpha isascii "
+    "isdigit islower isspace istitle isupper join ljust lower lstrip partition "
+    "removeprefix removesuffix replace rfind rindex rjust rpartition rsplit rstrip split "
+    "splitlines startswith strip swapcase title translate upper zfill".split()
+)
+_SEQUENCE_METHODS = frozenset({"count", "index"})
+_LIST_METHODS = _SEQUENCE_METHODS | frozenset(
+    {"append", "clear", "copy", "extend", "insert", "pop", "remove", "reverse", "sort"})
+_DICT_METHODS = frozenset(
+    {"clear", "copy", "get", "items", "keys", "pop", "popitem", "setdefault", "update",
+     "values"})
+_SET_READ = frozenset(
+    {"copy", "difference", "intersection", "isdisjoint", "issubset", "issuperset",
+     "symmetric_difference", "union"})
+_NUMBER_METHODS = frozenset({"as_integer_ratio", "conjugate", "imag", "is_integer", "real"})
+
+#: The plain types and the attributes a template may use on each: their own methods that
+#: only read or build plain data (a view's changers refuse with ``ReadOnlyError``). The
+#: first type an object is an instance of decides (``bool`` before ``int``).
+PLAIN_METHODS: tuple[tuple[type, frozenset[str]], ...] = (
+    (str, _TEXT_METHODS | frozenset(
+        {"casefold", "encode", "format", "format_map", "isdecimal", "isidentifier",
+         "isnumeric", "isprintable"})),
+    (bytes, _TEXT_METHODS | frozenset({"decode", "hex"})),
+    (int, _NUMBER_METHODS | frozenset(
+        {"bit_count", "bit_length", "denominator", "numerator", "to_bytes"})),
+    (float, _NUMBER_METHODS | frozenset({"hex"})),
+    (FrozenList, _LIST_METHODS),
+    (list, _LIST_METHODS),
+    (tuple, _SEQUENCE_METHODS),
+    (FrozenDict, _DICT_METHODS),
+    (dict, _DICT_METHODS),
+    (frozenset, _SET_READ),
+    (set, _SET_READ | frozenset(
+        {"add", "clear", "difference_update", "discard", "intersection_update", "pop",
+         "remove", "symmetric_difference_update", "update"})),
+    (range, _SEQUENCE_METHODS | frozenset({"start", "step", "stop"})),
+    # ``items()``, ``keys()`` and ``values()``: to iterate, nothing more (not ``.mapping``)
+    (MappingView, frozenset()),
+)
+
+#: jinja2's own objects a template works with: the loop, macros and ``caller``, blocks and
+#: ``self``, imported templates, ``namespace()``, ``cycler()`` and ``joiner()``, and
+#: undefined values. Their public attributes are allowed as jinja2's sandbox allows them.
+JINJA_HELPERS: tuple[type, ...] = (
+    LoopContext, Macro, BlockReference, TemplateReference, TemplateModule, Namespace,
+    Cycler, Joiner, Undefined,
+)
+
+
+def plain_methods(obj: Any) -> frozenset[str] | None:
+    """The attributes a template may use on ``obj`` when it is plain data; ``None`` when
+    it is not. A named tuple (``groupby``'s groups) adds its fields."""
+    for kind, names in PLAIN_METHODS:
+        if isinstance(obj, kind):
+            fields = getattr(type(obj), "_fields", None) if kind is tuple else None
+            if fields is not None:
+                return names | frozenset(fields)
+            return names
+    return None
+
+
+def render_context(values: Mapping[str, Any]) -> dict[str, Any]:
+    """What a template or a condition is handed: ``values`` as plain data, each value
+    named as the template calls it (the one place values enter a render)."""
+    return {name: plain(value, name) for name, value in values.items()}
+
+
+def evaluate(expression: Callable[..., Any], values: Mapping[str, Any]) -> Any:
+    """A compiled ``when`` expression's value against ``values``, made plain data."""
+    return expression(render_context(values))
+
+
+def _missing_key(obj: FrozenDict, key: Any) -> str:
+    """``a` has no attribute `b` (did you mean ...); `a` has `x`, `y``: a missing key of a
+    record, in the template's own names."""
+    name = obj._name or "the value"
+    keys = [str(k) for k in obj]
+    known = ", ".join(f"`{k}`" for k in keys) or "no keys"
+    return (f"`{name}` has no attribute `{key}`{did_you_mean(str(key), keys)}; "
+            f"`{name}` has {known}")
+
+
 class Sandbox(SandboxedEnvironment):
     """jinja2's sandbox, charging everything a template builds to its render's allowance."""
 
@@ -488,6 +594,54 @@ class Sandbox(SandboxedEnvironment):
             self.filters[name] = _guarded_filter(name, original)
         self.filters["join"] = _join_filter(originals["join"])
         self.filters["sum"] = _sum_filter(originals["sum"])
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        """Only from the allow-list: a plain type's own methods (:data:`PLAIN_METHODS`) and
+        the public attributes of jinja2's helpers; never anything else, whatever its name."""
+        if attr.startswith("_"):
+            return False
+        names = plain_methods(obj)
+        if names is not None:
+            return attr in names
+        if isinstance(obj, JINJA_HELPERS):
+            return super().is_safe_attribute(obj, attr, value)
+        return False
+
+    def is_safe_callable(self, obj: Any) -> bool:
+        """Only a plain value's allowed method, jinja2's helpers, the environment's globals
+        and the sandbox's own checked ``str.format``."""
+        if isinstance(obj, (Macro, BlockReference, LoopContext, Joiner, Undefined)):
+            return True  # calling an undefined value raises its own error
+        if isinstance(obj, (types.BuiltinMethodType, types.MethodType)):
+            owner = obj.__self__
+            if isinstance(owner, type):  # a class method: int.from_bytes, str.maketrans
+                return False
+            names = plain_methods(owner)
+            if names is not None:
+                return obj.__name__ in names
+            return isinstance(owner, JINJA_HELPERS) and not obj.__name__.startswith("_")
+        if any(obj is value for value in self.globals.values()):
+            return True
+        return type(obj) is types.FunctionType and getattr(obj, "_checked_format", False)
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        """jinja2's sandboxed lookup; a missing key of a record is named in the
+        template's own words."""
+        if type(obj) is FrozenDict and attribute not in obj and not hasattr(obj, attribute):
+            return self.undefined(hint=_missing_key(obj, attribute), obj=obj, name=attribute)
+        if isinstance(obj, type):  # a global class: ``dict.x`` would fall back to dict["x"]
+            return self.unsafe_undefined(obj, attribute)
+        return super().getattr(obj, attribute)
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        """jinja2's sandboxed subscript; a missing key of a record named as in
+        :meth:`getattr`."""
+        if type(obj) is FrozenDict and isinstance(argument, str) and argument not in obj \
+                and not hasattr(obj, argument):
+            return self.undefined(hint=_missing_key(obj, argument), obj=obj, name=argument)
+        if isinstance(obj, type):  # dict["x"] is a generic alias, not data
+            return self.unsafe_undefined(obj, str(argument))
+        return super().getitem(obj, argument)
 
     def capture_buffer(self) -> list[str]:
         """A new capture buffer charging the current render."""
@@ -560,6 +714,7 @@ class Sandbox(SandboxedEnvironment):
                             "str.format")
             return wrapped(*args, **kwargs)
 
+        checked._checked_format = True  # type: ignore[attr-defined]  # is_safe_callable
         return checked
 
 
@@ -583,7 +738,8 @@ def render_parts(
     allowance = Allowance(given)
     token = CURRENT.set(allowance)  # render_scope's work, without its frames
     try:
-        for part in template.root_render_func(_new_context(template, context)):
+        values = render_context(context)
+        for part in template.root_render_func(_new_context(template, values)):
             allowance.spent += len(part)
             if allowance.spent > MAX_OUTPUT:
                 allowance.charge(0)

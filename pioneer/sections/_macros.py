@@ -2,7 +2,8 @@
 
 Each renderer template under ``templates/renderers/`` holds only macros: the renderer
 chooses what fits its caps in Python and lets the template say it. Macros run in the
-compiler's sandboxed environment (data goes in as arguments, never as template source),
+compiler's sandboxed environment (data goes in as arguments, made plain data, never as
+template source),
 each call runs against one render allowance (docs/failure-behaviour.md),
 and any jinja2 failure becomes a :class:`~pioneer.errors.TemplateError` naming the
 template file and line.
@@ -15,6 +16,7 @@ from typing import Any
 import jinja2
 
 from ..compile.allowance import render_scope, text_size
+from ..compile.readonly import plain
 from ..compile.templates import display_name, load_problem, render_error
 from ..errors import Problem, TemplateError
 
@@ -34,7 +36,10 @@ def call_macro(env: jinja2.Environment, template: str, macro: str, /, *args: Any
             if function is None:
                 raise TemplateError(Problem(f'macro "{macro}" is not defined',
                                             file=display_name(loaded.filename)))
-            text = str(function(*args))
+            # Arguments enter the render as plain data, as a section's context does.
+            names = getattr(function, "arguments", ())
+            text = str(function(*(plain(arg, names[i] if i < len(names) else f"argument {i}")
+                                  for i, arg in enumerate(args))))
     except TemplateError:
         raise
     except Exception as error:  # template code is untrusted: any failure is its error
