@@ -12,6 +12,12 @@ below. Which deployment file is read is asked for, never guessed behind a caller
   ``config_file`` (``--config``) or, without one, the first ``pioneer.toml`` found in the
   working folder or one of its parents, as ruff and pytest find theirs.
 
+A *discovered* file (found by that search, not named) is trusted less than a named one,
+since it may come with a repository someone else wrote: it may set only
+:data:`DISCOVERED_SETTINGS`, and its paths only inside its own folder. The store URL, the
+summarizer's endpoint and the name of its key's variable come from the environment, the
+command line or a named file alone (docs/profiles.md, "A discovered pioneer.toml").
+
 Relative paths inside the file are relative to the file, and ``~`` is expanded. The
 search paths (``PIONEER_PROFILE_PATH``, ``PIONEER_TEMPLATE_PATH``) take
 ``os.pathsep``-separated folders or a JSON list. Every problem is a
@@ -47,8 +53,8 @@ from .errors import (
 )
 
 __all__ = [
-    "CLOCK_GRANULARITIES", "CONFIG_FILE", "CONFIG_VARIABLE", "ENV_PREFIX", "ClockGranularity",
-    "PioneerSettings", "default_home", "find_config",
+    "CLOCK_GRANULARITIES", "CONFIG_FILE", "CONFIG_VARIABLE", "DISCOVERED_SETTINGS",
+    "ENV_PREFIX", "ClockGranularity", "PioneerSettings", "default_home", "find_config",
 ]
 
 #: Prefix of the environment variables read (matched in any case).
@@ -66,6 +72,18 @@ CLOCK_GRANULARITIES: tuple[ClockGranularity, ...] = ("minute", "hour", "day")
 
 # The deployment file one construction reads: set by ``load`` around it.
 _CONFIG: contextvars.ContextVar[Path | None] = contextvars.ContextVar("config", default=None)
+# Whether that file was discovered (found in the working folder or a parent), not named.
+_DISCOVERED: contextvars.ContextVar[bool] = contextvars.ContextVar("discovered", default=False)
+
+#: The settings a discovered ``pioneer.toml`` may set: none of them can send anything
+#: outside the deployment (its paths must lie inside the file's folder). Every other
+#: setting (the store URL, the summarizer's endpoint and key variable, where the runtime
+#: home is looked for) comes from the environment, the command line or a named file.
+DISCOVERED_SETTINGS = frozenset({
+    "profile_path", "template_path", "home", "store_path", "max_context_tokens",
+    "response_reserve_tokens", "summary_model", "summary_timeout", "dynamic_placement",
+    "truncate_low_water", "keep_recent_tokens", "clock_granularity",
+})
 
 
 def default_home(home_directory: str | os.PathLike[str] = DEFAULT_HOME_DIRECTORY) -> Path:
@@ -214,10 +232,15 @@ class PioneerSettings(BaseModel):
         named = Path(config_file) if config_file is not None else None
         if named is not None and not named.is_file():
             raise InputError(Problem("config file not found", file=str(named)))
-        token = _CONFIG.set(named or (find_config() if discover else None))
+        found = None
+        if named is None and discover and _named_config() is None:
+            found = find_config()
+        token = _CONFIG.set(named or found)
+        discovered = _DISCOVERED.set(found is not None)
         try:
             return cls._validated(overrides)
         finally:
+            _DISCOVERED.reset(discovered)
             _CONFIG.reset(token)
 
     @classmethod
@@ -286,6 +309,8 @@ def _sources_class(model: type[PioneerSettings]) -> type[PioneerSettings]:
             for key in _PATH_KEYS:
                 if key in data:
                     data[key] = _rebase(data[key], folder)
+            if _DISCOVERED.get():
+                _check_discovered(data, name, text, folder)
             return data
 
     class Sources(BaseSettings, model):  # type: ignore[valid-type,misc]
@@ -316,13 +341,44 @@ def _sources_class(model: type[PioneerSettings]) -> type[PioneerSettings]:
     return Sources
 
 
-def _config_file() -> Path | None:
-    """The deployment file to read: the one ``load`` set, else ``PIONEER_CONFIG``'s."""
-    config_file = _CONFIG.get()
-    named = os.environ.get(CONFIG_VARIABLE) or next(
+def _named_config() -> str | None:
+    """The file ``PIONEER_CONFIG`` names (the variable matched in any case), if any."""
+    return os.environ.get(CONFIG_VARIABLE) or next(
         (value for name, value in os.environ.items() if name.upper() == CONFIG_VARIABLE),
         None,
     )
+
+
+def _check_discovered(data: Mapping[str, Any], name: str, text: str, folder: Path) -> None:
+    """Refuse what a discovered file may not set: a setting outside
+    :data:`DISCOVERED_SETTINGS`, or a path outside the file's folder."""
+    problems = []
+    inside = folder.resolve()
+    for key, value in data.items():
+        line = toml_line(text, [key])
+        if key not in DISCOVERED_SETTINGS:
+            problems.append(Problem(
+                "a pioneer.toml found in the working folder or a parent may not set this "
+                "(it could send data or a secret outside the deployment): set it in the "
+                f"environment ({ENV_PREFIX}{key.upper()}), on the command line, or in a file "
+                f"named by --config or {CONFIG_VARIABLE}", file=name, line=line, path=key))
+            continue
+        if key in _PATH_KEYS:
+            for path in value if isinstance(value, list) else [value]:
+                if isinstance(path, str) and not Path(path).resolve().is_relative_to(inside):
+                    problems.append(Problem(
+                        f"{path} is outside {folder or '.'}: a pioneer.toml found in the working "
+                        "folder or a parent may name paths inside its own folder only (name the "
+                        f"file with --config or {CONFIG_VARIABLE} to trust it)",
+                        file=name, line=line, path=key))
+    if problems:
+        raise InputError(problems)
+
+
+def _config_file() -> Path | None:
+    """The deployment file to read: the one ``load`` set, else ``PIONEER_CONFIG``'s."""
+    config_file = _CONFIG.get()
+    named = _named_config()
     if config_file is None and named:
         config_file = Path(named).expanduser()
         if not config_file.is_file():

@@ -95,7 +95,7 @@ def test_recall_on_postgresql_finds_the_golden_hits(stores: tuple[Path, str],
     golden(GOLDENS / "cli-recall-postgresql.txt", text)
 
 
-def test_the_store_url_comes_from_the_environment_or_pioneer_toml(
+def test_the_store_url_comes_from_the_environment_or_a_named_pioneer_toml(
     stores: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     path, url = stores
@@ -105,8 +105,18 @@ def test_the_store_url_comes_from_the_environment_or_pioneer_toml(
     monkeypatch.delenv("PIONEER_STORE_URL")
     (tmp_path / "pioneer.toml").write_text(f"store_url = {json.dumps(url)}\n"
                                            f"store_path = {json.dumps(str(path))}\n")
-    assert run_cli("history", "demo") == expected  # the URL wins over the path
-    assert run_cli("history", "demo", "--db", str(path))[0] == 0  # --db wins over both
+    named = ("--config", "pioneer.toml")
+    assert run_cli("history", "demo", *named) == expected  # the URL wins over the path
+    assert run_cli("history", "demo", *named, "--db", str(path))[0] == 0  # --db wins
+    monkeypatch.setenv("PIONEER_CONFIG", "pioneer.toml")
+    assert run_cli("history", "demo") == expected
+    monkeypatch.delenv("PIONEER_CONFIG")
+    # Found by the search alone, the file may not choose the store (it may have come
+    # with a repository someone else wrote).
+    code, out, err = run_cli("history", "demo")
+    assert (code, out) == (1, "")
+    assert err.startswith("pioneer.toml:1: store_url: a pioneer.toml found in the working "
+                          "folder or a parent may not set this")
 
 
 def test_a_store_url_that_is_not_postgresql_is_refused(monkeypatch: pytest.MonkeyPatch,
