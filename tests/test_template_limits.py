@@ -167,6 +167,8 @@ def test_the_memory_cap_would_catch_an_attack_that_got_through(tmp_path: Path) -
         ("{'a': [1]}|tojson(2)", '{\n  "a": [\n    1\n  ]\n}'),
         ("'{0}-{0}'.format('x')", "x-x"),
         ("'%s=%d' % ('n', 3)", "n=3"),
+        ("'%(a)s-%(b)s'|format(a='A', b='B')", "A-B"),
+        ("'%s-%s'|format('a', 1)", "a-1"),
         ("('x' * 1000000)|length", "1000000"),
         ("runtime_sections ~ ''", "[]"),
         ("runtime_sections == []", "True"),

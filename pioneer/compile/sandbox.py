@@ -310,7 +310,8 @@ def _replace_filter(a: Allowance, value: Any, old: Any = "", new: Any = "",
     a.check(_replace_size(str(value), old, new, -1 if count is None else count), "replace")
 
 
-def _format_filter(a: Allowance, value: Any, *args: Any, **kwargs: Any) -> None:
+def _format_filter(a: Allowance, value: Any, /, *args: Any, **kwargs: Any) -> None:
+    # Positional-only: the template's own keywords (``format(a=...)``) are its mapping.
     _check_printf(a, value, kwargs or args)
 
 
