@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import io
+import os
 import tomllib
 from pathlib import Path
 
@@ -143,3 +145,39 @@ def test_a_broken_profile_is_not_locked(deployment: Path) -> None:
     assert (code, out) == (1, "")
     assert "template \"gone.md.j2\" not found" in err
     assert not (deployment / "pioneer.lock").exists()
+
+
+def test_a_template_swapped_between_reads_is_compiled_as_hashed(
+        deployment: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file replaced (``os.replace``) while ``compile --locked`` runs: the check's hash
+    and the compiled template come from one read, so the locked text is printed (or the
+    change refused), never the other version under the locked fingerprint."""
+    import jinja2.loaders
+
+    folder = deployment / "t"
+    (folder / "rules.md.j2").write_text('Be kind.\n{% include "part.md.j2" %}\n')
+    (folder / "part.md.j2").write_text("Part one.\n")
+    assert run("lock", "--profile", "acme")[0] == 0
+    versions = {"rules.md.j2": 'Be kinder.\n{% include "part.md.j2" %}\n',
+                "part.md.j2": "Part two.\n"}
+    reads: dict[str, int] = {}
+    real_open = open
+
+    def swapping_open(file: str, *args: object, **kwargs: object) -> object:
+        """Read the file, then swap in its other version, as a racing writer would."""
+        path = Path(file)
+        with real_open(path, *args, **kwargs) as stream:  # type: ignore[call-overload]
+            text = stream.read()
+        if path.resolve().parent == folder.resolve():
+            reads[path.name] = reads.get(path.name, 0) + 1
+            spare = folder / f".{path.name}.new"
+            spare.write_text(versions[path.name])
+            versions[path.name] = text
+            os.replace(spare, path)
+        return io.StringIO(text)
+
+    monkeypatch.setattr(jinja2.loaders, "open", swapping_open, raising=False)
+    code, out, err = run("compile", "--profile", "acme", "--locked")
+    assert (code, err) == (0, "")
+    assert "## Rules\nBe kind.\nPart one." in out
+    assert reads == {"rules.md.j2": 1, "part.md.j2": 1}

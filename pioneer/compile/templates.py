@@ -36,9 +36,40 @@ __all__ = [
 ]
 
 
+class _ReadOnce(jinja2.FileSystemLoader):
+    """A file loader that reads each template once and hands out those same bytes from
+    then on: the check, the lock's hash, the compiled code and every include rendered
+    later see one text, even when the file is replaced in between (``compile --locked``
+    would otherwise hash one read and compile another)."""
+
+    def __init__(self, searchpath: Sequence[str]):
+        super().__init__(searchpath)
+        #: By name: (source, filename), or the message of a template not found.
+        self._read: dict[str, tuple[str, str] | str] = {}
+
+    def get_source(self, environment: jinja2.Environment,
+                   template: str) -> tuple[str, str, Callable[[], bool]]:
+        found = self._read.get(template)
+        if found is None:
+            try:
+                source, filename, _ = super().get_source(environment, template)
+                found = (source, filename)
+            except jinja2.TemplateNotFound as error:
+                found = str(error.message)
+            # setdefault: threads reading at once all keep the first text stored.
+            found = self._read.setdefault(template, found)
+        if isinstance(found, str):
+            raise jinja2.TemplateNotFound(template, found)
+        return found[0], found[1], _always_current
+
+
+def _always_current() -> bool:
+    return True
+
+
 def build_environment(search: Sequence[Path]) -> SandboxedEnvironment:
     """The sandboxed environment over deployment template folders, then the built-in one."""
-    loader = jinja2.FileSystemLoader([*map(str, search), str(builtin_dir("templates"))])
+    loader = _ReadOnce([*map(str, search), str(builtin_dir("templates"))])
     return Sandbox(
         loader=loader,
         undefined=jinja2.StrictUndefined,
