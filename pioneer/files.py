@@ -165,55 +165,77 @@ class Beneath:
                 raise
         return self._walk(parts)
 
+    def open_each(self, folders: Sequence[str], name: str) -> list[tuple[int, Opened | Refused]]:
+        """Open the file ``name`` in the root and in each folder of the path ``folders``
+        below it, walking that path once (not once per folder, which grows with the
+        square of its depth).
+
+        Returns ``(depth, what opening folders[:depth] + [name] gave)`` for depth 0, 1,
+        ... in order; the caller closes every :class:`Opened`. A folder on the way that
+        cannot be entered ends the list with ``(depth, Refused)``, its ``at`` the index
+        of the folder in ``folders`` (``depth - 1``; a file's refusal has ``at == depth``);
+        a folder that is not there ends it with nothing more.
+        """
+        parts = [part for part in folders if part]
+        if not _SUPPORTED:  # pragma: no cover
+            return self._open_each_by_path(parts, name)
+        if self._fd is None:
+            assert self._error is not None
+            return [(0, Refused.from_os(self._error))]
+        found: list[tuple[int, Opened | Refused]] = []
+        stack: list[int] = []  # the folders the walk is in, innermost last
+        todo = [(part, index) for index, part in reversed(list(enumerate(parts)))]
+        links = 0
+        try:
+            depth = 0
+            while True:
+                try:
+                    found.append((depth, self._walk([name], stack, links)))
+                except Refused as refused:
+                    refused.at = depth
+                    found.append((depth, refused))
+                if not todo:
+                    return found
+                try:
+                    while True:  # one folder of ``parts``, with every link on its way
+                        part, depth = todo.pop()
+                        links, fd = self._step(part, depth, stack, todo, links, last=False)
+                        if fd is not None:
+                            stack.append(fd)
+                        if not todo or todo[-1][1] != depth:
+                            break
+                except Refused as refused:
+                    if refused.kind != "missing":
+                        refused.at = depth
+                        found.append((depth + 1, refused))
+                    return found
+                depth += 1
+        except BaseException:
+            for _, opened in found:
+                if isinstance(opened, Opened):
+                    os.close(opened.fd)
+            raise
+        finally:
+            for fd in stack:
+                os.close(fd)
+
     # -- the walk ------------------------------------------------------------------
 
-    def _walk(self, parts: list[str]) -> Opened:
-        assert self._fd is not None
-        stack: list[int] = []  # folders opened below the root, innermost last
+    def _walk(self, parts: list[str], base: Sequence[int] = (), links: int = 0) -> Opened:
+        """Open ``parts`` from the folder ``base`` leads to (descriptors of folders below
+        the root, innermost last: the caller's, never closed here), ``links`` symlinks
+        having been followed on the way there."""
+        stack = list(base)  # folders opened below the root, innermost last
         # Components still to walk, each with the index of the component of ``parts`` it
         # comes from (a symlink's target comes from the link); the next is todo[-1].
         todo = [(name, index) for index, name in reversed(list(enumerate(parts)))]
-        links = 0
         try:
             while todo:
                 name, origin = todo.pop()
-                if name in ("", "."):
-                    continue
-                here = stack[-1] if stack else self._fd
-                if name == "..":
-                    if not stack:
-                        how = "through a symlink" if links else "with `..`"
-                        refused = Refused("outside", f"it resolves outside the workspace "
-                                          f"root ({how})")
-                        refused.at = origin
-                        raise refused
-                    os.close(stack.pop())
-                    continue
                 last = not todo
-                try:
-                    fd = os.open(name, _FILE_FLAGS if last else _FOLDER_FLAGS, dir_fd=here)
-                except OSError as error:
-                    if error.errno not in _MAYBE_LINK:
-                        raise Refused.from_os(error) from None
-                    links += 1
-                    if links > MAX_LINKS:
-                        loop = OSError(errno.ELOOP, os.strerror(errno.ELOOP))
-                        raise Refused("error", os_reason(loop), errno.ELOOP) from None
-                    try:
-                        target = os.readlink(name, dir_fd=here)
-                    except OSError as not_link:
-                        if not_link.errno != errno.EINVAL:  # gone meanwhile, or unreadable
-                            raise Refused.from_os(not_link) from None
-                        if error.errno == errno.ENOTDIR:  # a file where a folder should be
-                            raise Refused.from_os(error) from None
-                        todo.append((name, origin))  # swapped for a file meanwhile: again
-                        continue
-                    try:
-                        expanded = self._target_parts(target, stack)
-                    except Refused as refused:
-                        refused.at = origin
-                        raise
-                    todo.extend((part, origin) for part in reversed(expanded))
+                links, fd = self._step(name, origin, stack, todo, links, last=last,
+                                       borrowed=base)
+                if fd is None:
                     continue
                 if last:
                     return Opened(fd, _fstat(fd))
@@ -223,16 +245,60 @@ class Beneath:
                           errno.EISDIR)
         finally:
             for fd in stack:
-                os.close(fd)
+                _release(fd, base)
 
-    def _target_parts(self, target: str, stack: list[int]) -> list[str]:
+    def _step(self, name: str, origin: int, stack: list[int], todo: list[tuple[str, int]],
+              links: int, *, last: bool, borrowed: Sequence[int] = ()) -> tuple[int, int | None]:
+        """One component of a walk: go up for ``..``, open a folder (or the file, when
+        ``last``), or put a symlink's target on ``todo``. Returns the links followed so
+        far and the descriptor opened (``None`` when nothing was)."""
+        assert self._fd is not None
+        if name in ("", "."):
+            return links, None
+        if name == "..":
+            if not stack:
+                how = "through a symlink" if links else "with `..`"
+                refused = Refused("outside", f"it resolves outside the workspace root ({how})")
+                refused.at = origin
+                raise refused
+            _release(stack.pop(), borrowed)
+            return links, None
+        here = stack[-1] if stack else self._fd
+        try:
+            return links, os.open(name, _FILE_FLAGS if last else _FOLDER_FLAGS, dir_fd=here)
+        except OSError as error:
+            if error.errno not in _MAYBE_LINK:
+                raise Refused.from_os(error) from None
+            links += 1
+            if links > MAX_LINKS:
+                loop = OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+                raise Refused("error", os_reason(loop), errno.ELOOP) from None
+            try:
+                target = os.readlink(name, dir_fd=here)
+            except OSError as not_link:
+                if not_link.errno != errno.EINVAL:  # gone meanwhile, or unreadable
+                    raise Refused.from_os(not_link) from None
+                if error.errno == errno.ENOTDIR:  # a file where a folder should be
+                    raise Refused.from_os(error) from None
+                todo.append((name, origin))  # swapped for a file meanwhile: again
+                return links, None
+            try:
+                expanded = self._target_parts(target, stack, borrowed)
+            except Refused as refused:
+                refused.at = origin
+                raise
+            todo.extend((part, origin) for part in reversed(expanded))
+            return links, None
+
+    def _target_parts(self, target: str, stack: list[int],
+                      borrowed: Sequence[int] = ()) -> list[str]:
         """A symlink's target as components still to walk, from where the walk is."""
         parts = _split(target)
         if parts and parts[0] == "/":
             parts = self._under_root(parts, "it resolves outside the workspace root "
                                      "(through a symlink)")
             for fd in stack:  # an absolute target starts again at the root
-                os.close(fd)
+                _release(fd, borrowed)
             stack.clear()
         return parts
 
@@ -254,6 +320,17 @@ class Beneath:
         return self._prefixes
 
     # -- where descriptors cannot be used --------------------------------------------
+
+    def _open_each_by_path(self, parts: list[str],
+                           name: str) -> list[tuple[int, Opened | Refused]]:  # pragma: no cover
+        """:meth:`open_each` one open at a time."""
+        found: list[tuple[int, Opened | Refused]] = []
+        for depth in range(len(parts) + 1):
+            try:
+                found.append((depth, self.open([*parts[:depth], name])))
+            except Refused as refused:
+                found.append((depth, refused))
+        return found
 
     def _open_and_verify(self, parts: list[str]) -> Opened:  # pragma: no cover
         """Open by path, then check that the file opened is the one the resolved path
@@ -277,6 +354,12 @@ class Beneath:
             raise Refused("outside", "it resolves outside the workspace root "
                           "(through a symlink)")
         return Opened(fd, info)
+
+
+def _release(fd: int, borrowed: Sequence[int]) -> None:
+    """Close a folder the walk opened (one it was handed belongs to its caller)."""
+    if fd not in borrowed:
+        os.close(fd)
 
 
 def _fstat(fd: int) -> os.stat_result:

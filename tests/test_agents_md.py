@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pioneer import (
     HookError,
@@ -17,7 +21,14 @@ from pioneer import (
     agents_md_subscription,
     compile_turn,
 )
-from pioneer.sections.agents_md import HOOK_MAX_CHARS, agents_md_contribution, find_agents_md
+from pioneer.files import MAX_LINKS, Beneath, Opened, Refused
+from pioneer.sections.agents_md import (
+    HOOK_MAX_CHARS,
+    MAX_DEPTH,
+    MAX_NOTES,
+    agents_md_contribution,
+    find_agents_md,
+)
 
 GOLDENS = Path(__file__).parent / "goldens" / "agents_md"
 
@@ -232,3 +243,137 @@ def test_hook_is_fail_closed(tmp_path: Path, compiler: PromptCompiler, home: Pat
         'hook "pioneer.thread_agents_doc_prompt" failed: OSError: disk on fire '
         "(fail-closed, the turn stops)"
     )
+
+
+# -- deep thread folders: one walk, a bounded depth and few diagnostics -----------------
+
+
+def test_a_self_link_thousands_deep_makes_a_few_diagnostics(
+        workspace: Path, compiler: PromptCompiler, home: Path) -> None:
+    (workspace / "a").symlink_to(".", target_is_directory=True)
+    registry = HookRegistry()
+    registry.add(agents_md_subscription(workspace))
+    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry,
+                           turn=TurnContext(thread_folder="/".join(["a"] * 4000)))
+    notes = [d.message for d in payload.manifest.diagnostics if d.section_id == "agents_md"]
+    prefix = "hook `pioneer.thread_agents_doc_prompt`: "
+    assert notes == [
+        f"{prefix}thread folder is 4000 folders deep; AGENTS.md is looked up from its "
+        f"first {MAX_DEPTH} folders below the workspace root only",
+        f"{prefix}folder `{'/'.join(['a'] * (MAX_LINKS + 1))}` could not be resolved "
+        "(symlink loop); not read",
+    ]
+    assert "Root rules." in payload.dynamic_system_text
+    assert len(payload.manifest.to_json()) < 20_000
+
+
+def test_each_folder_of_the_thread_is_opened_once(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    deep = ["d"] * MAX_DEPTH
+    (workspace / "/".join(deep)).mkdir(parents=True)
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting(path: str, flags: int, *args: object, **kwargs: object) -> int:
+        opened.append(path)
+        return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", counting)
+    lookup = find_agents_md(workspace, "/".join([*deep, *["x"] * 10_000]))
+    assert lookup.doc is not None and lookup.doc.content == "Root rules."
+    # The root, then for each of its MAX_DEPTH folders the folder and its AGENTS.md (and
+    # the root's own): a walk per folder would open 2,080 folders.
+    assert (opened.count("d"), opened.count("AGENTS.md"), len(opened)) == (
+        MAX_DEPTH, MAX_DEPTH + 1, 2 * MAX_DEPTH + 2)
+    assert lookup.diagnostics == (
+        f"thread folder is {MAX_DEPTH + 10_000} folders deep; AGENTS.md is looked up from "
+        f"its first {MAX_DEPTH} folders below the workspace root only",)
+
+
+def test_the_diagnostics_of_one_lookup_are_capped(workspace: Path) -> None:
+    folders = [f"f{index}" for index in range(MAX_DEPTH)]
+    for depth in range(1, MAX_DEPTH + 1):
+        folder = workspace.joinpath(*folders[:depth])
+        folder.mkdir()
+        (folder / "AGENTS.md").write_bytes(b"\xff")  # not UTF-8: one note each
+    lookup = find_agents_md(workspace, "/".join(folders))
+    assert lookup.doc is not None and lookup.doc.content == "Root rules."
+    assert len(lookup.diagnostics) == MAX_NOTES
+    deepest = f"{'/'.join(folders)}/AGENTS.md"  # 264 characters: shown cut in the middle
+    assert lookup.diagnostics[0] == (f"`{deepest[:100]}…{deepest[-100:]}` could not be read: "
+                                     "not valid UTF-8")
+    assert lookup.diagnostics[-1] == (
+        f"and {MAX_DEPTH - MAX_NOTES + 1} more AGENTS.md problems on the way up to the "
+        "workspace root")
+
+
+#: Symlink targets a random tree may hold: up, sideways, down, to itself, out of the root
+#: (relative and absolute), and absolute paths under the root ("{root}" is filled in).
+LINK_TARGETS = [".", "..", "../b", "a", "a/b", "b/../a", "../..", "{root}/a", "{root}",
+                "/etc", "{root}/b/AGENTS.md", "AGENTS.md"]
+
+
+def _what(beneath: Beneath, result: Opened | Refused) -> tuple[object, ...]:
+    if isinstance(result, Refused):
+        return (result.kind, result.errno, result.at)
+    os.close(result.fd)
+    return ("opened", result.info.st_ino)
+
+
+def _folder_refusal(beneath: Beneath, folders: list[str]) -> Refused | None:
+    """Why the first folder of ``folders`` that cannot be walked fails, if one does."""
+    for depth in range(1, len(folders) + 1):
+        try:
+            os.close(beneath.open(folders[:depth]).fd)
+        except Refused as refused:
+            if refused.errno == errno.EISDIR:  # a link to "." or a folder: walked
+                continue
+            if refused.kind == "missing":
+                return None
+            refused.at = depth - 1 if refused.at is None else refused.at
+            return refused
+    return None
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    entries=st.dictionaries(
+        st.lists(st.sampled_from("ab"), min_size=1, max_size=3).map("/".join),
+        st.one_of(st.just("folder"), st.just("file"), st.sampled_from(LINK_TARGETS)),
+        max_size=8),
+    thread=st.lists(st.sampled_from("ab"), max_size=5),
+)
+def test_one_walk_opens_what_a_walk_per_folder_opens(entries: dict[str, str],
+                                                     thread: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as temporary:
+        root = Path(temporary) / "root"
+        root.mkdir()
+        for name, kind in sorted(entries.items()):
+            path = root / name
+            if not path.parent.is_dir() or os.path.lexists(path):
+                continue
+            if kind == "folder":
+                path.mkdir()
+                (path / "AGENTS.md").write_text(name)
+            elif kind == "file":
+                path.write_text(name)
+            else:
+                path.symlink_to(kind.format(root=root))
+        (root / "AGENTS.md").write_text("root")
+        with Beneath(root) as beneath:
+            walked = [(depth, _what(beneath, result))
+                      for depth, result in beneath.open_each(thread, "AGENTS.md")]
+            one_by_one = []
+            for depth in range(len(thread) + 1):
+                try:
+                    result: Opened | Refused = beneath.open([*thread[:depth], "AGENTS.md"])
+                except Refused as refused:
+                    result = _folder_refusal(beneath, thread[:depth]) or refused
+                    if result.at is not None and result.at < depth:  # a folder on the way
+                        one_by_one.append((result.at + 1, _what(beneath, result)))
+                        break
+                    result.at = depth
+                one_by_one.append((depth, _what(beneath, result)))
+        # Nothing there is nothing to report (a missing folder ends the walk early).
+        assert ([entry for entry in walked if entry[1][0] != "missing"]
+                == [entry for entry in one_by_one if entry[1][0] != "missing"])

@@ -36,6 +36,8 @@ __all__ = [
     "FILE_NAME",
     "HOOK_ID",
     "HOOK_MAX_CHARS",
+    "MAX_DEPTH",
+    "MAX_NOTES",
     "PRIORITY",
     "SUBSCRIPTION_ID",
     "AgentsDoc",
@@ -51,6 +53,13 @@ SUBSCRIPTION_ID = "pioneer.thread_agents_doc_prompt.turn_pre_prompt_compile"
 DOMAIN = "pioneer.thread_agents_doc"
 PRIORITY = 600
 HOOK_MAX_CHARS = 16_000
+#: Folders below the workspace root the lookup walks (deeper thread folders are looked
+#: up from that depth).
+MAX_DEPTH = 64
+#: Diagnostics one lookup reports, the last of them counting any more.
+MAX_NOTES = 8
+#: Characters of a path a diagnostic shows (a longer one is cut in the middle).
+MAX_SHOWN = 200
 TEMPLATE = "renderers/agents_md.md.j2"
 
 
@@ -118,62 +127,84 @@ def _folder_parts(thread_folder: str | None) -> tuple[str, ...] | str:
     """The folder's parts, or the reason it is refused."""
     if not thread_folder:
         return ()
+    shown = _shown(thread_folder)
     if PurePosixPath(thread_folder).is_absolute() or PureWindowsPath(thread_folder).is_absolute():
-        return f"thread folder `{thread_folder}` is absolute; AGENTS.md lookup stays inside " \
+        return f"thread folder `{shown}` is absolute; AGENTS.md lookup stays inside " \
                "the workspace root"
     parts = tuple(p for p in thread_folder.replace("\\", "/").split("/") if p not in ("", "."))
     if ".." in parts:
-        return f"thread folder `{thread_folder}` leaves the workspace root with `..`"
+        return f"thread folder `{shown}` leaves the workspace root with `..`"
     return parts
+
+
+def _shown(path: str) -> str:
+    """A path as a diagnostic names it: cut in the middle past ``MAX_SHOWN`` characters."""
+    if len(path) <= MAX_SHOWN:
+        return path
+    half = MAX_SHOWN // 2
+    return f"{path[:half]}…{path[-half:]}"
+
+
+def _refusal(shown: str, refused: Refused, *, folder: bool) -> str:
+    """The diagnostic for a file (or a folder on the way) that was not opened."""
+    what = f"folder `{shown}`" if folder else f"`{shown}`"
+    if refused.kind == "outside":
+        return f"{what} resolves outside the workspace root; not read"
+    if refused.errno == errno.ELOOP:
+        return f"{what} could not be resolved (symlink loop); not read"
+    detail = os.strerror(refused.errno) if refused.errno else refused.reason
+    return f"{what} could not be read: {detail}"
 
 
 def find_agents_md(
     root: Path, thread_folder: str | None, *, max_chars: int = HOOK_MAX_CHARS
 ) -> AgentsLookup:
-    """The nearest active AGENTS.md from ``root/thread_folder`` up to ``root``."""
+    """The nearest active AGENTS.md from ``root/thread_folder`` up to ``root``.
+
+    The thread's folders are walked once, down from the root, at most ``MAX_DEPTH`` of
+    them (a deeper folder is looked up from the folder at that depth, with a
+    diagnostic); at most ``MAX_NOTES`` diagnostics are kept, the last one counting the
+    rest (docs/hooks-and-sections.md, "Built-in structured sections").
+    """
     parts = _folder_parts(thread_folder)
     if isinstance(parts, str):
         return AgentsLookup(None, (parts,))
     notes: list[str] = []
-    #: Folders (as a prefix of ``parts``) found to lead out of the root: nothing below
-    #: them is looked at again.
-    escaped: set[tuple[str, ...]] = set()
+    deepest = len(parts)
+    if deepest > MAX_DEPTH:
+        notes.append(f"thread folder is {deepest} folders deep; AGENTS.md is looked up "
+                     f"from its first {MAX_DEPTH} folders below the workspace root only")
+        parts = parts[:MAX_DEPTH]
     with Beneath(root) as beneath:
-        for depth in range(len(parts), -1, -1):
+        found = beneath.open_each(parts, FILE_NAME)
+    doc = None
+    try:
+        while found and doc is None:  # the nearest first; each file popped is read (closed)
+            depth, opened = found.pop()
             folders = parts[:depth]
-            if any(folders[: len(prefix)] == prefix for prefix in escaped):
-                continue
-            shown = "/".join((*folders, FILE_NAME))
-            try:
-                opened = beneath.open([*folders, FILE_NAME])
-            except Refused as refused:
-                if refused.kind == "missing":
-                    continue
-                if refused.kind == "outside":
-                    at = depth if refused.at is None else refused.at
-                    if at < depth:  # a folder on the way leads out
-                        escaped.add(folders[: at + 1])
-                        notes.append(f"folder `{'/'.join(folders[: at + 1])}` resolves "
-                                     "outside the workspace root; not read")
-                    else:
-                        notes.append(f"`{shown}` resolves outside the workspace root; "
-                                     "not read")
-                elif refused.errno == errno.ELOOP:
-                    notes.append(f"`{shown}` could not be resolved (symlink loop); not read")
-                else:
-                    detail = os.strerror(refused.errno) if refused.errno else refused.reason
-                    notes.append(f"`{shown}` could not be read: {detail}")
+            if isinstance(opened, Refused):
+                if opened.kind != "missing":
+                    into_folder = opened.at is not None and opened.at < depth
+                    shown = "/".join(folders if into_folder else (*folders, FILE_NAME))
+                    notes.append(_refusal(_shown(shown), opened, folder=into_folder))
                 continue
             try:
                 text, more = _read_head(opened, max_chars)
             except _Unreadable as error:
-                notes.append(f"`{shown}` could not be read: {error}")
+                notes.append(f"`{_shown('/'.join((*folders, FILE_NAME)))}` could not be "
+                             f"read: {error}")
                 continue
             content = sanitize(text[:max_chars])
             if content:
-                return AgentsLookup(AgentsDoc(folders, content, more, depth < len(parts)),
-                                    tuple(notes))
-    return AgentsLookup(None, tuple(notes))
+                doc = AgentsDoc(folders, content, more, depth < deepest)
+    finally:
+        for _, left in found:  # the files above the one read are closed unread
+            if isinstance(left, Opened):
+                os.close(left.fd)
+    if len(notes) > MAX_NOTES:
+        notes[MAX_NOTES - 1:] = [f"and {len(notes) - MAX_NOTES + 1} more AGENTS.md "
+                                 "problems on the way up to the workspace root"]
+    return AgentsLookup(doc, tuple(notes))
 
 
 def _render(doc: AgentsDoc, env: jinja2.Environment, max_chars: int) -> tuple[str, bool]:
