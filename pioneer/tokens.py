@@ -6,11 +6,19 @@ fetched, ever. The encoding is built lazily, once per process, the first time a 
 needed, so commands that never count tokens never pay for it. Special tokens are
 allowed (``<|endoftext|>`` counts as one token), and each chat message costs 4 tokens of
 overhead on top of its text.
+
+A text is counted in pieces cut inside each white-space run of ``LONG_SPACE`` characters or
+more, where cl100k's split pattern starts a piece anyway: tiktoken's regex gives up on a
+run of about a million spaces before a word (it backtracks once per space), and the
+pieces give the count tiktoken gives the whole text wherever it can count it
+(docs/history.md, "Token counts").
 """
 
 from __future__ import annotations
 
+import re
 import threading
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Protocol
 
@@ -20,14 +28,22 @@ if TYPE_CHECKING:
     import tiktoken
 
 __all__ = [
+    "LONG_SPACE",
     "MESSAGE_OVERHEAD",
     "TiktokenCounter",
     "TokenCounter",
     "default_counter",
     "message_tokens",
+    "split_long_spaces",
 ]
 
 MESSAGE_OVERHEAD = 4
+#: A white-space run this long or longer is cut out of the text it is counted in (tiktoken
+#: fails from about 1,000,000).
+LONG_SPACE = 65_536
+#: What cl100k's pattern matches as ``\s`` (Unicode White_Space, which is narrower than
+#: Python's: U+001C to U+001F are not in it), and as a line break.
+_SPACE = "\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 _LOCK = threading.Lock()
 _ENCODING: tiktoken.Encoding | None = None
 
@@ -75,12 +91,50 @@ class TiktokenCounter:
     def _encode_len(text: str) -> int:
         if not text:
             return 0
-        return len(_encoding().encode(text, allowed_special="all"))
+        encoding = _encoding()
+        specials = tuple(encoding.special_tokens_set)
+        return sum(len(encoding.encode(piece, allowed_special="all"))
+                   for piece in split_long_spaces(text, specials=specials))
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` under cl100k_base with special tokens allowed."""
         return self._count(text)
 
+
+
+@lru_cache(maxsize=8)
+def _long_runs(length: int) -> re.Pattern[str]:
+    # The look-behind starts a match only where a run starts: a run just short of
+    # ``length`` is scanned once, not once from each of its characters.
+    return re.compile(f"(?<![{_SPACE}])[{_SPACE}]{{{length},}}")
+
+
+def split_long_spaces(text: str, length: int = LONG_SPACE, *,
+                      specials: tuple[str, ...] = ()) -> Iterator[str]:
+    """``text`` in pieces whose cl100k counts add up to the count of the whole, cut so that
+    no piece holds a white-space run of ``length`` or more before other text.
+
+    cl100k's pattern splits such a run (followed by more text) into the white space up to
+    its last line break, the white space after it but for the last character, and that
+    last character with what follows; and a piece that ends in white space is matched
+    whole (``\\s++$``). Each cut is made at one of those boundaries, so every piece is
+    split as it would be in the whole text. A run just before one of the ``specials``
+    (the special tokens counted as such) ends the text the pattern sees, so it is not cut.
+    """
+    start = 0
+    for run in _long_runs(length).finditer(text):
+        first, end = run.span()
+        if end == len(text) or (specials and text.startswith(specials, end)):
+            continue  # it ends what the pattern sees: matched whole, no backtracking
+        line_end = max(text.rfind("\n", first, end), text.rfind("\r", first, end)) + 1
+        if line_end:
+            yield text[start:line_end]
+            start = line_end
+            if line_end == end:
+                continue
+        yield text[start:end - 1]
+        start = end - 1
+    yield text[start:]
 
 
 def message_tokens(counter: TokenCounter, text: str) -> int:

