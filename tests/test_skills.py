@@ -15,6 +15,7 @@ from support import within
 from pioneer import PromptCompiler
 from pioneer.sections._macros import call_macro
 from pioneer.sections.skills import (
+    MAX_NESTING,
     TEMPLATE,
     ActiveSkill,
     Skill,
@@ -391,3 +392,45 @@ def test_resolution_records_why_every_skill_is_in_or_out() -> None:
         ("Zeta", "non_implicit", "implicit_off"),
     ]
     assert off.active == ()
+
+
+def _bomb() -> str:
+    """347 bytes of YAML that name a list of 9**9 strings (nine levels of nine aliases)."""
+    lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
+    for level, name in enumerate("bcdefghi"):
+        previous = "abcdefghi"[level]
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{previous}"] * 9) + "]")
+    return "\n".join([*lines, "name: *i", "description: d"])
+
+
+@pytest.mark.parametrize(
+    ("front", "problem"),
+    [
+        (_bomb(), "{f}:3: an alias (*a) is not allowed in front matter; write the value out "
+                  "(YAML front matter)"),
+        ("name: X\ndescription: d\npaths: " + "[" * 20_000 + "]" * 20_000,
+         "{f}:2: front matter is 40030 characters long; at most 16384 are read"),
+        ("name: X\ndescription: d\npaths: " + "[" * 8_000 + "]" * 8_000,
+         "{f}:4: front matter nests deeper than 16 lists or mappings (YAML front matter)"),
+        ("name: X\ndescription: d\nx:\n" + "".join(" " * n + "- \n" for n in range(40)),
+         "{f}:20: front matter nests deeper than 16 lists or mappings (YAML front matter)"),
+    ],
+    ids=["alias-bomb", "too-long", "nested-flow", "nested-block"],
+)
+def test_front_matter_that_would_build_too_much_is_refused(tmp_path: Path, front: str,
+                                                           problem: str) -> None:
+    """Refused from the event stream, before PyYAML builds a value (the bomb would build
+    387 million strings; the nesting would recurse past Python's limit)."""
+    _write(tmp_path, "bomb", f"---\n{front}\n---\nBody.\n")
+    _write(tmp_path, "good", "---\nname: Good\ndescription: Fine.\n---\n")
+    found = within(20.0, lambda: discover_skills(tmp_path))
+    assert [s.slug for s in found.skills] == ["workspace/good"]
+    assert [p.render() for p in found.problems] == [
+        problem.format(f=tmp_path / "bomb" / "SKILL.md")]
+
+
+def test_front_matter_at_the_nesting_limit_still_parses(tmp_path: Path) -> None:
+    nested = "[" * (MAX_NESTING - 1) + "'g'" + "]" * (MAX_NESTING - 1)
+    _write(tmp_path, "deep", f"---\nname: Deep\ndescription: d\nx: {nested}\n---\n")
+    found = discover_skills(tmp_path)
+    assert found.problems == () and [s.name for s in found.skills] == ["Deep"]

@@ -43,6 +43,8 @@ from ._macros import call_macro
 
 __all__ = [
     "COMPACT_MODE_THRESHOLD",
+    "MAX_FRONT_MATTER",
+    "MAX_NESTING",
     "MAX_SKILLS_PER_SOURCE",
     "READ_SKILL_MAX_CHARS",
     "SKILLS_MAX_CHARS",
@@ -244,6 +246,11 @@ def build_skills_prompt(
 SKILL_FILE = "SKILL.md"
 READ_SKILL_MAX_CHARS = 72_000
 MAX_SKILLS_PER_SOURCE = 256
+#: Characters of front matter a SKILL.md may have (its keys are a name, a description and
+#: a few globs).
+MAX_FRONT_MATTER = 16_384
+#: Lists and mappings front matter may nest (the top-level mapping is one).
+MAX_NESTING = 16
 _RANK: dict[ActivationReason, int] = {"explicit": 0, "path_match": 1, "implicit": 2}
 
 
@@ -285,6 +292,26 @@ def _globs(meta: dict[str, Any], file: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value if v.strip())
 
 
+def _check_front_matter(source: str, file: str) -> None:
+    """Refuse, from PyYAML's event stream and before it builds a single value, what would
+    make it build far more than it reads: an alias (each can copy a whole structure, so a
+    few hundred bytes expand past any memory) and nesting deeper than ``MAX_NESTING``."""
+    depth = 0
+    for event in yaml.parse(source, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            raise InputError(Problem(
+                f"an alias (*{event.anchor}) is not allowed in front matter; write the value "
+                "out (YAML front matter)", file=file, line=event.start_mark.line + 2))
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > MAX_NESTING:
+                raise InputError(Problem(
+                    f"front matter nests deeper than {MAX_NESTING} lists or mappings "
+                    "(YAML front matter)", file=file, line=event.start_mark.line + 2))
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
+
+
 def parse_skill(
     text: str, *, file: str, slug: str, directory: str, source: SkillSource = "user"
 ) -> Skill:
@@ -297,8 +324,13 @@ def parse_skill(
     if end is None:
         raise InputError(Problem("front matter is not closed by a --- line", file=file,
                                     line=1))
+    front = "\n".join(lines[1:end])
+    if len(front) > MAX_FRONT_MATTER:
+        raise InputError(Problem(f"front matter is {len(front)} characters long; at most "
+                                 f"{MAX_FRONT_MATTER} are read", file=file, line=2))
     try:
-        meta = yaml.safe_load("\n".join(lines[1:end])) or {}
+        _check_front_matter(front, file)
+        meta = yaml.safe_load(front) or {}
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         reason = getattr(error, "problem", None) or "invalid YAML"
