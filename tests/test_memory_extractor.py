@@ -138,6 +138,34 @@ def test_replies_that_are_not_json_are_refused(text: str, problem: str) -> None:
     assert sink.calls == []
 
 
+@pytest.mark.parametrize(
+    ("text", "result"),
+    [
+        ("[" * 100_000 + "]" * 100_000,
+         ExtractionError("not_json", ("lists or objects nested too deeply to read",))),
+        ('{"facts": [' + '{"a": ' * 50_000 + "1" + "}" * 50_000 + "]}",
+         ExtractionError("not_json", ("lists or objects nested too deeply to read",))),
+        ('{"facts": [' + "[" * 500 + "]" * 500 + "]}",
+         ExtractionError("invalid", ("reply: lists or objects nested deeper than 32",))),
+        ('{"facts": [], "n": ' + "7" * 5000 + "}",
+         ExtractionError("not_json", ("a number of 5000 digits (at most 100)",))),
+        ('{"facts": [-' + "1" * 101 + "]}",
+         ExtractionError("not_json", ("a number of 101 digits (at most 100)",))),
+    ],
+    ids=["deep-list", "deep-object", "deeper-than-the-limit", "5000-digits", "101-digits"],
+)
+def test_hostile_replies_are_refused_never_raised(text: str, result: ExtractionError) -> None:
+    sink = RecordingSink()
+    assert store_extraction(text, sink, thread_id="t1", turn_id="turn-1") == result
+    assert sink.calls == []
+
+
+def test_a_reply_at_the_nesting_limit_is_checked_as_usual() -> None:
+    text = '{"facts": [' + "[" * 29 + "]" * 29 + "]}"  # 32 levels with the object and list
+    assert parse_memory_extraction(text) == ExtractionError("invalid",
+                                                            ("facts[0]: expected object",))
+
+
 def test_lone_surrogates_in_facts_become_replacement_characters() -> None:
     result = parse_memory_extraction('{"facts": [' + json.dumps(fact(content="Likes \ud800 tea."))
                                      + "]}")

@@ -54,6 +54,11 @@ MAX_FACTS = 20
 MAX_FACT_CHARS = 280
 #: Longest message text put into the prompt, per side.
 MAX_TURN_CHARS = 6000
+#: Lists and objects a reply may nest (a valid one nests three); deeper is refused
+#: before it is checked, and far deeper than Python's recursion allows is not JSON here.
+MAX_NESTING = 32
+#: Digits a number in a reply may have (Python refuses to read an integer past 4,300).
+MAX_DIGITS = 100
 
 FactScope = Literal["user", "workspace", "thread"]
 FactCategory = Literal["preference", "fact", "decision", "goal", "constraint"]
@@ -138,6 +143,27 @@ def _no_constants(name: str) -> Any:
     raise _Refused(f"{name} is not a JSON number")
 
 
+def _integer(text: str) -> int:
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_DIGITS:
+        raise _Refused(f"a number of {digits} digits (at most {MAX_DIGITS})")
+    return int(text)
+
+
+def _nesting(data: Any) -> int:
+    """How deeply lists and objects nest in ``data`` (walked without recursion)."""
+    deepest, pending = 0, [(data, 1)]
+    while pending:
+        value, depth = pending.pop()
+        items = value.values() if isinstance(value, dict) else value
+        if isinstance(value, (dict, list)):
+            deepest = max(deepest, depth)
+            if depth > MAX_NESTING:
+                break
+            pending.extend((item, depth + 1) for item in items)
+    return deepest
+
+
 #: The reply's one pattern: text that is not blank.
 _PATTERNS = {"\\S": "must not be blank"}
 
@@ -156,12 +182,18 @@ def _order(error: jsonschema.ValidationError) -> tuple[list[tuple[int, str]], st
 def parse_memory_extraction(reply: str) -> ExtractionResult:
     """The facts in a strict JSON reply, or an :class:`ExtractionError`; never raises."""
     try:
-        data = json.loads(reply, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+        data = json.loads(reply, object_pairs_hook=_no_duplicates, parse_constant=_no_constants,
+                          parse_int=_integer)
     except _Refused as error:
         return ExtractionError("not_json", (str(error),))
     except json.JSONDecodeError as error:
         return ExtractionError("not_json", (f"line {error.lineno} column {error.colno}: "
                                             f"{error.msg[:1].lower()}{error.msg[1:]}",))
+    except RecursionError:  # the parser's own limit (near 1,000, less deep in a call stack)
+        return ExtractionError("not_json", ("lists or objects nested too deeply to read",))
+    if _nesting(data) > MAX_NESTING:
+        return ExtractionError("invalid", (f"reply: lists or objects nested deeper than "
+                                           f"{MAX_NESTING}",))
     validator = jsonschema.Draft202012Validator(load_schema(SCHEMA_FILE))
     errors = sorted(validator.iter_errors(data), key=_order)
     # A value of the wrong type fails its other keywords too; the type says it all.
