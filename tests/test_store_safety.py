@@ -263,3 +263,40 @@ def test_explain_reports_a_damaged_record_row(tmp_path: Path) -> None:
     assert (code, out) == (1, "")
     assert err == (f"{path}: the record of turn 'turn-1': column manifest holds a "
                    "blob, expected text\nerror: 1 problem\n")
+
+
+@pytest.mark.parametrize(
+    ("statement", "problem"),
+    [
+        ("UPDATE turn_rounds SET usage = '" + "[" * 100_000 + "]" * 100_000 + "'",
+         "not JSON (lists or objects nested too deeply to read)"),
+        ("UPDATE turn_rounds SET calls = '[" + '{"a":' * 50_000 + "1" + "}" * 50_000 + "]'",
+         "not JSON (lists or objects nested too deeply to read)"),
+        ("UPDATE turn_records SET history = '" + "[" * 900 + "]" * 900 + "'",
+         "history: Input should be a valid dictionary or instance of HistorySnapshot"),
+        ("UPDATE turn_rounds SET usage = '{\"input_tokens\": " + "9" * 5000 + "}'",
+         "not JSON (a number too long to read)"),
+    ],
+    ids=["deep-list", "deep-object", "deep-but-readable", "5000-digits"],
+)
+def test_explain_reports_a_record_of_hostile_json(tmp_path: Path, statement: str,
+                                                  problem: str) -> None:
+    """A record row someone else wrote, holding JSON nested past what the parser reads
+    (or a number Python will not read), is a located error, never an internal one."""
+    home = tmp_path / "home"
+    home.mkdir()
+    payload = PromptCompiler().compile(PromptCompileInput(workspace_root=home,
+                                                          profile="minimal"))
+    request = ChatRequest(model="m", compiled_prompt=payload, messages=[ChatMessage.user("Hi")])
+    audit = TurnAudit("turn-1", "t1", "chat")
+    audit.add_round(payload.manifest, request, "openai-chat",
+                    build_request_body("openai-chat", request))
+    path = _pioneer_db(tmp_path / "pioneer.db")
+    with SqliteStore(path) as store:
+        TurnRecords(store).save(audit.record())
+    _sql(path, statement)
+    for command in (("explain", "turn-1"), ("explain", "turn-1", "--html", "map.html")):
+        code, out, err = run_cli(*command, "--db", str(path))
+        assert (code, out) == (1, "")
+        assert err == (f"{path}: the record of turn 'turn-1' is unreadable: {problem}\n"
+                       "error: 1 problem\n")

@@ -98,8 +98,21 @@ def write_turn_record(tx: StoreTransaction, record: TurnRecord, *, created_at: s
                    (record.rounds[-1].manifest.to_json(indent=None), record.turn_id))
 
 
+class _NotJson(ValueError):
+    pass
+
+
 def _load(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise _NotJson(error.msg) from None
+    except RecursionError:  # a row written by something else: nested past the parser
+        raise _NotJson("lists or objects nested too deeply to read") from None
+    except ValueError:  # the only other: an integer of more digits than Python reads
+        raise _NotJson("a number too long to read") from None
 
 
 def read_turn_record(tx: StoreTransaction, turn_id: str) -> TurnRecord | None:
@@ -130,8 +143,8 @@ def read_turn_record(tx: StoreTransaction, turn_id: str) -> TurnRecord | None:
             "history": _load(history), "permissions": _load(permissions),
             "skills": _load(skills), "security": _load(security), "rounds": rounds,
         })
-    except json.JSONDecodeError as error:
-        raise StoreError(f"{where}: {what} is unreadable: not JSON ({error.msg})") from None
+    except _NotJson as error:
+        raise StoreError(f"{where}: {what} is unreadable: not JSON ({error})") from None
     except ValidationError as error:
         item = error.errors()[0]
         detail = f"{format_path(item['loc']) or '(record)'}: {item['msg']}"
