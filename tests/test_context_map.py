@@ -408,3 +408,31 @@ def test_a_partly_cached_block_is_named_in_the_notes(case: Path) -> None:
     assert f"the first {read} tokens of messages[0] (system) are read from cache too" in (
         data["notes"][0])
     assert err.endswith(f"({read} expected from cache)\n")
+
+
+def test_markup_in_an_id_or_title_cannot_swallow_the_page_script(
+    case: Path, browser: Browser,
+) -> None:
+    """``<!--<script>`` in the embedded JSON would put the page's own script inside it (the
+    HTML parser's double-escaped script state): every ``<`` there is ``\\u003c``."""
+    hostile = "x<!--<script>"
+    given = json.loads((CASE / "input.json").read_text())
+    given["runtime_sections"] = [{"id": "notes", "title": f"Notes {hostile}",
+                                  "content": f"See {hostile} and </script> here."}]
+    (case / "input.json").write_text(json.dumps(given))
+    code, _, err = run_cli("inspect", "--home", "home", "--input", str(case / "input.json"),
+                           "--html", str(case / "ctx.html"))
+    assert code == 0, err
+    page_text = (case / "ctx.html").read_text("utf-8")
+    embedded = page_text.split('id="context-map-data">')[1].split("</script>")[0]
+    assert "<" not in embedded and "\\u003c!--\\u003cscript>" in embedded
+    for opened in _open(browser, case / "ctx.html", javascript=True):
+        page = opened.page
+        assert page.get_attribute("html", "class") == "js"  # the page's script ran
+        data = page.evaluate(
+            "JSON.parse(document.getElementById('context-map-data').textContent)")
+        titles = {block["id"]: block["title"] for block in data["blocks"]}
+        assert titles["notes"] == f"Notes {hostile}"
+        page.hover(".block[data-id='notes']")
+        assert f"Notes {hostile}" in (page.text_content("#details") or "")
+        assert opened.console == [] and _only_the_file(opened.requests, case)

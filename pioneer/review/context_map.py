@@ -589,7 +589,9 @@ def render_html(cmap: ContextMap) -> str:
         for status in ("read", "written", "uncached"))
     rounds = _rounds_table(cmap.rounds)
     notes = "".join(f"<li>{e(n)}</li>" for n in cmap.notes)
-    embedded = json.dumps(data, sort_keys=True, ensure_ascii=False).replace("</", "<\\/")
+    # Every "<" as \u003c: no "</script>" can close the data block and no "<!--" can
+    # start the parser's double-escaped state, which would swallow the page's script.
+    embedded = json.dumps(data, sort_keys=True, ensure_ascii=False).replace("<", "\\u003c")
     model = f", model {e(cmap.model)}" if cmap.model else ""
     return _PAGE.format(
         title=e(cmap.title), profile=e(cmap.profile),
