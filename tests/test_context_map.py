@@ -22,6 +22,7 @@ from pioneer import (
     ChatRequest,
     HistoryBudgeter,
     HistoryLimits,
+    InputError,
     PromptCompileInput,
     PromptCompiler,
     ReportedUsage,
@@ -436,3 +437,28 @@ def test_markup_in_an_id_or_title_cannot_swallow_the_page_script(
         page.hover(".block[data-id='notes']")
         assert f"Notes {hostile}" in (page.text_content("#details") or "")
         assert opened.console == [] and _only_the_file(opened.requests, case)
+
+
+@pytest.mark.parametrize("name", ["x", "none"])
+def test_a_profile_given_by_path_is_mapped_from_that_file(case: Path, name: str) -> None:
+    """As inspect and compile take it; a file whose name is "none" is not the built-in."""
+    (case / "p").mkdir()
+    (case / "p" / f"{name}.toml").write_text(f'name = "{name}"\nextends = "minimal"\n')
+    code, out, err = run_cli("inspect", "--home", "home", "--profile", f"p/{name}.toml",
+                             "--html", str(case / "ctx.html"), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert (data["profile"], data["profile_file"]) == (name, f"p/{name}.toml")
+    compiler = PromptCompiler()
+    payload = compiler.compile(PromptCompileInput(workspace_root=case / "home",
+                                                  profile=f"p/{name}.toml"))
+    kept = [block["id"] for block in data["blocks"] if block["kind"] == "stable"]
+    assert kept == [s.id for s in payload.manifest.sections if s.stability == "stable"]
+    assert "assistant_safety" in kept  # minimal's, which the built-in none leaves out
+    request = ChatRequest(model="m", compiled_prompt=payload)
+    if name == "none":  # mapped by its manifest's name alone: the built-in none is not it
+        with pytest.raises(InputError, match='compiled from another profile than "none"'):
+            context_map.map_request(compiler, request, "anthropic", budget=(128_000, 16_000))
+    cmap = context_map.map_request(compiler, request, "anthropic", budget=(128_000, 16_000),
+                                   profile=f"p/{name}.toml")
+    assert cmap.profile_file == f"p/{name}.toml"

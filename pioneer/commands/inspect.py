@@ -75,7 +75,7 @@ def _context_map(args: argparse.Namespace, compiler: PromptCompiler,
     request = request.model_copy(update={"compiled_prompt": payload})
     settings = compiler.settings
     cmap = context_map.map_request(
-        compiler, request, args.provider,
+        compiler, request, args.provider, profile=compile_input.profile,
         budget=(settings.max_context_tokens, settings.response_reserve_tokens))
     context_map.write_page(args.html, cmap)
     if args.json:

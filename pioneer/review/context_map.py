@@ -144,8 +144,12 @@ def map_request(
     counter: TokenCounter | None = None,
     previous: Sequence[ChatRequest] | None = None,
     title: str = "pioneer inspect",
+    profile: str | None = None,
 ) -> ContextMap:
     """The map of one request; ``budget`` is (context window, response reserve).
+
+    ``profile`` is the profile name or path the prompt was compiled with (default: the
+    name its manifest records, which for a profile given by path is the file's ``name``).
 
     The cache status of each block is the cache plan's
     (:func:`~pioneer.audit.cache_report.plan_cache`) against ``previous``, the thread's
@@ -154,13 +158,13 @@ def map_request(
     """
     with previewing():  # a map may show a prompt before any message is written
         return _map_request(compiler, request, provider, previous=previous, counter=counter,
-                            title=title, budget=budget)
+                            title=title, budget=budget, profile_name=profile)
 
 
 def _map_request(
     compiler: PromptCompiler, request: ChatRequest, provider: str, *,
     previous: Sequence[ChatRequest] | None, counter: TokenCounter | None, title: str,
-    budget: tuple[int, int],
+    budget: tuple[int, int], profile_name: str | None,
 ) -> ContextMap:
     counter = counter or default_counter()
     payload = request.compiled_prompt
@@ -168,7 +172,15 @@ def _map_request(
         raise ValueError("a context map needs a request with a compiled prompt")
     payload = payload.with_token_counts(counter)
     request = request.model_copy(update={"compiled_prompt": payload})
-    profile = compiler.load_profile(payload.manifest.profile)
+    manifest = payload.manifest
+    name = profile_name or manifest.profile
+    profile = compiler.load_profile(name)
+    if profile.fingerprint != manifest.profile_fingerprint:  # another file of that name
+        raise InputError(Problem(
+            f'the prompt was compiled from another profile than "{name}"'
+            f" (fingerprint {manifest.profile_fingerprint[:12]}, that one's "
+            f"{profile.fingerprint[:12]}); map it with the profile it was compiled with",
+            file=profile.file or None))
     sources = _Sources(compiler, profile, payload)
     body = build_request_body(provider, request)
     blocks = request_blocks(provider, request, body, manifest=payload.manifest, counter=counter)
