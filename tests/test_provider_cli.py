@@ -165,3 +165,45 @@ def test_dynamic_placement_needs_a_provider(tmp_path: Path) -> None:
                        "--dynamic-placement", "system")
     assert (code, err) == (2, "--dynamic-placement needs --provider\nerror: 1 problem\n"
                               "(run `pioneer --help` for usage)\n")
+
+
+_NOT_JSON = ("is not a JSON number; a request body cannot carry NaN or an infinity (in a "
+             "tool call's arguments or a tool's schema, write a number, a string or null)")
+
+
+@pytest.mark.parametrize(
+    ("provider", "where", "problem"),
+    [
+        ("anthropic", "arguments", "request body → messages[1] → content[0] → input → x: nan"),
+        ("openai-chat", "arguments", 'tool call "c1" → arguments → x: nan'),
+        ("openai-responses", "arguments", 'tool call "c1" → arguments → x: nan'),
+        ("gemini", "arguments",
+         "request body → contents[1] → parts[0] → functionCall → args → x: nan"),
+        ("anthropic", "schema",
+         "request body → tools[0] → input_schema → properties → x → maximum: inf"),
+        ("openai-chat", "schema",
+         "request body → tools[0] → function → parameters → properties → x → maximum: inf"),
+        ("openai-responses", "schema",
+         "request body → tools[0] → parameters → properties → x → maximum: inf"),
+        ("gemini", "schema", "request body → tools[0] → functionDeclarations[0] → "
+                             "parametersJsonSchema → properties → x → maximum: -inf"),
+    ],
+)
+def test_nan_and_infinity_never_reach_a_body(tmp_path: Path, turn: Path, provider: str,
+                                             where: str, problem: str) -> None:
+    """Python's JSON would write them as NaN and Infinity, which no provider parses."""
+    bound = "-Infinity" if provider == "gemini" else "Infinity"
+    maximum = bound if where == "schema" else "9"
+    schema = ('{"type": "object", "properties": {"x": {"type": "number", "maximum": '
+              + maximum + "}}}")
+    arguments = '{"x": NaN}' if where == "arguments" else '{"x": 1}'
+    chat = tmp_path / "chat.json"
+    chat.write_text(
+        '{"model": "m", "tools": [{"name": "calc", "parameters": ' + schema + '}], '
+        '"messages": [{"role": "user", "content": "add"}, {"role": "assistant", '
+        '"tool_calls": [{"id": "c1", "name": "calc", "arguments": ' + arguments + '}]}, '
+        '{"role": "tool", "tool_result": {"call_id": "c1", "content": "2"}}]}')
+    code, out, err = run("compile", "-q", "--home", str(tmp_path / "home"), "--input",
+                         str(turn), "--provider", provider, "--messages", str(chat))
+    assert (code, out) == (1, "")
+    assert err == f"{problem} {_NOT_JSON}\nerror: 1 problem\n"

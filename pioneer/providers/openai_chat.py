@@ -20,7 +20,7 @@ import json
 from typing import Any, Literal
 
 from .layout import Layout, layout
-from .request import ChatMessage, ChatRequest, clean, model_facing
+from .request import ChatMessage, ChatRequest, clean, model_facing, not_finite_error
 from .rules import OPENAI_CHAT_CALL_IDS, OPENAI_CHAT_MAX_STOP, check_stop_count, map_call_ids
 from .system import joined_prompt, prompt_cache_key
 
@@ -76,9 +76,13 @@ def to_openai_chat(request: ChatRequest, *, system_role: SystemRole = "system") 
     return body
 
 
-def arguments_json(arguments: dict[str, Any], plan: Layout) -> str:
-    """Call arguments as the JSON text OpenAI expects (keys sorted when cache-first)."""
-    return json.dumps(plan.schema(arguments), ensure_ascii=False)
+def arguments_json(arguments: dict[str, Any], plan: Layout, *, call_id: str = "") -> str:
+    """Call arguments as the JSON text OpenAI expects (keys sorted when cache-first);
+    NaN or an infinity in them is an InputError naming where."""
+    try:
+        return json.dumps(plan.schema(arguments), ensure_ascii=False, allow_nan=False)
+    except ValueError:  # written into a string, the body's own check would not see it
+        raise not_finite_error(arguments, f'tool call "{call_id}" → arguments') from None
 
 
 def _message(message: ChatMessage, system_role: SystemRole, plan: Layout) -> dict[str, Any]:
@@ -95,7 +99,7 @@ def _message(message: ChatMessage, system_role: SystemRole, plan: Layout) -> dic
         out["tool_calls"] = [
             {"id": call.id, "type": "function", "function": {
                 "name": call.name,
-                "arguments": arguments_json(call.arguments, plan),
+                "arguments": arguments_json(call.arguments, plan, call_id=call.id),
             }}
             for call in message.tool_calls
         ]

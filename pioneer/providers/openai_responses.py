@@ -89,7 +89,7 @@ def _items(message: ChatMessage, system_role: SystemRole, plan: Layout) -> list[
         items.append({"role": message.role, "content": text})
     items += [
         {"type": "function_call", "call_id": call.id, "name": call.name,
-         "arguments": arguments_json(call.arguments, plan)}
+         "arguments": arguments_json(call.arguments, plan, call_id=call.id)}
         for call in message.tool_calls
     ]
     return items

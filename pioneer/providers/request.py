@@ -12,6 +12,7 @@ validation failures into an :class:`~pioneer.errors.InputError` naming file and 
 from __future__ import annotations
 
 import functools
+import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -47,6 +48,7 @@ __all__ = [
     "clean",
     "load_chat_request",
     "model_facing",
+    "not_finite_error",
     "parse_chat_request",
 ]
 
@@ -115,24 +117,61 @@ def _scrub(value: Any) -> Any:
         if all(new is old for new, old in zip(scrubbed, value, strict=True)):
             return value
         return type(value)(scrubbed)
+    if type(value) is float and not math.isfinite(value):
+        raise _NotFinite
     return value
+
+
+class _NotFinite(Exception):
+    pass
+
+
+def _not_finite(value: Any, path: list[str | int]) -> tuple[list[str | int], float] | None:
+    """Where the first NaN or infinity in ``value`` is, and what it is."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, value
+    items: Any = (value.items() if isinstance(value, dict)
+                  else enumerate(value) if isinstance(value, list | tuple) else ())
+    for key, item in items:
+        found = _not_finite(item, [*path, key])
+        if found is not None:
+            return found
+    return None
+
+
+def not_finite_error(value: Any, where: str) -> InputError:
+    """The error for a NaN or infinity in ``value`` (``where`` names what holds it)."""
+    found = _not_finite(value, [])
+    path, number = found if found is not None else ([], math.nan)
+    return InputError(Problem(
+        f"{number} is not a JSON number; a request body cannot carry NaN or an infinity (in "
+        "a tool call's arguments or a tool's schema, write a number, a string or null)",
+        path=" → ".join(part for part in (where, format_path(path)) if part)))
 
 
 P = ParamSpec("P")
 
 
 def model_facing(adapter: Callable[P, dict[str, Any]]) -> Callable[P, dict[str, Any]]:
-    """An adapter whose body never carries the boundary marker, in any field.
+    """An adapter whose body never carries the boundary marker, in any field, nor a
+    number JSON cannot hold.
 
     The one place that holds for every field of every body: whatever the adapter put
     there (message text, a tool call's arguments, a tool's description or schema, a
     tool result, a stop sequence, a key), the finished body gets a last pass over all
-    its strings. The adapters still clean what they test for emptiness first.
+    its strings. The adapters still clean what they test for emptiness first. The same
+    pass refuses NaN and infinities (Python's JSON writes them as ``NaN`` and
+    ``Infinity``, which no provider parses) as an :class:`~pioneer.errors.InputError`
+    naming their path in the body.
     """
 
     @functools.wraps(adapter)
     def wrapped(*args: P.args, **kwargs: P.kwargs) -> dict[str, Any]:
-        body: dict[str, Any] = _scrub(adapter(*args, **kwargs))
+        made = adapter(*args, **kwargs)
+        try:
+            body: dict[str, Any] = _scrub(made)
+        except _NotFinite:
+            raise not_finite_error(made, "request body") from None
         return body
 
     return wrapped
