@@ -4,16 +4,26 @@ Takes a message's text and the artifact refs bound to it and returns the text th
 sees (docs/history.md, "Artifact blocks"): the trimmed text, a blank line, a header
 naming the message's side, then one ``- artifactId=…`` line per distinct ``(artifact_id,
 version_id)``. Only metadata is rendered, never the artifact's contents, and no tool is
-named.
+named. Every field has its control characters written as escapes (``\\n``, ``\\u001b``),
+so no id, name, kind or MIME type can end its line and forge further lines.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-__all__ = ["HEADERS", "ArtifactRef", "human_size", "ref_line", "render_message", "unique_refs"]
+__all__ = [
+    "HEADERS",
+    "ArtifactRef",
+    "escape_controls",
+    "human_size",
+    "ref_line",
+    "render_message",
+    "unique_refs",
+]
 
 Side = Literal["user", "assistant"]
 
@@ -63,24 +73,36 @@ def human_size(size: int) -> str:
     return f"{size} B"
 
 
+#: Control characters (C0, DEL, C1, which holds NEL) and the Unicode line and paragraph
+#: separators: anything a reader may take for the end of a line.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def escape_controls(value: str) -> str:
+    """``value`` with each control character written as an escape (``\\n``, ``\\u001b``)."""
+    return _CONTROLS.sub(lambda m: _NAMED.get(m[0], f"\\u{ord(m[0]):04x}"), value)
+
+
 def _quoted(name: str) -> str:
-    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return '"' + escape_controls(name.replace("\\", "\\\\").replace('"', '\\"')) + '"'
 
 
 def ref_line(ref: ArtifactRef) -> str:
-    """One reference line, ending with a period."""
+    """One reference line, ending with a period; no field can break it."""
+    e = escape_controls
     parts = [
-        f"artifactId={ref.artifact_id}",
-        f"versionId={ref.version_id if ref.version_id is not None else 'null'}",
+        f"artifactId={e(ref.artifact_id)}",
+        f"versionId={e(ref.version_id) if ref.version_id is not None else 'null'}",
         f"name={_quoted(ref.display_name)}",
-        f"kind={ref.kind}",
+        f"kind={e(ref.kind)}",
     ]
     if ref.mime_type and ref.mime_type.strip():
-        parts.append(f"mime={ref.mime_type}")
+        parts.append(f"mime={e(ref.mime_type)}")
     if ref.size_bytes is not None:
         parts.append(f"size={human_size(ref.size_bytes)}")
     if ref.role:
-        parts.append(f"role={ref.role}")
+        parts.append(f"role={e(ref.role)}")
     return "- " + ", ".join(parts) + "."
 
 

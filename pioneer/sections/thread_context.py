@@ -21,7 +21,7 @@ import jinja2
 from ..hooks.models import PromptContextContribution, SourceRef
 from ._caps import take_lines
 from ._macros import call_macro
-from .artifacts import ArtifactRef, ref_line, unique_refs
+from .artifacts import ArtifactRef, escape_controls, ref_line, unique_refs
 
 __all__ = [
     "CONTRIBUTION_ID",
@@ -113,7 +113,7 @@ def _entry_text(snippet: ThreadSnippet) -> tuple[str, int]:
     refs = unique_refs(snippet.artifacts)
     if not refs:
         return text, 0
-    block = f"Available artifacts for {snippet.source_id}:" + "".join(
+    block = f"Available artifacts for {escape_controls(snippet.source_id)}:" + "".join(
         "\n" + ref_line(ref) for ref in refs
     )
     return (f"{text}\n\n{block}" if text else block), len(refs)
@@ -127,8 +127,8 @@ def render_thread_context(
     for snippet in snippets:
         text, ref_count = _entry_text(snippet)
         if text:
-            line = call_macro(env, TEMPLATE, "entry", snippet.source_id, snippet.role,
-                              snippet.context, snippet.score, text)
+            line = call_macro(env, TEMPLATE, "entry", escape_controls(snippet.source_id),
+                              snippet.role, snippet.context, snippet.score, text)
             entries.append((snippet, line, ref_count))
     kept, omitted = take_lines([e[1] for e in entries], max_items=MAX_LINES, max_chars=MAX_CHARS)
     if not kept:
