@@ -69,6 +69,12 @@ template = "evil.md.j2"
 """
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commands' relative paths (``--home home``, the lock file) land in ``tmp_path``."""
+    monkeypatch.chdir(tmp_path)
+
+
 def _deployment(tmp_path: Path, template: str, when: str = "") -> list[str]:
     (tmp_path / "p").mkdir()
     (tmp_path / "t").mkdir()
