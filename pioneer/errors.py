@@ -304,9 +304,11 @@ def parse_document(text: str, file: str, kind: Literal["json", "toml"],
                    error_type: type[PioneerError] | None = None) -> Any:
     """Parse JSON or TOML text; every way it can fail is an error that names the file
     and, where it can be found, the line: a syntax error, nesting deeper than
-    :data:`MAX_DEPTH`, or a number longer than Python reads (4,300 digits)."""
+    :data:`MAX_DEPTH` (for TOML, a dotted key's or a table header's parts are levels too,
+    so a key of thousands of parts is refused before tomllib builds a tuple per prefix),
+    or a number longer than Python reads (4,300 digits)."""
     raised = error_type or InputError
-    deep = _too_deep(text)
+    deep = _too_deep(text) if kind == "json" else _toml_too_deep(text)
     if deep is not None:
         raise raised(Problem(f"nested more than {MAX_DEPTH} levels deep", file=file, line=deep))
     long_number = _LONG_NUMBER.search(text)
@@ -360,6 +362,75 @@ def _too_deep(text: str) -> int | None:
                 return _line_of(text, offset)
         elif char in "]}":
             depth -= 1
+    return None
+
+
+#: The TOML text the nesting guard reads: strings and comments (skipped whole, so what
+#: they hold is never counted), and the characters that open or close a level, end a
+#: line or separate the parts of a key.
+_TOML_TOKENS = re.compile(
+    r'"""(?:[^\\]|\\[\s\S])*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\''
+    r"|#[^\n]*|[\[\]{}=.,\n]"
+)
+
+
+def _toml_too_deep(text: str) -> int | None:
+    """The line where a TOML document first nests deeper than :data:`MAX_DEPTH`.
+
+    Each part of a table header (one more for ``[[array]]``), each part of a dotted key
+    (under its table, or inside an inline table) and each array or inline table of a
+    value is a level of the data tomllib would build. Like :func:`_too_deep` this reads
+    the text roughly (tomllib still decides what it means, and reports what is wrong);
+    it only bounds the levels, and so the length of a dotted key, before anything is
+    built: tomllib recurses per level and keeps a tuple for every prefix of a key.
+    """
+    if text.count("[") + text.count("{") + text.count(".") < MAX_DEPTH:
+        return None  # each level past a key's first part takes one of these characters
+    table = 0  # levels of the current [table] or [[array]] header
+    open_: list[tuple[str, int]] = []  # a value's open "[" or "{" and the level inside it
+    state, parts, depth, end = "key", 1, 0, -1
+    for match in _TOML_TOKENS.finditer(text):
+        token = match[0]
+        if token == "\n":
+            if not open_:
+                state, parts = "key", 1
+            continue
+        if state == "key":
+            if token == ".":
+                parts += 1
+            elif token == "=":
+                state, depth = "value", (open_[-1][1] if open_ else table) + parts
+            elif token == "[" and not open_:
+                state, parts, table = "header", 1, 0
+            elif token == "}" and open_:
+                open_.pop()
+                state = "value"
+        elif state == "header":
+            if token == "[" and match.start() == end:
+                table = 1  # [[name]]: an array, and a table in it
+            elif token == ".":
+                parts += 1
+            elif token == "]":
+                state, table = "done", table + parts
+        elif state == "value":
+            if token in "[{":
+                depth += token == "["
+                open_.append((token, depth))
+                if token == "{":
+                    state, parts = "key", 1
+            elif token in "]}" and open_:
+                open_.pop()
+                depth = open_[-1][1] if open_ else depth
+            elif token == "," and open_:
+                if open_[-1][0] == "{":
+                    state, parts = "key", 1
+                else:
+                    depth = open_[-1][1]
+        end = match.end()
+        level = depth if state == "value" else table if state == "done" else (
+            (open_[-1][1] if open_ else table) + parts if state == "key" else parts)
+        if level > MAX_DEPTH:
+            return _line_of(text, match.start())
     return None
 
 

@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 from support import run_cli as run
 
+from pioneer import errors
+from pioneer.errors import InputError
+
 DEEP = "[" * 100_000 + "]" * 100_000
 LONG = "9" * 5000
 
@@ -65,6 +68,53 @@ def test_deep_and_long_documents_are_located_user_errors(
     assert (code, out) == (1, "")
     assert err.splitlines() == [f"{shown}:2: {MESSAGES[what]}", err.splitlines()[-1]]
     assert err.splitlines()[-1].startswith("error: 1 problem")
+
+
+#: TOML whose data nests 600 levels deep through the parts of a key, not brackets.
+DOTTED = {"dotted-key": "\n" + ".".join(["a"] * 600) + " = 1\n",
+          "table-header": "\n[" + ".".join(["a"] * 600) + "]\nb = 1\n",
+          "array-header": "\n[[" + ".".join(["a"] * 600) + "]]\n",
+          "inline-table": "\nx = { " + ".".join(["a"] * 600) + " = 1 }\n"}
+
+
+@pytest.mark.parametrize("text", list(DOTTED.values()), ids=list(DOTTED))
+@pytest.mark.parametrize(
+    ("name", "argv"),
+    [("in.toml", ["compile", "--input", "{file}"]),
+     ("x.toml", ["check", "--profile-path", "{folder}"]),
+     ("pioneer.toml", ["check"])],
+    ids=["input", "profile", "pioneer-toml"],
+)
+def test_a_key_of_many_parts_is_a_located_user_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, name: str, argv: list[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PIONEER_CONFIG", raising=False)
+    file = (tmp_path / "p" if name == "x.toml" else tmp_path) / name
+    file.parent.mkdir(exist_ok=True)
+    file.write_text(text)
+    shown = name if name == "pioneer.toml" else str(file)
+    args = [part.format(file=file, folder=file.parent) for part in argv]
+    assert run(*args, "--home", str(tmp_path / "home")) == (
+        1, "", f"{shown}:2: nested more than 200 levels deep\nerror: 1 problem"
+        + (" in 1 profile\n" if name == "x.toml" else "\n"))
+
+
+def test_a_key_of_a_hundred_thousand_parts_is_refused_before_it_is_parsed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # parsed, it would take tens of GB (a tuple for every prefix of the key)
+    def parse(text: str) -> None:
+        raise AssertionError("tomllib was given the key")
+
+    monkeypatch.setattr(errors.tomllib, "loads", parse)
+    for text in (".".join(["a"] * 100_000) + " = 1\n", "[" + ".".join(["a"] * 100_000) + "]\n"):
+        with pytest.raises(InputError, match=r"^in\.toml:1: nested more than 200 levels deep$"):
+            errors.parse_document(text, "in.toml", "toml")
+    # a document of as many dots and brackets that does not nest is still parsed
+    with pytest.raises(AssertionError, match="tomllib was given"):
+        errors.parse_document("".join(f"k{i}.v = 1.5\n" for i in range(50_000)), "in.toml",
+                              "toml")
 
 
 def test_a_nul_in_a_profile_file_name_is_found_by_check(tmp_path: Path) -> None:
