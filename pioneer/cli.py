@@ -25,7 +25,14 @@ from collections.abc import Sequence
 from typing import Any, NoReturn, TextIO
 
 from . import commands
-from .errors import PioneerError, UsageError, counted, describe_exception, did_you_mean
+from .errors import (
+    PioneerError,
+    UsageError,
+    counted,
+    describe_exception,
+    did_you_mean,
+    report_lines,
+)
 
 __all__ = [
     "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "EXIT_USER", "Output",
@@ -153,7 +160,7 @@ def _discard(stream: TextIO | None) -> None:
 def report(error: PioneerError) -> str:
     """The text the CLI prints for an error: every problem, each on its own line(s), and
     the footer ``error: N problems`` (with the error's own closing line when it has one)."""
-    lines = [problem.render() for problem in error.problems]
+    lines = report_lines(error.problems)
     summary = error.summary
     if summary and _FOOTER.match(summary):
         return "\n".join([*lines, summary])

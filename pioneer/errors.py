@@ -7,6 +7,8 @@ them, and ``str(error)`` renders them location-first, one per line, the way comp
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import json
 import os
 import re
@@ -18,9 +20,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
+    "MAX_SHOWN",
     "BudgetError",
     "HookError",
     "InputError",
+    "LineEnds",
     "LockError",
     "PioneerError",
     "Problem",
@@ -28,18 +32,21 @@ __all__ = [
     "ProfileSyntaxError",
     "StoreError",
     "TemplateError",
+    "TomlLines",
     "UsageError",
     "counted",
     "describe_exception",
     "did_you_mean",
     "format_path",
     "json_line",
+    "json_lines",
     "json_problem",
     "parse_document",
     "quoted_key",
     "read_document",
     "read_json",
     "read_text",
+    "report_lines",
     "schema_message",
     "toml_line",
     "toml_problem",
@@ -125,87 +132,148 @@ def json_line(text: str, parts: Sequence[str | int]) -> int | None:
     """Best-effort 1-based line of a JSON path inside JSON source: the line of the key
     of an object member, of the first character of an array item; the nearest line
     found when the text does not hold the whole path."""
-    skip = json.JSONDecoder().raw_decode
-    position = _space(text, 0)
-    found: int | None = None
-    try:
+    return json_lines(text, [parts])[0]
+
+
+def json_lines(text: str, paths: Sequence[Sequence[str | int]]) -> list[int | None]:
+    """:func:`json_line` of each path, reading the text once however many there are: the
+    members and items on the paths' way are walked, everything else is skipped by the
+    C decoder, and lines are counted from one index of the text's line ends."""
+    wanted: dict[Any, Any] = {}
+    for parts in paths:
+        node = wanted
         for part in parts:
-            opener = text[position]
-            position = _space(text, position + 1)
-            if isinstance(part, str) and opener == "{":
-                while text[position] != "}":
-                    start = position
-                    key, position = skip(text, position)
-                    position = _space(text, _space(text, position) + 1)  # past the colon
-                    if key == part:
-                        found = _line_of(text, start)
-                        break
-                    position = _space(text, skip(text, position)[1])
-                    if text[position] == ",":
-                        position = _space(text, position + 1)
-                else:
-                    return found
-            elif isinstance(part, int) and opener == "[":
-                for _ in range(part):
-                    position = _space(text, skip(text, position)[1])
-                    if text[position] != ",":
-                        return found
-                    position = _space(text, position + 1)
-                if text[position] == "]":
-                    return found
-                found = _line_of(text, position)
+            node = node.setdefault(part, {})
+    skip = json.JSONDecoder().raw_decode
+    ends = LineEnds(text)
+    found: dict[tuple[str | int, ...], int] = {}
+
+    def walk(position: int, node: dict[Any, Any], at: tuple[str | int, ...]) -> int:
+        """Record the lines of ``node``'s paths in the value at ``position``; return the
+        position after the value."""
+        opener = text[position]
+        if not node or opener not in "{[":
+            return skip(text, position)[1]
+        position = _space(text, position + 1)
+        index = 0
+        while text[position] not in "}]":
+            start = position
+            if opener == "{":
+                key, position = skip(text, position)
+                position = _space(text, _space(text, position) + 1)  # past the colon
+                part: str | int = key if isinstance(key, str) else ""
             else:
-                return found
-    except (IndexError, ValueError):
-        return found
-    return found
+                part, index = index, index + 1
+            child = node.get(part) if isinstance(part, str) == (opener == "{") else None
+            here = (*at, part)
+            if child is not None and here not in found:  # the first of a repeated key
+                found[here] = ends.line(start)
+                position = walk(position, child, here)
+            else:
+                position = skip(text, position)[1]
+            position = _space(text, position)
+            if text[position] == ",":
+                position = _space(text, position + 1)
+        return position + 1
+
+    with contextlib.suppress(IndexError, ValueError):  # not the JSON it was parsed from:
+        walk(_space(text, 0), wanted, ())  # the lines found so far
+    out: list[int | None] = []
+    for parts in paths:
+        key = tuple(parts)
+        out.append(next((found[key[:size]] for size in range(len(key), 0, -1)
+                         if key[:size] in found), None))
+    return out
+
+
+class LineEnds:
+    """The offsets of a text's line ends, found once: the line of any offset is then a
+    binary search (counting the newlines before it again would make locating many
+    problems quadratic)."""
+
+    def __init__(self, text: str):
+        self._ends = [match.start() for match in re.finditer("\n", text)]
+
+    def line(self, offset: int) -> int:
+        """The 1-based line of ``offset``."""
+        return bisect.bisect_left(self._ends, offset) + 1
 
 
 def toml_line(text: str, parts: Sequence[str | int]) -> int | None:
     """Best-effort 1-based line of a JSON path inside TOML source."""
-    lines = text.splitlines()
-    start, end = 0, len(lines)
-    table: list[str] = []
-    found: int | None = None
-    for part in parts:
-        if isinstance(part, int):
-            headers = [n for n, line in enumerate(lines) if _is_header(line, ".".join(table), True)]
-            if part >= len(headers):
-                return found
-            start, end = headers[part], _next_header(lines, headers[part] + 1)
-            found, table = start + 1, []
-            continue
-        key_line = _find_key(lines, start, end, part)
-        if key_line is not None:
-            return key_line + 1
-        table.append(part)
-        header = next(
-            (n for n, line in enumerate(lines) if _is_header(line, ".".join(table), False)), None
-        )
-        if header is not None:
-            start, end, found, table = header, _next_header(lines, header + 1), header + 1, []
-    return found
+    return TomlLines(text).line(parts)
 
 
-def _is_header(line: str, name: str, array: bool) -> bool:
-    match = _HEADER.match(line)
-    return match is not None and match[1] == name and line.lstrip().startswith("[[") == array
+_TOML_KEY = re.compile(r'^\s*("(?:[^"\\]|\\.)*"|\'[^\']*\'|[^\s="\'\[#]+)\s*=')
 
 
-def _find_key(lines: list[str], start: int, end: int, key: str) -> int | None:
-    pattern = re.compile(rf'^\s*("{re.escape(key)}"|{re.escape(key)})\s*=')
-    first = start + 1 if start < len(lines) and _HEADER.match(lines[start]) else start
-    for number in range(first, _next_header(lines, first) if first == start else end):
-        if pattern.match(lines[number]):
-            return number
-    return None
+class TomlLines:
+    """Lines of JSON paths inside one TOML text, from an index built on the first
+    question: each table header (by name, arrays of tables in order) and each key at the
+    start of a line of each table's body. A file with thousands of problems is read once,
+    and one with none is never indexed."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self._index: tuple[dict[str, int], dict[str, list[int]],
+                           dict[int, dict[str, int]]] | None = None
+
+    def _build(self) -> tuple[dict[str, int], dict[str, list[int]], dict[int, dict[str, int]]]:
+        tables: dict[str, int] = {}
+        arrays: dict[str, list[int]] = {}
+        keys: dict[int, dict[str, int]] = {}  # by the body's header line (-1: the root)
+        body = keys.setdefault(-1, {})
+        for number, line in enumerate(self.text.splitlines()):
+            header = _HEADER.match(line)
+            if header is not None:
+                if line.lstrip().startswith("[["):
+                    arrays.setdefault(header[1], []).append(number)
+                else:
+                    tables.setdefault(header[1], number)
+                body = keys.setdefault(number, {})
+                continue
+            key = _TOML_KEY.match(line)
+            if key is not None:
+                name = key[1][1:-1] if key[1][0] in "\"'" else key[1]
+                body.setdefault(name, number)
+        return tables, arrays, keys
+
+    def line(self, parts: Sequence[str | int]) -> int | None:
+        """The 1-based line of ``parts``: its key's line, else the nearest table's."""
+        if self._index is None:
+            self._index = self._build()
+        tables, arrays, keys = self._index
+        body, found = -1, None
+        table: list[str] = []
+        for part in parts:
+            if isinstance(part, int):
+                headers = arrays.get(".".join(table), [])
+                if part >= len(headers):
+                    return found
+                body = headers[part]
+                found, table = body + 1, []
+                continue
+            key_line = keys.get(body, {}).get(part)
+            if key_line is not None:
+                return key_line + 1
+            table.append(part)
+            header = tables.get(".".join(table))
+            if header is not None:
+                body, found, table = header, header + 1, []
+        return found
 
 
-def _next_header(lines: list[str], start: int) -> int:
-    for number in range(start, len(lines)):
-        if _HEADER.match(lines[number]):
-            return number
-    return len(lines)
+#: A report shows this many problems; one closing line counts the rest (every one of
+#: them stays in :attr:`PioneerError.problems` and in ``check --format json``).
+MAX_SHOWN = 100
+
+
+def report_lines(problems: Sequence[Problem], limit: int = MAX_SHOWN) -> list[str]:
+    """Each problem rendered, the first ``limit`` of them, then ``and N more problems``."""
+    lines = [problem.render() for problem in problems[:limit]]
+    if len(problems) > limit:
+        lines.append(f"and {counted(len(problems) - limit, 'more problem')}")
+    return lines
 
 
 class PioneerError(Exception):
@@ -221,7 +289,7 @@ class PioneerError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
-        lines = [p.render() for p in self.problems]
+        lines = report_lines(self.problems)
         if self.summary:
             lines.append(self.summary)
         return "\n".join(lines)

@@ -45,11 +45,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .errors import (
     InputError,
     Problem,
+    TomlLines,
     did_you_mean,
     format_path,
     parse_document,
     read_text,
-    toml_line,
 )
 
 __all__ = [
@@ -300,9 +300,10 @@ def _sources_class(model: type[PioneerSettings]) -> type[PioneerSettings]:
             known = model.model_fields
             unknown = [key for key in data if key not in known]
             if unknown:
+                lines = TomlLines(text)
                 raise InputError([
                     Problem(f"unknown key{did_you_mean(key, known) or _known(known)}",
-                            file=name, line=toml_line(text, [key]), path=key)
+                            file=name, line=lines.line([key]), path=key)
                     for key in unknown
                 ])
             folder = Path(str(file_path)).parent
@@ -403,21 +404,23 @@ def _rebase(value: Any, folder: Path) -> Any:
 
 def _problems(error: ValidationError, known: Mapping[str, Any]) -> Iterator[Problem]:
     read = _READ.get()
+    in_file = _keys(read[1]) if read is not None else frozenset()
+    lines = TomlLines(read[1]) if read is not None else None
     for item in error.errors():
         parts = [part for part in item["loc"] if part != ""]
         message = str(item["msg"])
         if item["type"] == "extra_forbidden":
             message = f"unknown setting{did_you_mean(str(parts[0]), known)}"
         path = format_path(parts)
-        if read is not None and parts and _in_file(read[1], str(parts[0])):
-            yield Problem(message, file=read[0], line=toml_line(read[1], parts), path=path)
+        if read is not None and lines is not None and parts and str(parts[0]) in in_file:
+            yield Problem(message, file=read[0], line=lines.line(parts), path=path)
         else:
             yield Problem(message, path=f"settings → {path}")
 
 
-def _in_file(text: str, key: str) -> bool:
+def _keys(text: str) -> frozenset[str]:
+    """The top-level keys of a deployment file's text (none when it does not parse)."""
     try:
-        data = parse_document(text, "", "toml")
+        return frozenset(parse_document(text, "", "toml"))
     except InputError:
-        return False
-    return key in data
+        return frozenset()

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import run_cli as run
@@ -183,3 +184,51 @@ def test_a_home_that_is_not_utf8_compiles(tmp_path: Path) -> None:
              *output], capture_output=True, env=env, check=False,
         )
         assert (result.returncode, result.stderr) == (0, b"")
+
+
+#: 1,000 unknown keys, one a line from line 2, in each kind of document a command reads.
+MANY = {
+    "input-json": ("in.json", "{\n" + ",\n".join(f'"k{i}": {i}' for i in range(1000)) + "\n}\n",
+                   ["compile", "--input", "{file}"]),
+    "input-toml": ("in.toml", "\n" + "".join(f"k{i} = {i}\n" for i in range(1000)),
+                   ["compile", "--input", "{file}"]),
+    "profile": ("x.toml", 'name = "x"\n' + "".join(f"k{i} = {i}\n" for i in range(1000))
+                + '[[sections]]\nid = "a"\ntitle = "A"\nstability = "stable"\n'
+                'template = "assistant_safety.md.j2"\n', ["check", "--profile-path", "{folder}"]),
+    "pioneer-toml": ("pioneer.toml", "\n" + "".join(f"k{i} = {i}\n" for i in range(1000)),
+                     ["check"]),
+}
+
+
+@pytest.mark.parametrize(("name", "text", "argv"), list(MANY.values()), ids=list(MANY))
+def test_many_problems_are_located_from_one_index_and_the_report_is_capped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, text: str, argv: list[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PIONEER_CONFIG", raising=False)
+    file = (tmp_path / "p" if name == "x.toml" else tmp_path) / name
+    file.parent.mkdir(exist_ok=True)
+    file.write_text(text)
+    indexed: list[str] = []  # each text a line index is built for
+    build, ends = errors.TomlLines._build, errors.LineEnds.__init__
+
+    def counted_build(self: errors.TomlLines) -> Any:
+        indexed.append(self.text)
+        return build(self)
+
+    def counted_ends(self: errors.LineEnds, text: str) -> None:
+        indexed.append(text)
+        ends(self, text)
+
+    monkeypatch.setattr(errors.TomlLines, "_build", counted_build)
+    monkeypatch.setattr(errors.LineEnds, "__init__", counted_ends)
+    code, out, err = run(*[part.format(file=file, folder=file.parent) for part in argv],
+                         "--home", str(tmp_path / "home"))
+    lines = err.splitlines()
+    assert (code, out, len(lines)) == (1, "", 102)
+    shown = name if name == "pioneer.toml" else str(file)
+    assert [line.split(": ")[0] for line in lines[:100]] == [
+        f"{shown}:{2 + n}" for n in range(100)]
+    assert lines[100:] == ["and 900 more problems", lines[-1]]
+    assert lines[-1].startswith("error: 1000 problems")
+    assert indexed.count(text) == 1  # the lines of the file were indexed once, for all 1,000

@@ -14,7 +14,7 @@ import json
 from typing import Any, TextIO
 
 from ..compile.inputs import PromptCompileInput, load_compile_input
-from ..errors import Problem, counted
+from ..errors import Problem, counted, report_lines
 from ..review.gate import gate_profiles
 from ._common import add_compiler_options, make_compiler
 
@@ -64,8 +64,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(result.summary(), file=out)
         for _, problem in warnings:
             print(f"warning: {problem.render()}", file=err)
-        for _, problem in problems:
-            print(problem.render(), file=err)
+        for line in report_lines([problem for _, problem in problems]):
+            print(line, file=err)
     if problems:
         failing = len({profile for profile, _ in problems})
         why = ": token budgets exceeded" if gated else ""

@@ -58,16 +58,16 @@ class SourceFile:
     path: Path
     text: str
     data: dict[str, Any]
+    #: Locates paths inside this file (one index of its lines, however many are asked for).
+    locator: TextLocator = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "locator", TextLocator(self.file, self.text, self.data))
 
     @property
     def sha256(self) -> str:
         """sha256 of the file's text."""
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
-
-    @property
-    def locator(self) -> TextLocator:
-        """Locates paths inside this file."""
-        return TextLocator(self.file, self.text, self.data)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,13 +20,13 @@ from ..errors import (
     STDIN_NAME,
     InputError,
     Problem,
+    TomlLines,
     counted,
     did_you_mean,
     format_path,
-    json_line,
+    json_lines,
     parse_document,
     read_text,
-    toml_line,
 )
 from ..text import EDGE_CONFIG, EdgeModel
 from .ids import PROFILE_ALIASES, check_dynamic_id, check_runtime_id
@@ -144,17 +144,20 @@ class PromptCompileInput(EdgeModel):
 
 
 def _problems_from(
-    error: ValidationError, file: str | None, line: Callable[[list[str | int]], int | None]
+    error: ValidationError, file: str | None,
+    lines: Callable[[list[list[str | int]]], list[int | None]],
 ) -> list[Problem]:
     problems = []
-    for item in error.errors():
-        loc = [part for part in item["loc"] if not isinstance(part, str) or part]
+    items = error.errors()
+    locs = [[part for part in item["loc"] if not isinstance(part, str) or part]
+            for item in items]
+    for item, loc, line in zip(items, locs, lines(locs), strict=True):
         message = str(item["msg"]).removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
             known = _fields_at(PromptCompileInput, loc[:-1])
             hint = did_you_mean(str(loc[-1]), known) or f" (known: {', '.join(known)})"
             message = f"unknown field{hint}"
-        problems.append(Problem(message, file=file, line=line(loc),
+        problems.append(Problem(message, file=file, line=line,
                                 path=format_path(loc) or "(root)"))
     return problems
 
@@ -191,12 +194,14 @@ def parse_compile_input(
     try:
         return PromptCompileInput.model_validate(data)
     except ValidationError as error:
-        finder = json_line if kind == "json" else toml_line
+        def lines(locs: list[list[str | int]]) -> list[int | None]:
+            if text is None:
+                return [None] * len(locs)
+            if kind == "json":
+                return json_lines(text, locs)
+            return list(map(TomlLines(text).line, locs))
 
-        def line(loc: list[str | int]) -> int | None:
-            return finder(text, loc) if text is not None else None
-
-        problems = sorted(_problems_from(error, file, line), key=lambda p: p.line or 0)
+        problems = sorted(_problems_from(error, file, lines), key=lambda p: p.line or 0)
         raise InputError(problems, summary=_summary(len(problems), file)) from None
 
 

@@ -20,11 +20,11 @@ from pydantic import BaseModel, Field, ValidationError
 from ..errors import (
     Problem,
     ProfileError,
+    TomlLines,
     counted,
     did_you_mean,
     format_path,
     schema_message,
-    toml_line,
 )
 from ..resources import builtin_dir, load_schema
 from ..text import EDGE_CONFIG
@@ -248,11 +248,12 @@ class TextLocator:
 
     def __init__(self, file: str, text: str, data: Any):
         self.file, self.text, self.data = file, text, data
+        self.lines = TomlLines(text)  # indexed when a first problem is located
 
     def where(self, parts: Sequence[str | int]) -> tuple[str, int | None, str]:
         """(file, line, rendered path) for ``parts``."""
         path = format_path(parts, _section_labels(self.data, parts)) or "(root)"
-        return self.file, toml_line(self.text, parts), path
+        return self.file, self.lines.line(parts), path
 
     def problem(self, parts: Sequence[str | int], message: str) -> Problem:
         """A problem located at ``parts``."""
