@@ -62,6 +62,60 @@ def test_check_lists_every_problem_of_every_profile(tmp_path: Path) -> None:
     ))
 
 
+#: A prompt author's three mistakes: a misspelt key, an unclosed {% for %} and an unknown
+#: name, and a condition reading an attribute that does not exist (found by rendering).
+MISTAKES = """
+[[sections]]
+id = "house_style"
+{anchor}title = "House Style"
+stabilty = "stable"
+template = "house_style.md.j2"
+
+[[sections]]
+id = "greeting"
+{anchor}title = "Greeting"
+stability = "stable"
+template = "greeting.md.j2"
+when = "limits.max_chars > 3"
+"""
+
+
+@pytest.mark.parametrize("derived", [True, False], ids=["extends", "standalone"])
+def test_check_reports_every_problem_of_a_profile_at_once(tmp_path: Path, derived: bool) -> None:
+    head = 'name = "mybot"\nextends = "full"\n' if derived else 'name = "mybot"\n'
+    body = MISTAKES.format(anchor='after = "assistant_safety"\n' if derived else "")
+    paths = _deployment(tmp_path, {"house_style.md.j2": "{% for rule in rules %}\n- {{ rule }}\n",
+                                   "greeting.md.j2": "Hello {{ user_name }}.\n"},
+                        {"mybot.toml": head + body})
+    profile, templates = tmp_path / "p" / "mybot.toml", tmp_path / "t"
+    line = 3 + derived  # of the first section's id
+    missing = [] if derived else [  # (a derived entry is checked whole once its key is fixed)
+        f'{profile}:{line}: sections[0] (id "house_style"): missing key "stability"\n']
+    assert run("check", "mybot", *paths) == (1, "", "".join([
+        *missing,
+        f'{profile}:{line + 3 + derived}: sections[0] (id "house_style") → stabilty: unknown '
+        'key (did you mean "stability"?)\n',
+        # the templates of the well-formed sections, then of those whose keys are wrong
+        f'{templates / "greeting.md.j2"}:1: "user_name" is undefined (not in the compile '
+        "context)\n",
+        f'  while checking section "greeting" of {profile}\n',
+        f'{templates / "house_style.md.j2"}:2: Unexpected end of template. Jinja was looking '
+        "for the following tags: 'endfor' or 'else'. The innermost block that needs to be "
+        "closed is 'for'.\n",
+        f'  while checking section "house_style" of {profile}\n',
+        f"error: {4 - derived} problems in 1 profile\n",
+    ]))
+    # with the template fixed, the section is rendered (and its condition evaluated)
+    # although the key is still wrong
+    (templates / "greeting.md.j2").write_text("Hello.\n")
+    code, _, err = run("check", "mybot", *paths)
+    assert (code, err.splitlines()[-2:]) == (1, [
+        f'{profile}:{line + 11 + 2 * derived}: sections[1] (id "greeting") → when: condition '
+        "failed: `limits` has no attribute `max_chars` (did you mean \"max_chars_total\"?); "
+        "`limits` has `max_chars_per_file`, `max_chars_total`",
+        f"error: {4 - derived} problems in 1 profile"])
+
+
 def test_a_derived_entry_written_like_a_new_section_on_a_base_id_warns(tmp_path: Path) -> None:
     paths = _deployment(tmp_path, {}, {
         "der.toml": 'name = "der"\nextends = "full"\n\n[[sections]]\nid = "soul_core"\n'

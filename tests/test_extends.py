@@ -293,9 +293,15 @@ stability = "stable"
 id = "soul_core"
 template = "nowhere.md.j2"
 """
+    # every problem at once: the entry the whole profile's schema refuses is left out
+    # and the rest is still checked, structure and templates
     assert _error(tmp_path, {"profiles/acme.toml": text}) == "\n".join([
         'profiles/acme.toml:13: sections[1] (id "no_template"): missing key "template"',
-        "error: 1 problem in profiles/acme.toml",
+        'profiles/acme.toml:21: sections[2] (id "soul_core") → template: template '
+        '"nowhere.md.j2" not found on the template search path',
+        'profiles/full.toml:112: sections[5] (id "tool_recovery_policy") → stability: stable '
+        'section after dynamic section "early_dynamic"; every stable section must come first',
+        "error: 3 problems in profiles/acme.toml",
     ])
     fixed = text.replace('stability = "stable"\n', 'stability = "stable"\ntemplate = "a.md.j2"\n')
     assert _error(tmp_path, {"profiles/acme.toml": fixed}) == "\n".join([
@@ -316,7 +322,7 @@ def test_a_broken_base_is_reported_in_the_base(tmp_path: Path) -> None:
     }
     assert _error(tmp_path, files) == "\n".join([
         "profiles/base.toml:2: sections: expected array (got 3)",
-        "error: 1 problem in profiles/base.toml",
+        "error: 1 problem in profiles/acme.toml",
     ])
 
 

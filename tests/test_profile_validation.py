@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
+from pioneer import PromptCompiler, errors
 from pioneer.compile.derived import DerivedProfileSpec
 from pioneer.compile.profile import ProfileSpec, TextLocator, schema_problems
 from pioneer.resources import load_schema
@@ -108,3 +109,34 @@ def test_loading_a_valid_profile_does_not_import_jsonschema() -> None:
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             check=True)
     assert result.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("derived", [False, True], ids=["standalone", "extends"])
+def test_a_sound_profile_is_loaded_without_locating_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, derived: bool,
+) -> None:
+    # A line is found only for a problem: before, each condition's line was looked up
+    # in the whole file as it was checked, which made loading quadratic in the sections.
+    head = 'name = "many"\nextends = "full"\n' if derived else 'name = "many"\n'
+    sections = "".join(
+        f'\n[[sections]]\nid = "s{i}"\ntitle = "S{i}"\nstability = "stable"\n'
+        f'template = "assistant_safety.md.j2"\nwhen = "extra_system != \'v{i}\'"\n'
+        + (f'after = "{f"s{i - 1}" if i else "assistant_safety"}"\n' if derived else "")
+        for i in range(200))
+    (tmp_path / "many.toml").write_text(head + sections)
+    built: list[str] = []
+    build = errors.TomlLines._build
+
+    def counted(self: errors.TomlLines) -> Any:
+        built.append(self.text)
+        return build(self)
+
+    monkeypatch.setattr(errors.TomlLines, "_build", counted)
+    compiler = PromptCompiler(profile_path=[tmp_path])
+    assert len(compiler.load_profile("many").spec.sections) == 200 + 19 * derived
+    assert compiler.check(["many"]) == [] and built == []
+    (tmp_path / "many.toml").write_text(head + sections.replace("'v150'", "'v150' and nope"))
+    problems = PromptCompiler(profile_path=[tmp_path]).check(["many"])[0].problems
+    assert [(p.line, p.message) for p in problems] == [
+        (3 + derived + 150 * (7 + derived) + 5, '"nope" is undefined (not in the compile context)')]
+    assert len(built) == 1  # the file's lines, indexed once for the problem

@@ -9,6 +9,7 @@ and the manifest.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
@@ -37,7 +38,7 @@ from .boundary import (
     render_section,
     render_section_parts,
 )
-from .extends import PartialProfile, ProfileSource, resolve_profile
+from .extends import ProfileSource, resolve_profile
 from .fingerprint import profile_fingerprint, template_digests
 from .ids import BUILT_IN_SECTION_IDS, RUNTIME_BUILT_IN_IDS
 from .inputs import (
@@ -94,6 +95,8 @@ PROVIDED_NAMES: dict[str, frozenset[str]] = {
     "contribution": _BASE_NAMES | {"content"},
     "slot": _BASE_NAMES | {"content"},
 }
+#: Every name some section's template may use (for a section whose source is not known).
+ALL_NAMES: frozenset[str] = frozenset().union(*PROVIDED_NAMES.values())
 _CONDITION_NAMES = INPUT_FIELDS | {"profile"}
 #: Input fields the interpreter itself consumes, whatever the profile's sections read.
 _CONSUMED = frozenset({"workspace_root", "profile", "runtime_sections", "dynamic_sections",
@@ -234,31 +237,38 @@ class PromptCompiler:
         cached = self._profiles.get(name)
         if cached is not None:
             return cached
-        try:
-            source = resolve_profile(find_profile(name, self.profile_path), self.profile_path)
-        except ProfileError as error:
-            partial = getattr(error, "partial", None)
-            if partial is None:
-                raise
-            more = list(self._partial_problems(partial))
-            if not more:
-                raise
-            problems = sorted([*error.problems, *more],
-                              key=lambda p: (p.file != partial.locator.file, p.line or 0))
-            raise ProfileError(problems, summary=problem_summary(problems, partial.locator.file)
-                               ) from None
-        spec, file, where = source.spec, source.file, source.locator
-        problems = list(structural_problems(spec, where, input_fields=sorted(INPUT_FIELDS)))
-        problems += list(self._template_problems(spec, where, file))
+        source, problems, _ = self._checked(name)
         if problems:
-            error_type = (
-                TemplateError if all(p.context for p in problems) else ProfileError
-            )
-            raise error_type(problems, summary=problem_summary(problems, file))
+            raise _load_error(problems, source.file)
+        loaded = self._loaded(source)
+        self._profiles[name] = loaded
+        return loaded
+
+    def _checked(self, name: str) -> tuple[ProfileSource, list[Problem], frozenset[int]]:
+        """The profile resolved as far as it goes, every problem found in it (its files,
+        its structure, its templates and conditions) and the indices of the sections
+        whose template or condition has one."""
+        path = find_profile(name, self.profile_path)
+        source = resolve_profile(path, self.profile_path, keep_going=True)
+        spec, file, where = source.spec, source.file, source.locator
+        problems = [*source.problems,
+                    *structural_problems(spec, where, input_fields=sorted(INPUT_FIELDS))]
+        failed: set[int] = set()
+        problems += self._template_problems(spec, where, file, failed)
+        for dropped in source.dropped:  # a wrong key's section: its template still counts
+            one = ProfileSpec.model_construct(name="", sections=[dropped.section])
+            problems += self._template_problems(one, _Shifted(dropped.locator, dropped.index),
+                                                file)
+        if source.problems or source.dropped:  # the profile file's first, by line
+            problems.sort(key=lambda p: (p.file != file, (p.line or 0) if p.file == file else 0))
+        return source, problems, frozenset(failed)
+
+    def _loaded(self, source: ProfileSource) -> LoadedProfile:
+        spec = source.spec
         templates = template_digests(self.templates.env, {s.template for s in spec.sections})
-        loaded = LoadedProfile(
+        return LoadedProfile(
             spec=spec,
-            file=file,
+            file=source.file,
             fingerprint=profile_fingerprint(spec, templates),
             bootstrap_files=tuple(
                 (s.file, s.keep_empty) for s in spec.sections if s.source == "bootstrap" and s.file
@@ -268,55 +278,59 @@ class PromptCompiler:
             templates=templates,
             contributions=spec.contribution_specs(),
         )
-        self._profiles[name] = loaded
-        return loaded
-
-    def _partial_problems(self, partial: PartialProfile) -> Iterator[Problem]:
-        """The template problems of the well-formed sections of a profile that failed its
-        schema (a section whose own keys are wrong is left to the schema's problems)."""
-        sections = partial.data.get("sections")
-        for index, raw in enumerate(sections if isinstance(sections, list) else []):
-            try:
-                section = SectionSpec.model_validate(raw, strict=True)
-            except ValueError:
-                continue
-            spec = ProfileSpec.model_construct(name="", sections=[section])
-            yield from self._template_problems(spec, _Shifted(partial.locator, index),
-                                               partial.locator.file)
 
     def _template_problems(
-        self, spec: ProfileSpec, where: Locator, file: str
+        self, spec: ProfileSpec, where: Locator, file: str, failed: set[int] | None = None
     ) -> Iterator[Problem]:
+        """The problems of each section's template and condition (``failed`` collects the
+        indices of the sections that have one)."""
         for index, section in enumerate(spec.sections):
             context = f'while checking section "{section.id}" of {file}'
+            found = False
             for problem in self.templates.check_template(
-                section.template, PROVIDED_NAMES[section.source], context=context
+                section.template, PROVIDED_NAMES.get(section.source, ALL_NAMES), context=context
             ):
+                found = True
                 if problem.file is None:  # template not found: point at the profile line
                     yield where.problem(["sections", index, "template"], problem.message)
                 else:
                     yield problem
             if section.when is not None:
-                when_file, line, path = where.where(["sections", index, "when"])
-                yield from self.templates.check_condition(
-                    section.when, _CONDITION_NAMES, file=when_file, line=line, path=path
-                )
+                for problem in self.templates.check_condition(
+                    section.when, _CONDITION_NAMES,
+                    locate=functools.partial(where.where, ["sections", index, "when"]),
+                ):
+                    found = True
+                    yield problem
+            if found and failed is not None:
+                failed.add(index)
 
     def check(self, names: Sequence[str] | None = None) -> list[PioneerError]:
         """Load every named (default: every visible) profile and render each of its
         sections against a representative input (:meth:`trial`); return the errors found,
-        every problem of every profile."""
+        every problem of every profile. A profile with problems is still rendered: each
+        of its sections that is well formed and whose template and condition are sound."""
         errors: list[PioneerError] = []
         for name in names or sorted(self.available_profiles()):
             try:
-                problems = self.trial(name)
+                if name in self._profiles:
+                    problems, file = self.trial(name), self._profiles[name].file
+                else:
+                    problems, file = self._check_one(name)
             except PioneerError as error:
                 errors.append(error)
                 continue
             if problems:
-                file = self.load_profile(name).file
-                errors.append(TemplateError(problems, summary=problem_summary(problems, file)))
+                errors.append(_load_error(problems, file))
         return errors
+
+    def _check_one(self, name: str) -> tuple[list[Problem], str]:
+        source, problems, failed = self._checked(name)
+        if not problems:
+            self._profiles[name] = self._loaded(source)
+            return self._trial(self._profiles[name]), source.file
+        sound = [i for i in range(len(source.spec.sections)) if i not in failed]
+        return [*problems, *self._trial(self._loaded(source.select(sound)))], source.file
 
     def trial(self, name: str) -> list[Problem]:
         """Render every section of a profile against a representative input and return
@@ -327,16 +341,18 @@ class PromptCompiler:
         evaluated, and each section is rendered whatever its condition says, so a template
         reading an attribute that does not exist (``limits.max_chars``) fails here.
         """
-        profile = self.load_profile(name)
+        return self._trial(self.load_profile(name))
+
+    def _trial(self, profile: LoadedProfile) -> list[Problem]:
         files = {
             file: BootstrapFile(name=file, path=file, content="text", original_chars=4,
                                 truncated=False)
             for file, _ in profile.bootstrap_files
         }
         renderer = _TrialRenderer(
-            self.templates, representative_input(name), profile, self._plan(profile),
-            BootstrapResult(files, (), ()), [], [], memo=Memo(1), recent=Recent(1),
-            conditions=Recent(1), counter=None, placements={},
+            self.templates, representative_input(profile.spec.name), profile,
+            self._plan(profile), BootstrapResult(files, (), ()), [], [], memo=Memo(1),
+            recent=Recent(1), conditions=Recent(1), counter=None, placements={},
         )
         problems: list[Problem] = []
         for section in profile.spec.sections:
@@ -535,6 +551,12 @@ class PromptCompiler:
             sections=sections,
             manifest=manifest,
         )
+
+
+def _load_error(problems: list[Problem], file: str) -> PioneerError:
+    """The error for a profile's problems: a ``TemplateError`` when each is a template's."""
+    error_type = TemplateError if all(p.context for p in problems) else ProfileError
+    return error_type(problems, summary=problem_summary(problems, file))
 
 
 def _lower(profile_value: int, override: int | None) -> int:

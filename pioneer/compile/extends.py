@@ -13,24 +13,34 @@ order, and the merged data is schema-checked again as a whole profile. A base na
 itself, so a deployment's ``full.toml`` can derive from the built-in ``full``; a base
 given as a ``.toml`` path is relative to the extending file. Cycles, unknown bases and
 edits of unknown section ids are errors located at the offending key.
+
+A problem does not end the resolution: what a file's schema refuses is left out (a
+wrong key; a list entry left without a key it needs, which is kept aside as a
+:class:`DroppedSection` so its template can still be checked) and the rest goes on, so
+``check`` sees every problem of a derived profile at once. Only what leaves nothing to go
+on ends it: a file that does not parse, a base that cannot be found, a cycle.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ..errors import Problem, ProfileError, ProfileSyntaxError, parse_document, read_text
 from .ids import PROFILE_ALIASES
 from .profile import (
     BudgetSpec,
+    ContributionSpec,
+    Locator,
     ProfileSpec,
+    SectionSpec,
     TextLocator,
     display_path,
     is_file,
@@ -43,7 +53,7 @@ from .profile import (
 )
 
 __all__ = [
-    "Origin", "PartialProfile", "ProfileSource", "SourceFile", "SourceMap", "resolve_profile",
+    "DroppedSection", "Origin", "ProfileSource", "SourceFile", "SourceMap", "resolve_profile",
 ]
 
 Parts = tuple[str | int, ...]
@@ -108,14 +118,14 @@ class SourceMap:
 
 
 @dataclass(frozen=True, slots=True)
-class PartialProfile:
-    """The parsed data of a profile file that failed its schema, and where its values
-    are: attached to that :class:`~pioneer.errors.ProfileError` as ``partial``, so the
-    compiler can check the templates of the sections that are well formed and report
-    their problems with the schema's, all at once."""
+class DroppedSection:
+    """A section entry left out of a resolved profile because its own keys are wrong (a
+    key it needs is missing or refused; those problems are reported). Its template and
+    condition are still checked, with the names of its source when that is one."""
 
-    data: dict[str, Any]
-    locator: TextLocator
+    section: SectionSpec  # built unvalidated from the entry's keys of the right type
+    locator: Locator  # where the entry was written
+    index: int  # its position in ``locator``'s sections
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +134,10 @@ class ProfileSource:
 
     spec: ProfileSpec
     locator: SourceMap
+    #: What was wrong on the way (``keep_going``): the spec holds the well-formed rest.
+    problems: tuple[Problem, ...] = ()
+    #: Section entries left out of ``spec`` because their own keys are wrong.
+    dropped: tuple[DroppedSection, ...] = ()
 
     @property
     def file(self) -> str:
@@ -135,11 +149,52 @@ class ProfileSource:
         """The extends chain: the requested file first, then each base."""
         return self.locator.files
 
+    def select(self, indices: Sequence[int]) -> ProfileSource:
+        """The profile with only the sections at ``indices``, each still located where
+        it was written (for rendering the sound part of a profile with problems)."""
+        sections = self.spec.sections
+        spec = self.spec.model_copy(update={"sections": [sections[i] for i in indices]})
+        moved = {"sections": {old: new for new, old in enumerate(indices)}}
+        return ProfileSource(spec, _moved(self.locator, moved))
 
-def resolve_profile(path: Path, search: Sequence[Path]) -> ProfileSource:
-    """Read a profile file, resolve its extends chain and schema-check the result."""
-    data, locator = _resolve(path, search, ())
-    return ProfileSource(ProfileSpec.model_validate(data), locator)
+
+def resolve_profile(path: Path, search: Sequence[Path], *,
+                    keep_going: bool = False) -> ProfileSource:
+    """Read a profile file, resolve its extends chain and schema-check the result.
+
+    Every problem is found. Without ``keep_going`` they are raised together as one
+    :class:`~pioneer.errors.ProfileError`; with it they are returned in
+    :attr:`ProfileSource.problems` beside the well-formed rest of the profile (what was
+    refused is left out), and only a problem that leaves nothing to check is raised.
+    """
+    resolution = _Resolution(search)
+    try:
+        data, locator = resolution.resolve(path, ())
+    except ProfileError as error:
+        if not resolution.problems:
+            raise
+        raise _fail([*resolution.problems, *error.problems], display_path(path)) from None
+    if resolution.problems and not keep_going:
+        raise _fail(resolution.problems, locator.files[0].file)
+    return ProfileSource(_spec(data, path), locator, tuple(resolution.problems),
+                         tuple(resolution.dropped))
+
+
+def _spec(data: dict[str, Any], path: Path) -> ProfileSpec:
+    """The resolved data as a profile; when what is left still lacks a top-level key
+    (reported already) the rest is taken as it is, its entries each validated."""
+    try:
+        return ProfileSpec.model_validate(data)
+    except ValidationError:
+        pass
+    name = data.get("name")
+    return ProfileSpec.model_construct(
+        name=name if isinstance(name, str) else path.stem,
+        description=str(data.get("description", "")),
+        budgets=BudgetSpec.model_validate(data.get("budgets", {})),
+        contributions=[ContributionSpec.model_validate(c) for c in data.get("contributions", [])],
+        sections=[SectionSpec.model_validate(s) for s in data.get("sections", [])],
+    )
 
 
 def _fail(problems: list[Problem], file: str) -> ProfileError:
@@ -153,28 +208,201 @@ def _read(path: Path) -> SourceFile:
     return SourceFile(file, path, text, data)
 
 
-def _resolve(
-    path: Path, search: Sequence[Path], chain: tuple[SourceFile, ...]
-) -> tuple[dict[str, Any], SourceMap]:
-    source = _read(path)
-    problems = list(schema_problems(source.data, source.locator, _file_model(source.data)))
-    if problems:
-        error = _fail(problems, source.file)
-        if "extends" not in source.data:  # the rest can still be checked: see PartialProfile
-            error.partial = PartialProfile(source.data, source.locator)  # type: ignore[attr-defined]
-        raise error
-    if "extends" not in source.data:
-        return source.data, SourceMap((source,), {(): Origin(source, ())})
-    base_path = _find_base(source, search, chain)
-    base_data, base_map = _resolve(base_path, search, (*chain, source))
-    merge = _Merge(source, base_data, base_map)
-    if merge.problems:
-        raise _fail(merge.problems, source.file)
-    data, locator = merge.result()
-    problems = list(schema_problems(data, locator, ProfileSpec))
-    if problems:
-        raise _fail(problems, source.file)
-    return data, locator
+class _Resolution:
+    """One resolution of an extends chain: the problems found and the entries dropped."""
+
+    def __init__(self, search: Sequence[Path]):
+        self.search = search
+        self.problems: list[Problem] = []
+        self.dropped: list[DroppedSection] = []
+        #: Top-level keys some file of the chain had refused (each reported there).
+        self.refused: set[str] = set()
+
+    def resolve(
+        self, path: Path, chain: tuple[SourceFile, ...]
+    ) -> tuple[dict[str, Any], SourceMap]:
+        source = _read(path)
+        data, tainted = self._checked(source.data, source.locator, _file_model(source.data))
+        if "extends" not in source.data:
+            return _compacted(data, SourceMap((source,), {(): Origin(source, ())}))
+        if "extends" not in data:  # refused itself: there is no base to go on with
+            raise _fail([], source.file)
+        base_path = _find_base(source, self.search, chain)
+        base_data, base_map = self.resolve(base_path, (*chain, source))
+        merge = _Merge(source, data, base_data, base_map, tainted)
+        self.problems += merge.problems
+        merged, locator = merge.result()
+        # An entry of this file that had a key refused was reported: the whole profile's
+        # check does not report it again (as a key now missing).
+        reported = {(kind, index) for kind in _LISTS
+                    for index in range(len(merged.get(kind, [])))
+                    if (found := locator.origin((kind, index))).source is source
+                    and found.parts[:2] in tainted}
+        merged, _ = self._checked(merged, locator, ProfileSpec, reported, whole=True)
+        return _compacted(merged, locator)
+
+    def _checked(
+        self, data: dict[str, Any], where: Locator, model: type[BaseModel],
+        reported: set[tuple[str, int]] | frozenset[tuple[str, int]] = frozenset(), *,
+        whole: bool = False,
+    ) -> tuple[dict[str, Any], dict[Parts, set[str]]]:
+        """``data`` without what ``model`` refuses (dropped entries as ``None``), each
+        refusal reported, located by ``where``, unless it is in an entry already
+        ``reported`` or (for the ``whole`` profile) a top-level key a file of the chain
+        refused; and the entries it changed."""
+        view = data
+        if reported or (whole and self.refused):
+            view = {**data, **{key: _STAND_INS[key] for key in self.refused
+                               if whole and key in _STAND_INS and key not in data}}
+            for kind, index in reported:
+                view[kind] = [*view[kind]]
+                view[kind][index] = _STAND_INS[kind][0]
+        problems = list(schema_problems(view, where, model))
+        if not problems and not reported:
+            return data, {}
+        self.problems += problems
+        # what becomes the profile loses each entry with a wrong value whole: the section
+        # would otherwise be checked and rendered as if the key were not there
+        pruned = _pruned(data, model, reported, whole_entries=model is ProfileSpec)
+        self.refused |= pruned.refused
+        for index, entry in pruned.dropped:
+            section = _dropped_section(entry)
+            if section is not None:
+                self.dropped.append(DroppedSection(section, where, index))
+        return pruned.data, pruned.changed
+
+
+#: What stands in, for the whole profile's check, for a value already reported: a
+#: section entry of a derived file, a top-level key a file of the chain had refused.
+_STAND_INS: dict[str, Any] = {
+    "name": "-",
+    "sections": [{"id": "-", "title": "-", "stability": "dynamic", "template": "-"}],
+    "contributions": [{"id": "-"}],
+}
+
+
+def _dropped_section(entry: Any) -> SectionSpec | None:
+    """A dropped section entry as a section to check the template of: its keys of the
+    right type, unvalidated; ``None`` when it names no template."""
+    if not isinstance(entry, dict):
+        return None
+    keys: dict[str, Any] = {
+        key: value for key, value in entry.items()
+        if key in ("id", "template", "source", "when") and isinstance(value, str) and value}
+    if "template" not in keys:
+        return None
+    keys.setdefault("id", "?")
+    return SectionSpec.model_construct(title="", stability="stable", **keys)
+
+
+#: A pruning round can leave an entry without a key it needs; the next round drops it.
+_PRUNE_ROUNDS = 8
+
+
+class _Pruned(NamedTuple):
+    data: dict[str, Any]
+    dropped: list[tuple[int, Any]]  # the dropped sections (index, entry as written)
+    changed: dict[Parts, set[str]]  # the list entries changed: the keys taken out
+    refused: set[str]  # the top-level keys taken out
+
+
+def _pruned(data: dict[str, Any], model: type[BaseModel], drop: Iterable[Parts] = (), *,
+            whole_entries: bool = False) -> _Pruned:
+    """``data`` without what ``model`` refuses: a wrong key is left out, and a list entry
+    that is not a table or lacks a key it needs (with ``whole_entries``, any entry with a
+    key of a wrong value; and each entry in ``drop``) is replaced by ``None``, so every
+    other entry keeps its index: an unknown key changes nothing an entry means, a wrong
+    value does. A top-level key that is missing cannot be left out and stays
+    missing."""
+    work = copy.deepcopy(data)
+    found = _Pruned(work, [], {}, set())
+    for kind, index in drop:
+        work[str(kind)][int(index)] = None
+        found.changed.setdefault((kind, index), set())
+        if kind == "sections":
+            found.dropped.append((int(index), data[str(kind)][int(index)]))
+    for _ in range(_PRUNE_ROUNDS):
+        kept = {kind: [i for i, entry in enumerate(work[kind]) if entry is not None]
+                for kind in _LISTS if isinstance(work.get(kind), list)}
+        view = {key: [work[key][i] for i in kept[key]] if key in kept else value
+                for key, value in work.items()}
+        try:
+            model.model_validate(view, strict=True)
+        except ValidationError as error:
+            errors = error.errors()
+        else:
+            break
+        changed = False
+        for item in errors:
+            loc = list(item["loc"])
+            if loc and loc[0] in kept and len(loc) > 1 and isinstance(loc[1], int):
+                kind, index = str(loc[0]), kept[str(loc[0])][loc[1]]
+                entry = work[kind][index]
+                if entry is None:
+                    continue
+                wrong = whole_entries and item["type"] != "extra_forbidden"
+                if wrong or len(loc) == 2 or item["type"] == "missing" or not isinstance(
+                        entry, dict):
+                    work[kind][index] = None
+                    if kind == "sections":
+                        found.dropped.append((index, data[kind][index]))
+                    changed = True
+                elif entry.pop(loc[2], None) is not None:
+                    changed = True
+                key = str(loc[2]) if len(loc) > 2 else ""
+                found.changed.setdefault((kind, index), set()).add(key)
+                continue
+            target = loc[:-1] if item["type"] == "missing" else loc[:3]
+            if target and _remove(work, target):
+                changed = True
+                if len(target) == 1:
+                    found.refused.add(str(target[0]))
+        if not changed:
+            break
+    found.dropped.sort(key=lambda dropped: dropped[0])
+    return found
+
+
+def _remove(data: dict[str, Any], parts: Sequence[Any]) -> bool:
+    """Delete the value at ``parts``; whether there was one."""
+    node: Any = data
+    for part in parts[:-1]:
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict) and parts[-1] in node:
+        del node[parts[-1]]
+        return True
+    return False
+
+
+def _compacted(data: dict[str, Any], locator: SourceMap) -> tuple[dict[str, Any], SourceMap]:
+    """``data`` with its dropped (``None``) entries taken out of its lists, and the source
+    map moved to match: every entry still points where it was written."""
+    moved: dict[str, dict[int, int]] = {}
+    for kind in _LISTS:
+        entries = data.get(kind)
+        if isinstance(entries, list) and None in entries:
+            kept = [i for i, entry in enumerate(entries) if entry is not None]
+            moved[kind] = {old: new for new, old in enumerate(kept)}
+            data = {**data, kind: [entries[i] for i in kept]}
+    if not moved:
+        return data, locator
+    return data, _moved(locator, moved)
+
+
+def _moved(locator: SourceMap, moved: Mapping[str, Mapping[int, int]]) -> SourceMap:
+    """``locator`` for lists whose entries moved (old index → new; the rest are gone)."""
+    origins: dict[Parts, Origin] = {}
+    for parts, origin in locator.origins.items():
+        if len(parts) > 1 and parts[0] in moved and isinstance(parts[1], int):
+            new = moved[str(parts[0])].get(parts[1])
+            if new is None:
+                continue
+            parts = (parts[0], new, *parts[2:])
+        origins[parts] = origin
+    for kind, positions in moved.items():
+        for old, new in positions.items():
+            origins.setdefault((kind, new), locator.origin((kind, old)))
+    return SourceMap(locator.files, origins, locator.warnings)
 
 
 def _file_model(data: Any) -> type[BaseModel]:
@@ -230,8 +458,11 @@ class _Entry:
 class _Merge:
     """Applies one derived file's overrides and edits to its resolved base."""
 
-    def __init__(self, derived: SourceFile, base: dict[str, Any], base_map: SourceMap):
+    def __init__(self, derived: SourceFile, edits: dict[str, Any], base: dict[str, Any],
+                 base_map: SourceMap, refused: Mapping[Parts, set[str]]):
         self.derived = derived
+        self.edits = edits  # the derived file's data, what its schema refused left out
+        self.refused = refused  # by entry, the keys its schema refused (each reported)
         self.base_name = str(base["name"])
         self.problems: list[Problem] = []
         self.top = {key: value for key, value in base.items() if key not in _LISTS}
@@ -241,20 +472,21 @@ class _Merge:
         }
         self.files = (derived, *base_map.files)
         self.lists = {key: _entries(base, base_map, key) for key in _LISTS}
-        self.present = {key for key in _LISTS if key in base or key in derived.data}
+        self.ids = {key: [str(entry.data["id"]) for entry in entries]
+                    for key, entries in self.lists.items()}
+        self.present = {key for key in _LISTS if key in base or key in edits}
         self.touched: set[tuple[str, str]] = set()
         self.warnings: list[Problem] = list(base_map.warnings)
-        edits = derived.data
         for key in ("name", "description"):
             if key in edits:
                 self.top[key] = edits[key]
                 self._mark((key,))
         if "budgets" in edits:
             self._budgets(edits["budgets"])
-        for index, edit in enumerate(edits.get("contributions", [])):
-            self._edit("contributions", index, edit)
-        for index, edit in enumerate(edits.get("sections", [])):
-            self._edit("sections", index, edit)
+        for kind in _LISTS:
+            for index, edit in enumerate(edits.get(kind, [])):
+                if edit is not None:  # None: dropped, its problems reported
+                    self._edit(kind, index, edit)
         self.problems.sort(key=lambda problem: problem.line or 0)  # document order
 
     def _mark(self, parts: Parts) -> None:
@@ -282,8 +514,7 @@ class _Merge:
     def _edit(self, kind: str, index: int, edit: dict[str, Any]) -> None:
         """Apply one ``[[sections]]`` or ``[[contributions]]`` entry of the derived file."""
         at: Parts = (kind, index)
-        entries = self.lists[kind]
-        ids = [str(entry.data["id"]) for entry in entries]
+        entries, ids = self.lists[kind], self.ids[kind]  # kept in step
         item_id = str(edit["id"])
         current = ids.index(item_id) if item_id in ids else None
         anchor_key = "before" if "before" in edit else "after" if "after" in edit else None
@@ -291,10 +522,11 @@ class _Merge:
         self.touched.add((kind, item_id))
         self._mark((kind,))
         if wrong is not None:
-            self._problem((*at, wrong[0]), wrong[1])
+            if not self.refused.get(at, set()) & _SECTION_OPS:  # else it is what was meant
+                self._problem((*at, wrong[0]), wrong[1])
             return
         if edit.get("remove"):
-            del entries[current]  # type: ignore[arg-type]  # _wrong ruled out None
+            del entries[current], ids[current]  # type: ignore[index]  # _wrong ruled out None
             return
         fields = {key: value for key, value in edit.items() if key not in _SECTION_OPS}
         if current is not None and kind == "sections" and not edit.get("replace"):
@@ -308,11 +540,15 @@ class _Merge:
         if anchor_key is not None:
             if current is not None:
                 del entries[current], ids[current]
-            entries.insert(ids.index(edit[anchor_key]) + (anchor_key == "after"), entry)
+            place = ids.index(edit[anchor_key]) + (anchor_key == "after")
+            entries.insert(place, entry)
+            ids.insert(place, item_id)
         elif current is None:
             entries.append(entry)
+            ids.append(item_id)
         else:
             entries[current] = entry
+            ids[current] = str(entry.data["id"])
 
     def _retitled(self, at: Parts, base: dict[str, Any], fields: dict[str, Any],
                   anchor_key: str | None) -> None:
@@ -340,7 +576,8 @@ class _Merge:
         item_id = str(edit["id"])
         noun = kind.removesuffix("s")
         if (kind, item_id) in self.touched:
-            first = next(n for n, e in enumerate(self.derived.data[kind]) if e["id"] == item_id)
+            first = next(n for n, e in enumerate(self.edits[kind])
+                         if e is not None and e["id"] == item_id)
             return "id", f'{noun} "{item_id}" is already edited at {kind}[{first}]'
         if edit.get("remove"):
             extra = sorted(set(edit) - {"id", "remove"})
@@ -389,12 +626,9 @@ _LISTS = ("contributions", "sections")
 
 
 def _entries(base: dict[str, Any], base_map: SourceMap, kind: str) -> list[_Entry]:
-    entries = []
-    for index, item in enumerate(base.get(kind, [])):
-        at: Parts = (kind, index)
-        keys = {
-            parts[2:]: origin for parts, origin in base_map.origins.items()
-            if len(parts) > 2 and parts[:2] == at
-        }
-        entries.append(_Entry(dict(item), base_map.origin(at), keys))
-    return entries
+    keys: dict[int, dict[Parts, Origin]] = {}  # each entry's recorded keys, in one pass
+    for parts, origin in base_map.origins.items():
+        if len(parts) > 2 and parts[0] == kind and isinstance(parts[1], int):
+            keys.setdefault(parts[1], {})[parts[2:]] = origin
+    return [_Entry(dict(item), base_map.origin((kind, index)), keys.get(index, {}))
+            for index, item in enumerate(base.get(kind, []))]

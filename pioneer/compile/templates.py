@@ -91,6 +91,7 @@ class TemplateSet:
         self._conditions: dict[str, Callable[..., Any]] = {}
         self._asts: dict[str, Any] = {}
         self._reads: dict[str, frozenset[str] | None] = {}
+        self._names: dict[str, frozenset[str]] = {}  # the names a template reads itself
         #: Templates that print one name between fixed text (``{{ content }}`` and its
         #: newline): (text before, name, text after). With a plain string for that name
         #: the output is those three pieces, so the compiler takes them without running
@@ -171,7 +172,10 @@ class TemplateSet:
         self, name: str, provided: frozenset[str], *, context: str
     ) -> Iterator[Problem]:
         source, display = self._sources[name]
-        for variable in sorted(meta.find_undeclared_variables(self._asts[name]) - provided):
+        names = self._names.get(name)
+        if names is None:  # a template's own, however many sections use it
+            names = self._names[name] = frozenset(meta.find_undeclared_variables(self._asts[name]))
+        for variable in sorted(names - provided):
             yield Problem(
                 f'"{variable}" is undefined{did_you_mean(variable, provided)} '
                 "(not in the compile context)",
@@ -227,11 +231,10 @@ class TemplateSet:
         expression: str,
         provided: frozenset[str],
         *,
-        file: str,
-        line: int | None,
-        path: str,
+        locate: Callable[[], tuple[str, int | None, str]],
     ) -> Iterator[Problem]:
-        """Compile a ``when`` expression and check the names it uses."""
+        """Compile a ``when`` expression and check the names it uses; ``locate`` gives the
+        (file, line, path) of the expression, asked only when there is a problem."""
         if expression in self._conditions:
             return
         try:
@@ -240,11 +243,13 @@ class TemplateSet:
             # false: undefined_to_none would hide it.
             compiled = self.env.compile_expression(expression, undefined_to_none=False)
         except Exception as error:  # RecursionError: nested too deeply for the parser
+            file, line, path = locate()
             yield Problem(f"invalid condition: {describe(error)}", file=file, line=line,
                           path=path)
             return
         unknown = sorted(meta.find_undeclared_variables(ast) - provided)
         for variable in unknown:
+            file, line, path = locate()
             yield Problem(
                 f'"{variable}" is undefined{did_you_mean(variable, provided)} '
                 "(not in the compile context)",
