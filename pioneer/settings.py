@@ -355,14 +355,15 @@ def _check_discovered(data: Mapping[str, Any], name: str, text: str, folder: Pat
     :data:`DISCOVERED_SETTINGS`, or a path outside the file's folder."""
     problems = []
     inside = folder.resolve()
+    lines = TomlLines(text)  # indexed for a first problem only
     for key, value in data.items():
-        line = toml_line(text, [key])
         if key not in DISCOVERED_SETTINGS:
             problems.append(Problem(
                 "a pioneer.toml found in the working folder or a parent may not set this "
                 "(it could send data or a secret outside the deployment): set it in the "
                 f"environment ({ENV_PREFIX}{key.upper()}), on the command line, or in a file "
-                f"named by --config or {CONFIG_VARIABLE}", file=name, line=line, path=key))
+                f"named by --config or {CONFIG_VARIABLE}", file=name, line=lines.line([key]),
+                path=key))
             continue
         if key in _PATH_KEYS:
             for path in value if isinstance(value, list) else [value]:
@@ -371,7 +372,7 @@ def _check_discovered(data: Mapping[str, Any], name: str, text: str, folder: Pat
                         f"{path} is outside {folder or '.'}: a pioneer.toml found in the working "
                         "folder or a parent may name paths inside its own folder only (name the "
                         f"file with --config or {CONFIG_VARIABLE} to trust it)",
-                        file=name, line=line, path=key))
+                        file=name, line=lines.line([key]), path=key))
     if problems:
         raise InputError(problems)
 
