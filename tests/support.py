@@ -13,9 +13,16 @@ from pydantic import BaseModel
 
 from pioneer import PromptCompiler
 from pioneer.compile.allowance import INPUT_COPIES, MAX_OUTPUT
+from pioneer.compile.compiler import CONDITION_NAMES, PROVIDED_NAMES
 from pioneer.history import ArtifactRef, CrudStore
 
 T = TypeVar("T")
+
+#: What an undefined-name message lists: the names a condition may read, and a text
+#: and an input section's template.
+CONDITION = ", ".join(sorted(CONDITION_NAMES))
+TEXT_SECTION = ", ".join(sorted(PROVIDED_NAMES["text"]))
+INPUT_SECTION = ", ".join(sorted(PROVIDED_NAMES["input"]))
 
 
 def within(seconds: float, call: Callable[[], T]) -> T:

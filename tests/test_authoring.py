@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support import TEXT_SECTION
 from support import run_cli as run
 
 SECTION = 'name = "{name}"\n[[sections]]\nid = "a"\ntitle = "A"\nstability = "stable"\n' \
@@ -53,7 +54,8 @@ def test_check_lists_every_problem_of_every_profile(tmp_path: Path) -> None:
         f"{tmp_path / 'p' / 'one.toml'}:2: nope: unknown key (known: budgets, contributions, "
         "description, name, sections)\n"
         f'{tmp_path / "p" / "one.toml"}:7: sections[0] (id "a") → template: template '
-        '"missing.md.j2" not found on the template search path\n'
+        f'"missing.md.j2" not found on the template search path; searched {tmp_path / "t"}/, '
+        "the built-in templates\n"
         f"{tmp_path / 'p' / 'three.toml'}:2:11: expected ']]' at the end of an array "
         "declaration (TOML syntax)\n"
         f'{tmp_path / "p" / "two.toml"}:4: sections[0] (id "a") → title: expected string '
@@ -97,7 +99,7 @@ def test_check_reports_every_problem_of_a_profile_at_once(tmp_path: Path, derive
         'key (did you mean "stability"?)\n',
         # the templates of the well-formed sections, then of those whose keys are wrong
         f'{templates / "greeting.md.j2"}:1: "user_name" is undefined (not in the compile '
-        "context)\n",
+        f"context, which holds {TEXT_SECTION})\n",
         f'  while checking section "greeting" of {profile}\n',
         f'{templates / "house_style.md.j2"}:2: Unexpected end of template. Jinja was looking '
         "for the following tags: 'endfor' or 'else'. The innermost block that needs to be "
@@ -167,3 +169,42 @@ def test_input_errors_name_the_line(tmp_path: Path, name: str, text: str,
     assert run("compile", "--home", str(tmp_path), "--input", str(tmp_path / name)) == (
         1, "", f"{tmp_path}/{expected}\nerror: 1 problem in {tmp_path / name}\n"
     )
+
+
+def test_a_missing_template_names_the_closest_ones_and_the_folders_searched(
+    tmp_path: Path,
+) -> None:
+    paths = _deployment(tmp_path, {"house_style.md.j2": "Brief.\n", "house_rules.md.j2": "x\n"},
+                        {"h.toml": SECTION.format(name="h", template="house_styl.md.j2")})
+    paths += ["--template-path", str(tmp_path / "more")]
+    (tmp_path / "more").mkdir()
+    assert run("check", "h", *paths) == (1, "", (
+        f'{tmp_path / "p" / "h.toml"}:6: sections[0] (id "a") → template: template '
+        '"house_styl.md.j2" not found on the template search path (did you mean '
+        '"house_style.md.j2" or "house_rules.md.j2"?); searched '
+        f'{tmp_path / "t"}/, {tmp_path / "more"}/, the built-in templates\n'
+        "error: 1 problem in 1 profile\n"))
+
+
+def test_an_undefined_name_lists_the_names_there_are_when_none_is_close(tmp_path: Path) -> None:
+    paths = _deployment(tmp_path, {"a.md.j2": "{{ user_nmae }} {{ contnt }}\n"}, {
+        "u.toml": SECTION.format(name="u", template="a.md.j2").replace(
+            'template = "a.md.j2"\n', 'template = "a.md.j2"\nsource = "input"\n'
+            'field = "extra_system"\nwhen = "sandbox"\n')})
+    template, profile = tmp_path / "t" / "a.md.j2", tmp_path / "p" / "u.toml"
+    assert run("check", "u", *paths) == (1, "", (
+        f'{template}:1: "contnt" is undefined (did you mean "content"?) (not in the compile '
+        "context)\n"
+        f'  while checking section "a" of {profile}\n'
+        f'{template}:1: "user_nmae" is undefined (not in the compile context, which holds '
+        "artifact_ref_count, content, continue_generation_hint, dynamic_context, "
+        "dynamic_sections, extra_system, include_task_orchestration_policy, "
+        "include_tool_recovery_policy, limits, profile, retry_instruction, runtime_sections, "
+        "section, skills_prompt, workspace_root)\n"
+        f'  while checking section "a" of {profile}\n'
+        f'{profile}:9: sections[0] (id "a") → when: "sandbox" is undefined (not in the compile '
+        "context, which holds artifact_ref_count, continue_generation_hint, dynamic_context, "
+        "dynamic_sections, extra_system, include_task_orchestration_policy, "
+        "include_tool_recovery_policy, limits, profile, retry_instruction, runtime_sections, "
+        "skills_prompt, workspace_root)\n"
+        "error: 3 problems in 1 profile\n"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support import CONDITION, INPUT_SECTION
 
 from pioneer import (
     InputError,
@@ -135,10 +136,12 @@ template = "broken.md.j2"
             'profiles/acme.toml:21: sections[2] (id "extra") → source: '
             'source "input" needs key "field"',
             'profiles/acme.toml:13: sections[1] (id "identity_base") → template: '
-            'template "missing.md.j2" not found on the template search path',
+            'template "missing.md.j2" not found on the template search path; searched '
+            "templates/, the built-in templates",
             'profiles/acme.toml:14: sections[1] (id "identity_base") → when: '
-            '"not_a_field" is undefined (not in the compile context)',
-            'templates/uses_unknown.md.j2:2: "user_name" is undefined (not in the compile context)',
+            f'"not_a_field" is undefined (not in the compile context, which holds {CONDITION})',
+            'templates/uses_unknown.md.j2:2: "user_name" is undefined (not in the compile '
+            f"context, which holds {INPUT_SECTION})",
             '  while checking section "extra" of profiles/acme.toml',
             "templates/broken.md.j2:2: Unexpected end of template. Jinja was looking for the "
             "following tags: 'elif' or 'else' or 'endif'. The innermost block that needs to be "

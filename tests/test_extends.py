@@ -20,6 +20,10 @@ def _tree(root: Path, files: dict[str, str]) -> None:
         path.write_text(text)
 
 
+#: Where a test's templates are looked for, as a template-not-found message says it.
+SEARCHED = "; searched templates/, the built-in templates"
+
+
 def _compiler(tmp_path: Path) -> PromptCompiler:
     return PromptCompiler(
         profile_path=[tmp_path / "profiles"], template_path=[tmp_path / "templates"]
@@ -298,7 +302,7 @@ template = "nowhere.md.j2"
     assert _error(tmp_path, {"profiles/acme.toml": text}) == "\n".join([
         'profiles/acme.toml:13: sections[1] (id "no_template"): missing key "template"',
         'profiles/acme.toml:21: sections[2] (id "soul_core") → template: template '
-        '"nowhere.md.j2" not found on the template search path',
+        f'"nowhere.md.j2" not found on the template search path{SEARCHED}',
         'profiles/full.toml:112: sections[5] (id "tool_recovery_policy") → stability: stable '
         'section after dynamic section "early_dynamic"; every stable section must come first',
         "error: 3 problems in profiles/acme.toml",
@@ -308,9 +312,9 @@ template = "nowhere.md.j2"
         'profiles/full.toml:112: sections[5] (id "tool_recovery_policy") → stability: stable '
         'section after dynamic section "early_dynamic"; every stable section must come first',
         'profiles/acme.toml:22: sections[2] (id "soul_core") → template: template '
-        '"nowhere.md.j2" not found on the template search path',
+        f'"nowhere.md.j2" not found on the template search path{SEARCHED}',
         'profiles/acme.toml:18: sections[1] (id "no_template") → template: template '
-        '"a.md.j2" not found on the template search path',
+        f'"a.md.j2" not found on the template search path{SEARCHED}',
         "error: 3 problems in profiles/acme.toml",
     ])
 

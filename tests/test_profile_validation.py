@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from pioneer import PromptCompiler, errors
+from pioneer.compile.compiler import CONDITION_NAMES
 from pioneer.compile.derived import DerivedProfileSpec
 from pioneer.compile.profile import ProfileSpec, TextLocator, schema_problems
 from pioneer.resources import load_schema
@@ -138,5 +139,6 @@ def test_a_sound_profile_is_loaded_without_locating_anything(
     (tmp_path / "many.toml").write_text(head + sections.replace("'v150'", "'v150' and nope"))
     problems = PromptCompiler(profile_path=[tmp_path]).check(["many"])[0].problems
     assert [(p.line, p.message) for p in problems] == [
-        (3 + derived + 150 * (7 + derived) + 5, '"nope" is undefined (not in the compile context)')]
+        (3 + derived + 150 * (7 + derived) + 5, '"nope" is undefined (not in the compile '
+         f'context, which holds {", ".join(sorted(CONDITION_NAMES))})')]
     assert len(built) == 1  # the file's lines, indexed once for the problem

@@ -97,7 +97,8 @@ PROVIDED_NAMES: dict[str, frozenset[str]] = {
 }
 #: Every name some section's template may use (for a section whose source is not known).
 ALL_NAMES: frozenset[str] = frozenset().union(*PROVIDED_NAMES.values())
-_CONDITION_NAMES = INPUT_FIELDS | {"profile"}
+#: Names a ``when`` condition may use.
+CONDITION_NAMES = _CONDITION_NAMES = INPUT_FIELDS | {"profile"}
 #: Input fields the interpreter itself consumes, whatever the profile's sections read.
 _CONSUMED = frozenset({"workspace_root", "profile", "runtime_sections", "dynamic_sections",
                        "limits"})

@@ -30,9 +30,11 @@ __all__ = [
     "describe",
     "display_name",
     "load_problem",
+    "not_found",
     "pass_through",
     "render_error",
     "render_problem",
+    "undefined",
 ]
 
 
@@ -177,8 +179,7 @@ class TemplateSet:
             names = self._names[name] = frozenset(meta.find_undeclared_variables(self._asts[name]))
         for variable in sorted(names - provided):
             yield Problem(
-                f'"{variable}" is undefined{did_you_mean(variable, provided)} '
-                "(not in the compile context)",
+                undefined(variable, provided),
                 file=display,
                 line=_line_of(source, variable),
                 context=context,
@@ -251,8 +252,7 @@ class TemplateSet:
         for variable in unknown:
             file, line, path = locate()
             yield Problem(
-                f'"{variable}" is undefined{did_you_mean(variable, provided)} '
-                "(not in the compile context)",
+                undefined(variable, provided),
                 file=file,
                 line=line,
                 path=path,
@@ -298,8 +298,7 @@ def load_problem(
 ) -> Problem:
     """A failure to find, read, parse or compile the template ``name``."""
     if isinstance(error, jinja2.TemplateNotFound):
-        return Problem(f'template "{name}" not found on the template search path',
-                       context=context)
+        return Problem(not_found(env, name), context=context)
     if isinstance(error, jinja2.TemplateSyntaxError):
         return Problem(describe(error), file=display_name(error.filename) if error.filename
                        else _locate(env, name), line=error.lineno, context=context)
@@ -326,6 +325,7 @@ def render_problem(
         return Problem(describe(error), file=display_name(error.filename), line=error.lineno,
                        context=context)
     file = display_name(template.filename) if template is not None else None
+    env = template.environment if template is not None else None
     line = None
     traceback = error.__traceback__
     while traceback is not None:
@@ -336,8 +336,47 @@ def render_problem(
         traceback = traceback.tb_next
     message = describe(error)
     if isinstance(error, jinja2.TemplateNotFound):
-        message = f'template "{error.name}" not found on the template search path'
+        message = not_found(env, str(error.name))
     return Problem(message, file=file, line=line, context=context)
+
+
+def undefined(name: str, known: frozenset[str]) -> str:
+    """What is said of a name a template or condition reads that the compile context does
+    not hold: the close name it was probably meant to be, else every name it may read."""
+    hint = did_you_mean(name, known)
+    if hint:
+        return f'"{name}" is undefined{hint} (not in the compile context)'
+    return (f'"{name}" is undefined (not in the compile context, which holds '
+            f'{", ".join(sorted(known))})')
+
+
+def not_found(env: jinja2.Environment | None, name: str) -> str:
+    """What is said of a template that is not on the search path: the closest names
+    there are and the folders that were searched."""
+    message = f'template "{name}" not found on the template search path'
+    loader = env.loader if env is not None else None
+    if not isinstance(loader, jinja2.FileSystemLoader):
+        return message
+    import difflib  # only when a name is wrong
+
+    try:
+        known = loader.list_templates()
+    except OSError:  # a folder that cannot be listed: nothing to suggest from it
+        known = []
+    # Compared without their extensions, which every name shares (".md.j2").
+    stems: dict[str, list[str]] = {}
+    for candidate in known:
+        stems.setdefault(candidate.split(".", 1)[0], []).append(candidate)
+    close = [candidate for stem in difflib.get_close_matches(name[:200].split(".", 1)[0],
+                                                             list(stems), n=3, cutoff=0.6)
+             for candidate in stems[stem]][:3]
+    if close:
+        quoted = [f'"{candidate}"' for candidate in close]
+        message += f" (did you mean {' or '.join(quoted)}?)"
+    builtin = str(builtin_dir("templates"))
+    folders = ["the built-in templates" if folder == builtin else f"{folder.rstrip('/')}/"
+               for folder in loader.searchpath]
+    return f"{message}; searched {', '.join(folders)}"
 
 
 def render_error(
