@@ -223,18 +223,19 @@ class PioneerSettings(BaseModel):
     @classmethod
     def load(
         cls, config_file: str | os.PathLike[str] | None = None, *, discover: bool = True,
-        **overrides: Any,
+        discover_from: str | os.PathLike[str] | None = None, **overrides: Any,
     ) -> PioneerSettings:
         """Settings as the ``pioneer`` command reads them: ``overrides``, the environment,
         ``config_file`` (else ``PIONEER_CONFIG``'s file, else with ``discover`` the first
-        ``pioneer.toml`` in the working folder or a parent), defaults. Every problem, in
-        the file or in a variable, is one :class:`~pioneer.errors.InputError`."""
+        ``pioneer.toml`` in ``discover_from`` (default: the working folder) or a parent),
+        defaults. Every problem, in the file or in a variable, is one
+        :class:`~pioneer.errors.InputError`."""
         named = Path(config_file) if config_file is not None else None
         if named is not None and not named.is_file():
             raise InputError(Problem("config file not found", file=str(named)))
         found = None
         if named is None and discover and _named_config() is None:
-            found = find_config()
+            found = find_config(discover_from)
         token = _CONFIG.set(named or found)
         discovered = _DISCOVERED.set(found is not None)
         try:

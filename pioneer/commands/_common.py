@@ -89,8 +89,10 @@ def open_command_store(args: argparse.Namespace, settings: PioneerSettings | Non
     return open_store(store_path(args, settings), read_only=not write, create=False)
 
 
-def make_settings(args: argparse.Namespace) -> PioneerSettings:
-    """Settings from the environment and pioneer.toml, overridden by the command line."""
+def make_settings(args: argparse.Namespace, *,
+                  discover_from: Path | None = None) -> PioneerSettings:
+    """Settings from the environment and pioneer.toml (discovered from ``discover_from``,
+    default the working folder), overridden by the command line."""
     overrides: dict[str, Any] = {}
     if getattr(args, "home", None) is not None:
         overrides["home"] = args.home
@@ -98,11 +100,15 @@ def make_settings(args: argparse.Namespace) -> PioneerSettings:
         overrides["profile_path"] = args.profile_path
     if getattr(args, "template_path", None):
         overrides["template_path"] = args.template_path
-    return PioneerSettings.load(getattr(args, "config", None), **overrides)
+    return PioneerSettings.load(getattr(args, "config", None), discover_from=discover_from,
+                                **overrides)
 
 
-def make_compiler(args: argparse.Namespace, *, count_tokens: bool = True) -> PromptCompiler:
-    """A compiler configured from the command line."""
+def make_compiler(args: argparse.Namespace, *, count_tokens: bool = True,
+                  discover_from: Path | None = None) -> PromptCompiler:
+    """A compiler configured from the command line (``discover_from``: the folder the
+    search for a ``pioneer.toml`` starts in, default the working folder)."""
     from ..compile.compiler import PromptCompiler
 
-    return PromptCompiler(make_settings(args), count_tokens=count_tokens)
+    return PromptCompiler(make_settings(args, discover_from=discover_from),
+                          count_tokens=count_tokens)
