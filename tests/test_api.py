@@ -55,6 +55,8 @@ CALLS: dict[str, Callable[[Path, PathMaker], Any]] = {
         template_path=[a(p / "templates")]).template_path,
     "PioneerSettings.load.config_file": lambda p, a: PioneerSettings.load(
         a(p / "pioneer.toml")).max_context_tokens,
+    "PioneerSettings.load.discover_from": lambda p, a: PioneerSettings.load(
+        discover_from=a(p / "profiles")).max_context_tokens,
     "SqliteStore.__init__.path": lambda p, a: _close(SqliteStore(a(p / "a.db"))).path,
     "EpisodicIndex.__init__.store": lambda p, a: _close(EpisodicIndex(a(p / "b.db"))).path,
     "open_store.target": lambda p, a: _close(open_store(a(p / "c.db"))).where,
