@@ -54,7 +54,7 @@ def _compile(home: Path, profiles: Path, **fields: object) -> PromptManifest:
         pytest.param('[[sections]]\nid = "assistant_safety"\ntitle = "Rules"\n',
                      ("assistant_safety", "changed"), id="changed"),
         pytest.param('[[sections]]\nid = "user_persona"\nstability = "dynamic"\n'
-                     'after = "current_permissions"\n',
+                     'after = "memory_recall"\n',
                      ("user_persona", "now dynamic"), id="now-dynamic"),
     ],
 )
