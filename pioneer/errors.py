@@ -30,6 +30,7 @@ __all__ = [
     "Problem",
     "ProfileError",
     "ProfileSyntaxError",
+    "ProviderError",
     "StoreError",
     "TemplateError",
     "TomlLines",
@@ -333,6 +334,10 @@ class StoreError(PioneerError, RuntimeError):
 
 class HookError(PioneerError, RuntimeError):
     """A fail-closed hook failed."""
+
+
+class ProviderError(PioneerError, ValueError):
+    """A provider's response is not the API's shape (the path says where)."""
 
 
 def json_problem(error: json.JSONDecodeError, file: str) -> Problem:

@@ -2,7 +2,8 @@
 
 Each adapter is a pure function from a ``ChatRequest`` to the JSON body (a plain dict)
 of one API: Anthropic Messages, OpenAI Chat Completions, OpenAI Responses and Gemini
-generateContent. :data:`PROVIDERS` names them for the command line.
+generateContent. :data:`PROVIDERS` names them for the command line. The way back is
+:func:`read_response`: a provider's response as one :class:`ModelReply`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from .gemini import to_gemini
 from .layout import Layout, layout, turn_start
 from .openai_chat import SystemRole, to_openai_chat
 from .openai_responses import to_openai_responses
+from .replies import STOP_REASONS, ModelReply, StopReason, read_response
 from .request import (
     CacheOptions,
     ChatMessage,
@@ -29,16 +31,21 @@ from .request import (
     load_chat_request,
     parse_chat_request,
 )
+from .usage import ReportedUsage
 
 __all__ = [
     "MAX_CACHE_BREAKPOINTS",
     "PROVIDERS",
+    "STOP_REASONS",
     "CacheOptions",
     "ChatMessage",
     "ChatRequest",
     "DynamicPlacement",
     "Layout",
+    "ModelReply",
+    "ReportedUsage",
     "SamplingOptions",
+    "StopReason",
     "ToolCall",
     "ToolResult",
     "ToolSpec",
@@ -48,6 +55,7 @@ __all__ = [
     "load_chat_request",
     "minimum_cacheable_tokens",
     "parse_chat_request",
+    "read_response",
     "to_anthropic",
     "to_gemini",
     "to_openai_chat",
