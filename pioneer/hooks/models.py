@@ -47,6 +47,7 @@ __all__ = [
     "HookFunction",
     "HookOutput",
     "HookResult",
+    "Offered",
     "PhaseOutcome",
     "PromptContextContribution",
     "PromptSectionContribution",
@@ -260,6 +261,15 @@ class CollectedContribution:
 
 
 @dataclass(frozen=True, slots=True)
+class Offered:
+    """A value of a type the phase's caller asked for (``run_phase(accept=...)``), with
+    the subscription that returned it: a tool definition, for the turn runner."""
+
+    subscription: Subscription
+    value: object
+
+
+@dataclass(frozen=True, slots=True)
 class PhaseOutcome:
     """What one phase produced, in subscription order."""
 
@@ -267,6 +277,8 @@ class PhaseOutcome:
     #: Contributions, and ready manifest entries for diagnostics and failures, in order.
     records: tuple[CollectedContribution | HookSourceEntry, ...]
     diagnostics: tuple[Diagnostic, ...]
+    #: Values of the types the caller accepted, in order.
+    offered: tuple[Offered, ...] = ()
 
     @property
     def contributions(self) -> tuple[CollectedContribution, ...]:

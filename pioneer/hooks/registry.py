@@ -41,7 +41,7 @@ from .models import (
     HookContext,
     HookDiagnostic,
     HookFunction,
-    HookOutput,
+    Offered,
     PhaseOutcome,
     PromptContextContribution,
     PromptSectionContribution,
@@ -65,6 +65,7 @@ __all__ = [
     "HookContext",
     "HookFunction",
     "HookRegistry",
+    "Offered",
     "PhaseOutcome",
     "Subscription",
     "TurnContext",
@@ -155,8 +156,14 @@ class HookRegistry:
         compile_input: PromptCompileInput,
         env: jinja2.Environment,
         earlier: tuple[CollectedContribution, ...] = (),
+        accept: tuple[type, ...] = (),
     ) -> PhaseOutcome:
-        """Run every subscription of ``phase`` under its await and failure policies."""
+        """Run every subscription of ``phase`` under its await and failure policies.
+
+        ``accept`` names more types a hook may return in this phase (the turn runner
+        takes tool definitions at ``turn.pre_tool_materialization``); they come back in
+        :attr:`PhaseOutcome.offered`, with the subscription that returned them.
+        """
         phase = canonical_phase(phase)
         subscriptions = self.subscriptions(phase)
         seen = read_only_input(compile_input)
@@ -165,15 +172,17 @@ class HookRegistry:
             return HookContext(phase, subscription, turn, seen, env, earlier)
 
         pending = {
-            s.subscription_id: _Pending(s, context(s))
+            s.subscription_id: _Pending(s, context(s), accept)
             for s in subscriptions if s.deadline_ms is not None
         }
         collector = _Collector(phase)
         for subscription in subscriptions:
             waiting = pending.get(subscription.subscription_id)
-            result = waiting.wait() if waiting else _call(subscription, context(subscription))
+            result = waiting.wait() if waiting else _call(subscription, context(subscription),
+                                                          accept)
             collector.add(subscription, result)
-        return PhaseOutcome(phase, tuple(collector.records), tuple(collector.diagnostics))
+        return PhaseOutcome(phase, tuple(collector.records), tuple(collector.diagnostics),
+                            tuple(collector.offered))
 
 
 def read_only_input(compile_input: PromptCompileInput) -> PromptCompileInput:
@@ -194,7 +203,7 @@ def read_only_input(compile_input: PromptCompileInput) -> PromptCompileInput:
 
 @dataclass(frozen=True, slots=True)
 class _Result:
-    outputs: tuple[HookOutput, ...] = ()
+    outputs: tuple[object, ...] = ()
     error: BaseException | None = None
     timed_out: bool = False
 
@@ -215,7 +224,7 @@ def _invoke(subscription: Subscription, context: HookContext) -> object:
     return value
 
 
-def _outputs(value: object) -> tuple[HookOutput, ...]:
+def _outputs(value: object, accept: tuple[type, ...] = ()) -> tuple[object, ...]:
     if value is None:
         return ()
     items: Iterable[Any] = (
@@ -224,41 +233,46 @@ def _outputs(value: object) -> tuple[HookOutput, ...]:
     )
     outputs = tuple(items)
     for item in outputs:
-        if not isinstance(item, _OUTPUT_TYPES):
+        if not isinstance(item, (*_OUTPUT_TYPES, *accept)):
+            more = "".join(f", {kind.__name__}" for kind in accept)
             raise TypeError(
                 f"hook returned {type(item).__name__}; expected PromptSectionContribution, "
-                "PromptContextContribution or HookDiagnostic"
+                f"PromptContextContribution{more} or HookDiagnostic"
             )
     # Validated again: one built with model_construct skipped validation, and invalid data
     # must fail this hook (under its failure policy), not the turn after it.
-    return tuple(type(item).model_validate(dict(item)) for item in outputs)
+    return tuple(type(item).model_validate(dict(item)) if isinstance(item, BaseModel) else item
+                 for item in outputs)
 
 
-def _result(outcome: Outcome[object]) -> _Result:
+def _result(outcome: Outcome[object], accept: tuple[type, ...] = ()) -> _Result:
     """A hook's outcome as a result, its output validated here, on the caller's thread."""
     if outcome.late:
         return _Result(timed_out=True)
     if outcome.error is not None:
         return _Result(error=outcome.error)
-    validated = call(lambda: _outputs(outcome.value))
+    validated = call(lambda: _outputs(outcome.value, accept))
     return _Result(validated.value or ()) if validated.ok else _Result(error=validated.error)
 
 
-def _call(subscription: Subscription, context: HookContext) -> _Result:
-    return _result(call(lambda: _invoke(subscription, context)))
+def _call(subscription: Subscription, context: HookContext,
+          accept: tuple[type, ...] = ()) -> _Result:
+    return _result(call(lambda: _invoke(subscription, context)), accept)
 
 
 class _Pending:
     """A deadline hook running on its own daemon thread, its deadline counted from now."""
 
-    def __init__(self, subscription: Subscription, context: HookContext):
+    def __init__(self, subscription: Subscription, context: HookContext,
+                 accept: tuple[type, ...] = ()):
+        self.accept = accept
         self.running: Running[object] = Running(
             lambda: _invoke(subscription, context), (subscription.deadline_ms or 0) / 1000,
             name=f"pioneer-hook:{subscription.subscription_id}",
         )
 
     def wait(self) -> _Result:
-        return _result(self.running.wait())
+        return _result(self.running.wait(), self.accept)
 
 
 def _detail(error: BaseException) -> str:
@@ -275,6 +289,7 @@ class _Collector:
         self.phase = phase
         self.records: list[CollectedContribution | HookSourceEntry] = []
         self.diagnostics: list[Diagnostic] = []
+        self.offered: list[Offered] = []
 
     def add(self, subscription: Subscription, result: _Result) -> None:
         if result.timed_out or result.error is not None:
@@ -287,8 +302,10 @@ class _Collector:
                     source=subscription.source(), section_id=output.section_id,
                     contribution_kind="prompt_manifest_diagnostic", truncation="none",
                 ))
-            else:
+            elif isinstance(output, PromptSectionContribution | PromptContextContribution):
                 self._contribution(subscription, output)
+            else:
+                self.offered.append(Offered(subscription, output))
 
     def _failed(self, subscription: Subscription, result: _Result) -> None:
         if result.timed_out:

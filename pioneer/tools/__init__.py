@@ -4,12 +4,14 @@ Tool definitions travel only in ``ChatRequest.tools``, never as prompt prose. A 
 starts with its hideable domains hidden; :mod:`.request_tools` is the tool that reveals
 them and the check of its arguments; :mod:`.artifact_read` defines the tool that reads an
 artifact the conversation refers to; :mod:`.visibility` keeps the per-turn state, builds
-each round's tool list and refuses calls to tools the round did not offer.
+each round's tool list and refuses calls to tools the round did not offer;
+:mod:`.from_hooks` adds the tools hooks register to a turn's catalog.
 """
 
 from __future__ import annotations
 
 from .artifact_read import ARTIFACT_READ, artifact_read_tool
+from .from_hooks import HOOK_TOOL_TYPES, HookTools, ToolContribution, catalog_with_hook_tools
 from .request_tools import (
     REASON_MAX_CHARS,
     REQUEST_TOOLS,
@@ -22,16 +24,20 @@ from .visibility import CallOutcome, ToolCatalog, ToolRound, TurnTools, Verdict
 
 __all__ = [
     "ARTIFACT_READ",
+    "HOOK_TOOL_TYPES",
     "REASON_MAX_CHARS",
     "REQUEST_TOOLS",
     "CallOutcome",
+    "HookTools",
     "RequestTools",
     "RequestedDomains",
     "ToolArgumentsError",
     "ToolCatalog",
+    "ToolContribution",
     "ToolRound",
     "TurnTools",
     "Verdict",
     "artifact_read_tool",
+    "catalog_with_hook_tools",
     "request_tools_for",
 ]

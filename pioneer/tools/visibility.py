@@ -28,7 +28,8 @@ from .request_tools import REQUEST_TOOLS, ToolArgumentsError, request_tools_for
 __all__ = ["CallOutcome", "ToolCatalog", "ToolRound", "TurnTools", "Verdict"]
 
 #: ``run``: the application executes the call; ``granted``: request_tools succeeded;
-#: ``invalid``: request_tools had bad arguments; ``refused``: the tool was not visible.
+#: ``invalid``: the arguments were unreadable, or request_tools had bad ones; ``refused``:
+#: the tool was not visible.
 Verdict = Literal["run", "granted", "invalid", "refused"]
 
 
@@ -151,11 +152,21 @@ class TurnTools:
         """Every judged call of the turn, in order."""
         return tuple(self._calls)
 
-    def decide(self, call: ToolCall) -> CallOutcome:
-        """Judge a call the model made in the current round."""
+    def decide(self, call: ToolCall, *, arguments_error: str | None = None) -> CallOutcome:
+        """Judge a call the model made in the current round.
+
+        ``arguments_error`` says the model's arguments could not be read (not JSON, or
+        not a JSON object: :attr:`~pioneer.providers.ModelReply.argument_errors`); a call
+        to a visible tool is then answered with an error result, so the model can retry.
+        """
         round_ = self.current
         if call.name not in round_.names:
             outcome = self._refuse(round_, call)
+        elif arguments_error is not None:
+            text = (f"arguments → (root): {arguments_error}; call {call.name} again with its "
+                    "arguments as one JSON object")
+            outcome = CallOutcome(round_.number, call.id, call.name, "invalid",
+                                  ToolResult(call_id=call.id, content=text, is_error=True))
         elif call.name == REQUEST_TOOLS:
             outcome = self._request(round_, call)
         else:

@@ -16,11 +16,16 @@ runtime input at a known position, and the compiler records where that input wen
 ``history`` is the conversation sent with the prompt (the history budgeter's messages,
 or their texts); the artifact refs it carries are counted for the Artifact References
 policy, so no caller copies a count by hand.
+
+A turn with several provider rounds runs its hook phases once (:func:`run_hooks`) and
+compiles each round from that one :class:`HookRun` (``compile_turn(..., hook_run=...)``),
+so every round sees the same contributions and only the round's tool state changes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from .. import telemetry
@@ -34,12 +39,21 @@ from ..compile.manifest import (
     Placement,
     PromptManifest,
 )
-from ..hooks.registry import TURN_PROMPT_PHASES, CollectedContribution, HookRegistry, TurnContext
+from ..hooks.registry import (
+    TURN_PROMPT_PHASES,
+    CollectedContribution,
+    HookRegistry,
+    Offered,
+    TurnContext,
+)
 from ..sections.permissions import PermissionProfile, render_current_permissions
 from ..sections.tool_domains import SECTION_ID as HIDDEN_DOMAINS_ID
 from ..sections.tool_domains import render_hidden_tool_domains
 
-__all__ = ["HistoryText", "compile_attributes", "compile_turn", "manifest_attributes"]
+__all__ = [
+    "HistoryText", "HookRun", "compile_attributes", "compile_turn", "manifest_attributes",
+    "run_hooks",
+]
 
 
 class HistoryText(Protocol):
@@ -59,6 +73,49 @@ _TRUNCATION: dict[tuple[bool, bool], Truncation] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class HookRun:
+    """What the hook phases of one turn produced, for each compile of the turn."""
+
+    #: Contributions, in phase and subscription order.
+    contributions: tuple[CollectedContribution, ...] = ()
+    #: Contributions and ready manifest entries (diagnostics, failures), in order.
+    records: tuple[CollectedContribution | HookSourceEntry, ...] = ()
+    #: Manifest diagnostics of the hooks, after the compiler's own.
+    diagnostics: tuple[Diagnostic, ...] = ()
+    #: Values of the accepted types (tool definitions), with their subscriptions.
+    offered: tuple[Offered, ...] = ()
+
+
+def run_hooks(
+    compiler: PromptCompiler,
+    compile_input: PromptCompileInput | Mapping[str, Any],
+    hooks: HookRegistry | None = None,
+    *,
+    turn: TurnContext | None = None,
+    phases: Sequence[str] = TURN_PROMPT_PHASES,
+    accept: tuple[type, ...] = (),
+) -> HookRun:
+    """Run ``phases`` of ``hooks`` for one turn, in order (``accept``: see
+    :meth:`HookRegistry.run_phase`)."""
+    compile_input = as_compile_input(compile_input)
+    turn = turn or TurnContext()
+    hooks = hooks or HookRegistry()
+    env = compiler.templates.env
+    collected: list[CollectedContribution] = []
+    records: list[CollectedContribution | HookSourceEntry] = []
+    diagnostics: list[Diagnostic] = []
+    offered: list[Offered] = []
+    for phase in phases:
+        outcome = hooks.run_phase(phase, turn=turn, compile_input=compile_input, env=env,
+                                  earlier=tuple(collected), accept=accept)
+        collected.extend(outcome.contributions)
+        records.extend(outcome.records)
+        diagnostics.extend(outcome.diagnostics)
+        offered.extend(outcome.offered)
+    return HookRun(tuple(collected), tuple(records), tuple(diagnostics), tuple(offered))
+
+
 def compile_turn(
     compiler: PromptCompiler,
     compile_input: PromptCompileInput | Mapping[str, Any],
@@ -69,16 +126,21 @@ def compile_turn(
     hidden_tool_domains: Mapping[str, Sequence[str]] | None = None,
     phases: Sequence[str] = TURN_PROMPT_PHASES,
     history: Sequence[HistoryText | str] | None = None,
+    hook_run: HookRun | None = None,
 ) -> CompiledPromptPayload:
     """Run the hook phases for one turn, then compile it (inside a ``pioneer.compile_turn``
     span when OpenTelemetry is installed, see :mod:`pioneer.telemetry`).
 
     ``history`` is the messages sent with this prompt: the refs they carry count towards
-    the Artifact References policy (:meth:`PromptCompiler.compile`).
+    the Artifact References policy (:meth:`PromptCompiler.compile`). ``hook_run`` is what
+    :func:`run_hooks` already produced for this turn: then no phase runs again.
     """
     with telemetry.span("pioneer.compile_turn") as current:
-        compiled = _compile_turn(compiler, as_compile_input(compile_input), hooks, turn,
-                                 permissions, hidden_tool_domains, phases, history)
+        compile_input = as_compile_input(compile_input)
+        if hook_run is None:
+            hook_run = run_hooks(compiler, compile_input, hooks, turn=turn, phases=phases)
+        compiled = _compile_turn(compiler, compile_input, hook_run, permissions,
+                                 hidden_tool_domains, history)
         if current is not None and current.is_recording():
             telemetry.set_attributes(current, compile_attributes(compiled))
         return compiled
@@ -87,26 +149,15 @@ def compile_turn(
 def _compile_turn(
     compiler: PromptCompiler,
     compile_input: PromptCompileInput,
-    hooks: HookRegistry | None,
-    turn: TurnContext | None,
+    hook_run: HookRun,
     permissions: PermissionProfile | None,
     hidden_tool_domains: Mapping[str, Sequence[str]] | None,
-    phases: Sequence[str],
     history: Sequence[HistoryText | str] | None,
 ) -> CompiledPromptPayload:
-    turn = turn or TurnContext()
-    hooks = hooks or HookRegistry()
     env = compiler.templates.env
-    collected: list[CollectedContribution] = []
-    records: list[CollectedContribution | HookSourceEntry] = []
-    hook_diagnostics: list[Diagnostic] = []
-    for phase in phases:
-        outcome = hooks.run_phase(
-            phase, turn=turn, compile_input=compile_input, env=env, earlier=tuple(collected)
-        )
-        collected.extend(outcome.contributions)
-        records.extend(outcome.records)
-        hook_diagnostics.extend(outcome.diagnostics)
+    collected = hook_run.contributions
+    records = hook_run.records
+    hook_diagnostics = hook_run.diagnostics
     ordered = _by_priority(collected)
     first_hook = len(compile_input.runtime_sections)
     position = {id(c): first_hook + k for k, c in enumerate(ordered)}
