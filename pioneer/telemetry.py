@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 __all__ = [
     "CAPTURE_ENV",
     "capture_content",
+    "current",
     "set_attributes",
+    "set_error",
     "span",
     "start_span",
     "system_instructions",
@@ -90,6 +92,25 @@ def start_span(name: str, *, client: bool = False) -> Span | None:
     kind = _api.SpanKind.CLIENT if client else _api.SpanKind.INTERNAL
     started: Span = found.start_span(name, kind=kind)
     return started
+
+
+@contextmanager
+def current(target: Span | None) -> Iterator[None]:
+    """Inside the block, ``target`` is the current span: spans started there are its
+    children (nothing happens for None). The span is not ended on leaving."""
+    if target is None or _api in (None, False):
+        yield
+        return
+    with _api.use_span(target, end_on_exit=False, record_exception=False,
+                       set_status_on_exception=False):
+        yield
+
+
+def set_error(target: Span | None, description: str) -> None:
+    """Mark ``target`` as failed, with ``description``."""
+    if target is None or not target.is_recording():
+        return
+    target.set_status(_api.Status(_api.StatusCode.ERROR, description))
 
 
 def set_attributes(target: Span | None, attributes: Mapping[str, Any]) -> None:

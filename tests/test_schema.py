@@ -99,7 +99,9 @@ def test_builtin_profile_tables_match_the_design() -> None:
         "dynamic_context",
         "extra_system",
     ]
+    # minimal is for tool-less chat turns: no tool guidance, so no Current Permissions.
     dropped = {
+        "current_permissions",
         "tool_recovery_policy",
         "task_orchestration_policy",
         "artifact_references",

@@ -28,6 +28,7 @@ from .record import (
     HistoryMessageRecord,
     HistorySnapshot,
     ProviderShape,
+    ReplyRecord,
     ReportedUsage,
     RoundRecord,
     SkillOutcomeRecord,
@@ -36,6 +37,7 @@ from .record import (
     SystemPartRecord,
     ThreadMode,
     ToolCallRecord,
+    ToolRecord,
     TurnRecord,
 )
 from .recorder import TurnAudit
@@ -53,6 +55,7 @@ __all__ = [
     "HistoryMessageRecord",
     "HistorySnapshot",
     "ProviderShape",
+    "ReplyRecord",
     "ReportedUsage",
     "RoundRecord",
     "SectionDigest",
@@ -62,6 +65,7 @@ __all__ = [
     "SystemPartRecord",
     "ThreadMode",
     "ToolCallRecord",
+    "ToolRecord",
     "TurnAudit",
     "TurnRecord",
     "TurnRecords",

@@ -14,11 +14,13 @@ generated from :class:`TurnRecord`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
 from ..compile.manifest import PromptManifest
+from ..providers.replies import ModelReply, StopReason
+from ..providers.usage import ReportedUsage
 from ..sections.permissions import AXES, PermissionProfile
 from ..sections.skills import ActivationReason, ExclusionReason, SkillResolution, SkillStatus
 from ..text import EDGE_CONFIG
@@ -27,7 +29,7 @@ from .cache_report import CachePlan
 if TYPE_CHECKING:
     from ..history.budget import HistoryDecision
     from ..sections.skills import ActiveSkill, SkillsPrompt
-    from ..tools.visibility import CallOutcome
+    from ..tools.visibility import CallOutcome, ToolCatalog
 
 __all__ = [
     "PROVIDER_NAMES",
@@ -36,6 +38,7 @@ __all__ = [
     "HistoryMessageRecord",
     "HistorySnapshot",
     "ProviderShape",
+    "ReplyRecord",
     "ReportedUsage",
     "RoundRecord",
     "SkillOutcomeRecord",
@@ -44,6 +47,7 @@ __all__ = [
     "SystemPartRecord",
     "ThreadMode",
     "ToolCallRecord",
+    "ToolRecord",
     "TurnRecord",
 ]
 
@@ -228,7 +232,8 @@ class ToolCallRecord(BaseModel):
     name: str = Field(description="Called tool.")
     verdict: Literal["run", "granted", "invalid", "refused"] = Field(
         description="run: executed by the application; granted: request_tools succeeded; "
-        "invalid: request_tools arguments failed the schema; refused: the tool was not visible."
+        "invalid: the arguments were not a JSON object, or request_tools arguments failed "
+        "the schema; refused: the tool was not visible."
     )
     granted: list[str] = Field(default_factory=list, description="Domains made visible.")
     error: str | None = Field(default=None, description="The error result sent back, when any.")
@@ -284,55 +289,57 @@ PROVIDER_NAMES = {
 }
 
 
-class ReportedUsage(BaseModel):
-    """The token usage a provider reported for one round, in one set of terms.
-
-    ``input_tokens`` counts the whole prompt, the cached part included (Anthropic reports
-    the uncached rest apart: its three input counts are added); docs/telemetry.md has the
-    mapping per provider.
-    """
+class ReplyRecord(BaseModel):
+    """What the provider answered in a round, as read back (no text)."""
 
     model_config = EDGE_CONFIG
-    input_tokens: int = Field(ge=0, description="Prompt tokens, cached ones included.")
-    output_tokens: int | None = Field(None, ge=0, description="Reply tokens.")
-    cache_read_input_tokens: int | None = Field(
-        None, ge=0, description="Prompt tokens served from the provider's cache."
+    stop_reason: StopReason = Field(
+        description="Why the model stopped: end_turn, tool_calls, max_tokens, stop_sequence, "
+        "refusal or other."
     )
-    cache_creation_input_tokens: int | None = Field(
-        None, ge=0, description="Prompt tokens written to the cache (Anthropic)."
+    provider_stop_reason: str | None = Field(
+        default=None, description="The provider's own word for it, as sent."
+    )
+    text_chars: int = Field(default=0, ge=0, description="Characters of assistant text.")
+    tool_calls: int = Field(default=0, ge=0, description="Tool calls the reply made.")
+    reasoning_items: int = Field(
+        default=0, ge=0, description="Reasoning items skipped (thinking blocks, thought parts)."
+    )
+    unanswered: list[str] = Field(
+        default_factory=list,
+        description="Providers this round was sent to first that gave no reply (the round "
+        "was built again for the next), in order.",
     )
 
     @classmethod
-    def from_response(cls, provider: str, usage: Mapping[str, Any]) -> ReportedUsage:
-        """The ``usage`` object of a provider's response (JSON as the API sends it)."""
-        if provider == "anthropic":
-            read = _int(usage, "cache_read_input_tokens")
-            written = _int(usage, "cache_creation_input_tokens")
-            rest = _int(usage, "input_tokens") or 0
-            return cls(input_tokens=rest + (read or 0) + (written or 0),
-                       output_tokens=_int(usage, "output_tokens"),
-                       cache_read_input_tokens=read, cache_creation_input_tokens=written)
-        if provider == "openai-chat":
-            details = usage.get("prompt_tokens_details") or {}
-            return cls(input_tokens=_int(usage, "prompt_tokens") or 0,
-                       output_tokens=_int(usage, "completion_tokens"),
-                       cache_read_input_tokens=_int(details, "cached_tokens"))
-        if provider == "openai-responses":
-            details = usage.get("input_tokens_details") or {}
-            return cls(input_tokens=_int(usage, "input_tokens") or 0,
-                       output_tokens=_int(usage, "output_tokens"),
-                       cache_read_input_tokens=_int(details, "cached_tokens"))
-        if provider == "gemini":
-            return cls(input_tokens=_int(usage, "promptTokenCount") or 0,
-                       output_tokens=_int(usage, "candidatesTokenCount"),
-                       cache_read_input_tokens=_int(usage, "cachedContentTokenCount"))
-        raise ValueError(f"unknown provider {provider!r}; expected one of "
-                         f"{', '.join(PROVIDER_NAMES)}")
+    def from_reply(cls, reply: ModelReply, unanswered: Sequence[str] = ()) -> ReplyRecord:
+        """The record of a reply read by :func:`~pioneer.providers.read_response`."""
+        return cls(stop_reason=reply.stop_reason, provider_stop_reason=reply.provider_stop_reason,
+                   text_chars=len(reply.text), tool_calls=len(reply.tool_calls),
+                   reasoning_items=reply.reasoning_items, unanswered=list(unanswered))
 
 
-def _int(data: Mapping[str, Any], key: str) -> int | None:
-    value = data.get(key) if isinstance(data, Mapping) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+class ToolRecord(BaseModel):
+    """One tool of the turn's catalog: its domain and who registered it."""
+
+    model_config = EDGE_CONFIG
+    name: str = Field(description="Tool name.")
+    domain: str | None = Field(
+        default=None, description="The hideable domain it belongs to (None: always visible)."
+    )
+    hook_id: str | None = Field(
+        default=None,
+        description="The hook that registered it at turn.pre_tool_materialization (None: "
+        "the application's own tool).",
+    )
+
+    @classmethod
+    def from_catalog(cls, catalog: ToolCatalog,
+                     registered: Mapping[str, str] | None = None) -> list[ToolRecord]:
+        """Every tool of ``catalog`` in order; ``registered`` maps a tool to its hook."""
+        registered = registered or {}
+        return [cls(name=tool.name, domain=catalog.domain_of(tool.name),
+                    hook_id=registered.get(tool.name)) for tool in catalog.tools]
 
 
 class RoundRecord(BaseModel):
@@ -356,6 +363,11 @@ class RoundRecord(BaseModel):
     usage: ReportedUsage | None = Field(
         None, description="Token usage the provider reported for the round, when given."
     )
+    reply: ReplyRecord | None = Field(
+        default=None,
+        description="The reply as read back (None: not given, or a record written before "
+        "replies were kept).",
+    )
 
 
 class TurnRecord(BaseModel):
@@ -376,6 +388,11 @@ class TurnRecord(BaseModel):
     )
     skills: SkillsSnapshot | None = Field(
         default=None, description="The skills decision (None: not given)."
+    )
+    tools: list[ToolRecord] | None = Field(
+        default=None,
+        description="The turn's tool catalog: the application's tools and those hooks "
+        "registered (None: not given, or a record written before the catalog was kept).",
     )
     rounds: list[RoundRecord] = Field(min_length=1, description="Provider rounds, in order.")
 

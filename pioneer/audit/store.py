@@ -2,9 +2,9 @@
 
 Two tables (added by a migration step of each store): ``turn_records`` holds one row per
 turn (mode, history decision, permission profile, execution security snapshot, skills
-decision; a row written before the security column has it NULL, read as not recorded)
-and ``turn_rounds`` one row per provider round (manifest, visible tools, hidden domains,
-provider shape, judged calls, cache plan, reported usage); every JSON column holds one
+decision, tool catalog; a row written before a column was added has it NULL, read as not
+recorded) and ``turn_rounds`` one row per provider round (manifest, visible tools, hidden
+domains, provider shape, judged calls, cache plan, reported usage, the reply read back); every JSON column holds one
 concept as text with sorted keys, so a stored record is byte-stable on SQLite and
 PostgreSQL alike.
 :class:`TurnRecords` runs the SQL through the store's transactions
@@ -34,9 +34,9 @@ from .record import TurnRecord
 
 __all__ = ["TurnRecords", "read_turn_record", "write_turn_record"]
 
-_RECORD_COLUMNS = "thread_id, mode, history, permissions, skills, security"
+_RECORD_COLUMNS = "thread_id, mode, history, permissions, skills, security, tools"
 _ROUND_COLUMNS = (
-    "round, manifest, visible_tools, hidden_domains, provider, calls, cache, usage"
+    "round, manifest, visible_tools, hidden_domains, provider, calls, cache, usage, reply"
 )
 
 
@@ -70,10 +70,12 @@ def write_turn_record(tx: StoreTransaction, record: TurnRecord, *, created_at: s
                          f"not {record.thread_id!r}")
     inserted = tx.execute(
         "INSERT INTO turn_records (turn_id, thread_id, mode, history, permissions, "
-        "skills, security, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+        "skills, security, tools, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (turn_id) DO NOTHING",
         (record.turn_id, record.thread_id, record.mode, _json(record.history),
          _json(record.permissions), _json(record.skills), _json(record.security),
+         None if record.tools is None else _json([t.model_dump(mode="json")
+                                                  for t in record.tools]),
          created_at),
     ).rowcount
     if inserted == 0:
@@ -81,12 +83,13 @@ def write_turn_record(tx: StoreTransaction, record: TurnRecord, *, created_at: s
             return
         raise StoreError(f"{where}: turn {record.turn_id!r} already has a record")
     tx.executemany(
-        f"INSERT INTO turn_rounds (turn_id, {_ROUND_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO turn_rounds (turn_id, {_ROUND_COLUMNS}) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (record.turn_id, r.round, r.manifest.to_json(indent=None), _json(r.visible_tools),
              _json([h.model_dump(mode="json") for h in r.hidden_domains]), _json(r.provider),
              _json([c.model_dump(mode="json") for c in r.calls]), _json(r.cache),
-             _json(r.usage))
+             _json(r.usage), _json(r.reply))
             for r in record.rounds
         ],
     )
@@ -123,25 +126,28 @@ def read_turn_record(tx: StoreTransaction, turn_id: str) -> TurnRecord | None:
                      (turn_id,)).fetchone()
     if row is None:
         return None
-    check_row(row, _RECORD_COLUMNS, ("text", "text", "text?", "text?", "text?", "text?"),
+    check_row(row, _RECORD_COLUMNS,
+              ("text", "text", "text?", "text?", "text?", "text?", "text?"),
               where=where, what=what)
-    thread_id, mode, history, permissions, skills, security = row
+    thread_id, mode, history, permissions, skills, security, tools = row
     rows = tx.execute(f"SELECT {_ROUND_COLUMNS} FROM turn_rounds WHERE turn_id = ? "
                       "ORDER BY round", (turn_id,)).fetchall()
     for round_row in rows:
-        check_row(round_row, _ROUND_COLUMNS, ("int",) + ("text",) * 5 + ("text?",) * 2,
+        check_row(round_row, _ROUND_COLUMNS, ("int",) + ("text",) * 5 + ("text?",) * 3,
                   where=where, what=what)
     try:
         rounds = [
-            {"round": number, "manifest": _load(manifest), "visible_tools": _load(tools),
+            {"round": number, "manifest": _load(manifest), "visible_tools": _load(visible),
              "hidden_domains": _load(hidden), "provider": _load(provider),
-             "calls": _load(calls), "cache": _load(cache), "usage": _load(usage)}
-            for number, manifest, tools, hidden, provider, calls, cache, usage in rows
+             "calls": _load(calls), "cache": _load(cache), "usage": _load(usage),
+             "reply": _load(reply)}
+            for number, manifest, visible, hidden, provider, calls, cache, usage, reply in rows
         ]
         return TurnRecord.model_validate({
             "turn_id": turn_id, "thread_id": thread_id, "mode": mode,
             "history": _load(history), "permissions": _load(permissions),
-            "skills": _load(skills), "security": _load(security), "rounds": rounds,
+            "skills": _load(skills), "security": _load(security), "tools": _load(tools),
+            "rounds": rounds,
         })
     except _NotJson as error:
         raise StoreError(f"{where}: {what} is unreadable: not JSON ({error})") from None

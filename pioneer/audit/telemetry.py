@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import telemetry
+from ..providers.replies import ModelReply
 from ..providers.request import ChatRequest
 from ..providers.system import prompt_parts
 from ..turn.run import manifest_attributes
@@ -60,10 +61,21 @@ def start_round_span(
     return started
 
 
-def end_round_span(started: Span | None, usage: ReportedUsage | None) -> None:
-    """Set the reported usage (when any) and end the span."""
+def end_round_span(started: Span | None, usage: ReportedUsage | None, *,
+                   reply: ModelReply | None = None, error: str | None = None) -> None:
+    """Set the reported usage and why the model stopped (when known) and end the span;
+    ``error`` marks a round that got no reply."""
     if started is None:
         return
+    if reply is not None:
+        # The conventions' finish reasons are the provider's own words; pioneer's
+        # normalised one goes beside them.
+        telemetry.set_attributes(started, {
+            "gen_ai.response.finish_reasons": [reply.provider_stop_reason or reply.stop_reason],
+            "pioneer.stop_reason": reply.stop_reason,
+        })
+    if error is not None:
+        telemetry.set_error(started, error)
     if usage is not None:
         telemetry.set_attributes(started, {
             "gen_ai.usage.input_tokens": usage.input_tokens,

@@ -128,4 +128,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         "turn records: the execution security snapshot of each turn",
         ("ALTER TABLE turn_records ADD COLUMN security TEXT",),
     ),
+    Migration(
+        5,
+        "turn records: the turn's tool catalog; the reply read back for each round",
+        (
+            "ALTER TABLE turn_records ADD COLUMN tools TEXT",
+            "ALTER TABLE turn_rounds ADD COLUMN reply TEXT",
+        ),
+    ),
 )
