@@ -1,7 +1,10 @@
 """Choosing a store by its target: a ``postgresql://`` URL or the path of an SQLite file.
 
 :func:`open_store` is what the CLI and settings (``store_url``, ``PIONEER_STORE_URL``,
-``--db``) go through, so every command that takes a database takes either. The PostgreSQL
+``--db``) go through, so every command that takes a database takes either; given the
+:class:`~pioneer.settings.PioneerSettings` themselves, it opens the store they configure
+(``store_url`` when set, else the ``database`` path), so a program never picks the wrong
+one by hand. The PostgreSQL
 store needs the ``postgres`` extra (psycopg 3 and psycopg-pool); it is imported only when
 a URL asks for it.
 """
@@ -11,11 +14,12 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import StoreError
+from ..errors import InputError, Problem, StoreError
+from ..settings import PioneerSettings
 from ..tokens import TokenCounter
 from .sql_store import SqlStore
 
-__all__ = ["URL_SCHEMES", "is_store_url", "open_store", "redact_url"]
+__all__ = ["URL_SCHEMES", "configured_store", "is_store_url", "open_store", "redact_url"]
 
 #: URL schemes that select the PostgreSQL store.
 URL_SCHEMES = ("postgresql", "postgres")
@@ -39,13 +43,34 @@ def redact_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
 
 
-def open_store(target: str | os.PathLike[str], *, read_only: bool = False, create: bool = True,
-               counter: TokenCounter | None = None, cache_size: int = 4096) -> SqlStore:
-    """The store at ``target``: :class:`PostgresStore` for a URL, else :class:`SqliteStore`.
+def configured_store(settings: PioneerSettings) -> str | os.PathLike[str]:
+    """The store the settings configure: ``store_url`` when set (a plain string or a
+    secret that reveals one), else the ``database`` path."""
+    url: object = settings.store_url
+    if url is None:
+        return settings.database
+    reveal = getattr(url, "get_secret_value", None)
+    value = reveal() if callable(reveal) else url
+    if not isinstance(value, str):
+        raise InputError(Problem(f"expected a postgresql:// URL (got {type(value).__name__})",
+                                 path="settings → store_url"))
+    return value
+
+
+def open_store(target: str | os.PathLike[str] | PioneerSettings, *, read_only: bool = False,
+               create: bool = True, counter: TokenCounter | None = None,
+               cache_size: int = 4096) -> SqlStore:
+    """The store at ``target``: :class:`PostgresStore` for a URL, else :class:`SqliteStore`;
+    for :class:`PioneerSettings`, the store they configure (:func:`configured_store`).
 
     ``read_only`` opens it for reading only (the read commands): nothing is created,
     migrated or switched, and a database this pioneer does not know is refused.
     """
+    if isinstance(target, PioneerSettings):
+        target = configured_store(target)
+    elif not isinstance(target, str | os.PathLike):
+        raise InputError(Problem(f"expected a store URL, an SQLite path or PioneerSettings "
+                                 f"(got {type(target).__name__})", path="open_store → target"))
     if is_store_url(target):
         try:
             from .postgres_store import PostgresStore
