@@ -4,6 +4,18 @@
 and the CLI load only the stages they touch; type checkers read it as the package.
 """
 
+from .agent import (
+    Agent as Agent,
+)
+from .agent import (
+    FinishedTurn as FinishedTurn,
+)
+from .agent import (
+    Step as Step,
+)
+from .agent import (
+    Turn as Turn,
+)
 from .audit import (
     ReportedUsage as ReportedUsage,
 )
@@ -98,6 +110,9 @@ from .errors import (
     ProfileSyntaxError as ProfileSyntaxError,
 )
 from .errors import (
+    ProviderError as ProviderError,
+)
+from .errors import (
     StoreError as StoreError,
 )
 from .errors import (
@@ -179,6 +194,9 @@ from .providers import (
     SamplingOptions as SamplingOptions,
 )
 from .providers import (
+    ModelReply as ModelReply,
+)
+from .providers import (
     ToolCall as ToolCall,
 )
 from .providers import (
@@ -189,6 +207,9 @@ from .providers import (
 )
 from .providers import (
     build_request_body as build_request_body,
+)
+from .providers import (
+    read_response as read_response,
 )
 from .sections.agents_md import (
     agents_md_subscription as agents_md_subscription,
@@ -219,6 +240,9 @@ from .tools import (
 )
 from .tools import (
     ToolCatalog as ToolCatalog,
+)
+from .tools import (
+    ToolContribution as ToolContribution,
 )
 from .tools import (
     ToolRound as ToolRound,

@@ -175,6 +175,11 @@ class TurnAudit:
         self._unanswered[number] = tried
         end_round_span(self._spans.pop(number), None, error="no reply; the round was sent again")
 
+    @property
+    def rounds(self) -> tuple[RoundRecord, ...]:
+        """The rounds added so far, as recorded (calls are filed by :meth:`record`)."""
+        return tuple(self._rounds)
+
     def report_usage(self, round_number: int, usage: ReportedUsage) -> None:
         """The usage the provider reported for a round: it is kept on the round's record
         and goes on the round's span, which ends here. Reporting a round twice, or one not

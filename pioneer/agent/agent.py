@@ -1,0 +1,202 @@
+"""The agent: what a deployment configures once, and the turns it hands out.
+
+:class:`Agent` holds the long-lived parts of running threads: the store (opened from a
+URL, a path or :class:`~pioneer.settings.PioneerSettings`, or given), the compiler, the
+hooks, the provider and model, the tool catalog, the summarizer, the permission profile
+and the skills. It holds nothing of one turn: :meth:`Agent.turn` makes a
+:class:`~pioneer.agent.turn.Turn`, which keeps its own state, so many turns of many
+threads run at once over one agent (from threads, or from one asyncio loop through
+``asyncio.to_thread``). Model I/O is never done here: a turn hands out request bodies and
+takes the provider's replies.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from ..audit.record import ExecutionSecurity
+from ..audit.store import TurnRecords
+from ..compile.compiler import PromptCompiler, as_compile_input
+from ..compile.inputs import PromptCompileInput
+from ..episodic.index import EpisodicIndex
+from ..episodic.recall import episodic_recall_subscription
+from ..errors import InputError, Problem
+from ..history.budget import HistoryBudgeter, HistoryLimits
+from ..history.open import open_store
+from ..history.store import DatabaseStore
+from ..history.summarizer import Summarizer
+from ..hooks.registry import HookRegistry
+from ..providers import PROVIDERS
+from ..providers.openai_chat import SystemRole
+from ..providers.request import CacheOptions, SamplingOptions, ToolSpec
+from ..sections.permissions import PermissionProfile
+from ..sections.skills import Skill
+from ..sections.tool_domains import DEFAULT_TOOL_DOMAINS
+from ..settings import PioneerSettings
+from ..tools.visibility import ToolCatalog
+
+if TYPE_CHECKING:
+    from .turn import Turn
+
+__all__ = ["Agent", "ProviderName", "ThreadMode"]
+
+#: What a store given as an object must offer (a DatabaseStore: SQLite, PostgreSQL).
+_STORE_METHODS = ("read", "write", "subscribe", "add_turn", "get_history_window")
+
+#: The providers a turn can be sent to, as :data:`~pioneer.providers.PROVIDERS` names them.
+ProviderName = Literal["anthropic", "openai-chat", "openai-responses", "gemini"]
+#: ``agent``: tools per round, the agent profile; ``chat``: no tools, the chat profile.
+ThreadMode = Literal["agent", "chat"]
+
+
+class Agent:
+    """Runs turns of any thread: configured once per deployment, shared by every turn."""
+
+    def __init__(
+        self,
+        store: DatabaseStore | PioneerSettings | str | os.PathLike[str],
+        *,
+        provider: ProviderName,
+        model: str,
+        compiler: PromptCompiler | None = None,
+        hooks: HookRegistry | None = None,
+        tools: Sequence[ToolSpec] = (),
+        domains: Mapping[str, Sequence[str]] = DEFAULT_TOOL_DOMAINS,
+        summarizer: Summarizer | None = None,
+        permissions: PermissionProfile | ExecutionSecurity | None = None,
+        skills: Sequence[Skill] = (),
+        settings: PioneerSettings | None = None,
+        compile_input: PromptCompileInput | Mapping[str, Any] | None = None,
+        chat_profile: str = "minimal",
+        limits: HistoryLimits | None = None,
+        sampling: SamplingOptions | None = None,
+        cache: CacheOptions | None = None,
+        system_role: SystemRole | None = None,
+        recall: bool = True,
+        name: str | None = None,
+    ) -> None:
+        """``store`` is a store, its URL or path, or the settings that name it
+        (:func:`~pioneer.history.open.open_store`); a store opened here is closed by
+        :meth:`close`. ``compile_input`` is the base of every turn's compile input
+        (``workspace_root`` defaults to the settings' runtime home; its ``profile`` is
+        the agent turns' profile). ``recall`` indexes every stored turn and recalls
+        earlier ones into the Thread Context section (the episodic index)."""
+        if isinstance(store, PioneerSettings):
+            settings = settings or store
+        _check_choice("provider", provider, tuple(PROVIDERS))
+        if not isinstance(model, str) or not model.strip():
+            raise InputError(Problem(f"expected a model name (got {model!r})",
+                                     path="Agent → model"))
+        for label, value, kind in (
+            ("compiler", compiler, PromptCompiler), ("hooks", hooks, HookRegistry),
+            ("settings", settings, PioneerSettings), ("limits", limits, HistoryLimits),
+            ("sampling", sampling, SamplingOptions), ("cache", cache, CacheOptions),
+        ):
+            if value is not None and not isinstance(value, kind):
+                raise InputError(Problem(f"expected {kind.__name__} (got {type(value).__name__})",
+                                         path=f"Agent → {label}"))
+        if permissions is not None and not isinstance(permissions,
+                                                      PermissionProfile | ExecutionSecurity):
+            raise InputError(Problem("expected a PermissionProfile or ExecutionSecurity (got "
+                                     f"{type(permissions).__name__})", path="Agent → permissions"))
+        self.settings = settings or (compiler.settings if compiler is not None
+                                     else PioneerSettings.load(discover=False))
+        self.provider: ProviderName = provider
+        self.model = model
+        self.name = name
+        self.compiler = compiler or PromptCompiler(self.settings)
+        self.hooks = hooks or HookRegistry()
+        self.tools = tuple(tools)
+        self.domains = {domain: tuple(names) for domain, names in domains.items()}
+        ToolCatalog.build(self.tools, self.domains)  # every problem with the tools, now
+        self.summarizer = summarizer
+        self.security = permissions if isinstance(permissions, ExecutionSecurity) \
+            else ExecutionSecurity.from_profile(permissions)
+        self.skills = tuple(skills)
+        base = as_compile_input(compile_input or {"workspace_root": self.settings.home})
+        self.compile_input = base
+        self.chat_profile = chat_profile
+        self.compiler.load_profile(base.profile)  # a wrong profile fails here, not mid-turn
+        self.compiler.load_profile(chat_profile)
+        self.limits = limits or HistoryLimits.from_settings(self.settings)
+        self.sampling = sampling or SamplingOptions()
+        self.cache = cache or CacheOptions(dynamic_placement=self.settings.dynamic_placement)
+        self.system_role = system_role
+        self.store: DatabaseStore
+        if isinstance(store, PioneerSettings | str | os.PathLike):
+            self.store, self._owned = open_store(store), True
+        elif all(callable(getattr(store, name, None)) for name in _STORE_METHODS):
+            self.store, self._owned = store, False
+        else:
+            raise InputError(Problem("expected a store, a store URL, an SQLite path or "
+                                     f"PioneerSettings (got {type(store).__name__})",
+                                     path="Agent → store"))
+        self.records = TurnRecords(self.store)
+        self.index = EpisodicIndex(self.store) if recall else None
+
+    def budgeter(self) -> HistoryBudgeter:
+        """The history budgeter of a turn (the agent's limits, summarizer and settings)."""
+        return HistoryBudgeter(
+            self.store, self.limits, summarizer=self.summarizer,
+            summary_model=self.settings.summary_model,
+            summary_deadline=self.settings.summary_timeout,
+            keep_recent_tokens=self.settings.keep_recent_tokens,
+        )
+
+    def registry(self) -> HookRegistry:
+        """The hooks a turn runs: the application's, then thread episodic recall."""
+        if self.index is None:
+            return self.hooks
+        registry = HookRegistry()
+        for subscription in self.hooks.subscriptions():
+            registry.add(subscription)
+        registry.add(episodic_recall_subscription(self.index))
+        return registry
+
+    def turn(
+        self,
+        thread_id: str,
+        user_text: str,
+        *,
+        mode: ThreadMode = "agent",
+        turn_id: str | None = None,
+        touched_paths: Sequence[str] = (),
+        thread_folder: str | None = None,
+        explicit_skills: Sequence[str] = (),
+        dynamic_context: str = "",
+        extra_system: str = "",
+        data: Mapping[str, Any] | None = None,
+    ) -> Turn:
+        """A new turn of ``thread_id`` answering ``user_text`` (nothing is read yet: the
+        first :meth:`Turn.next_body` loads the history). ``turn_id`` defaults to a new
+        random id; ``touched_paths`` and ``explicit_skills`` choose the skills;
+        ``data`` is handed to the hooks (:attr:`~pioneer.hooks.TurnContext.data`)."""
+        from .turn import Turn
+
+        _check_choice("mode", mode, get_args(ThreadMode))
+        return Turn(self, thread_id, user_text, mode=mode, turn_id=turn_id,
+                    touched_paths=tuple(touched_paths), thread_folder=thread_folder,
+                    explicit_skills=tuple(explicit_skills), dynamic_context=dynamic_context,
+                    extra_system=extra_system, data=dict(data or {}))
+
+    def close(self) -> None:
+        """Stop indexing and recording the store's writes; close a store opened here."""
+        if self.index is not None:
+            self.index.close()
+        self.records.close()
+        if self._owned:
+            self.store.close()
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _check_choice(label: str, value: object, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise InputError(Problem(f"expected one of {', '.join(choices)} (got {value!r})",
+                                 path=f"Agent → {label}"))

@@ -1,0 +1,396 @@
+"""One turn of a thread, run by the agent in the right order: bodies out, replies in.
+
+The loop an application writes (docs/explain.md, "The turn runner")::
+
+    turn = agent.turn(thread_id, user_text)
+    while True:
+        body = turn.next_body()            # send it with any HTTP client or SDK
+        step = turn.receive(response)      # the provider's JSON, read back
+        if step.done:
+            break
+        for call in step.runnable:
+            turn.add_tool_result(call.id, run(call))
+    turn.finish()
+
+The first :meth:`Turn.next_body` loads the thread's history window and budgets it
+(summarising or truncating at the stored cut), resolves the skills, runs the hook phases
+once for the turn (tools registered at ``turn.pre_tool_materialization``, then the
+prompt phases, thread episodic recall among them) and reads the cache plans of the
+thread's previous turn record. Every call then compiles the round with the history's
+artifact refs, fixes the round's visible tools, builds the provider body and audits the
+round (its cache plan against the thread's earlier requests). :meth:`Turn.receive` reads
+the reply (:func:`~pioneer.providers.read_response`), reports its usage and judges each
+tool call; :meth:`Turn.finish` stores the turn and its record in one transaction (the
+episodic index writes its snippets in the same one) and runs the ``turn.post_turn``
+hooks. One ``invoke_agent`` span covers the turn, parent of the compile and ``chat``
+spans. ``next_body`` (its first call) and ``finish`` block on the store and the
+summarizer: from asyncio, call them with ``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from .. import telemetry
+from ..audit.record import (
+    HistorySnapshot,
+    RoundRecord,
+    SkillsSnapshot,
+    ToolRecord,
+    TurnRecord,
+)
+from ..audit.recorder import TurnAudit
+from ..compile.inputs import PromptCompileInput
+from ..episodic.recall import HISTORY_KEY
+from ..errors import InputError, Problem, describe_exception
+from ..history.budget import HistoryDecision
+from ..history.models import HistoryEntry
+from ..hooks.models import TURN_PROMPT_PHASES, TurnContext
+from ..providers import build_request_body, read_response
+from ..providers.replies import ModelReply
+from ..providers.request import ChatMessage, ChatRequest, ToolCall, ToolResult
+from ..sections.skills import build_skills_prompt, resolve_skill_outcomes
+from ..tools.from_hooks import HOOK_TOOL_TYPES, catalog_with_hook_tools
+from ..tools.visibility import CallOutcome, ToolRound, TurnTools
+from ..turn.run import HookRun, compile_turn, run_hooks
+from .telemetry import end_agent_span, start_agent_span
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
+    from ..compile.manifest import Diagnostic
+    from .agent import Agent, ProviderName, ThreadMode
+
+__all__ = ["ENTRY_KEY", "RECORD_KEY", "FinishedTurn", "Step", "Turn"]
+
+#: Keys of ``TurnContext.data`` for the ``turn.post_turn`` hooks: the stored turn and its
+#: record.
+ENTRY_KEY = "pioneer.turn_entry"
+RECORD_KEY = "pioneer.turn_record"
+_TOOL_PHASE = "turn.pre_tool_materialization"
+_POST_TURN = "turn.post_turn"
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What one reply asks of the application."""
+
+    round: int
+    reply: ModelReply
+    #: How each tool call of the reply was judged, in order.
+    outcomes: tuple[CallOutcome, ...]
+    #: The reply's tool calls as kept in the conversation (ids made unique in the turn).
+    calls: tuple[ToolCall, ...]
+
+    @property
+    def done(self) -> bool:
+        """The model answered without a tool call: the turn can finish."""
+        return not self.calls
+
+    @property
+    def runnable(self) -> tuple[ToolCall, ...]:
+        """The calls the application runs (verdict ``run``); the rest are answered."""
+        run = {o.call_id for o in self.outcomes if o.verdict == "run"}
+        return tuple(call for call in self.calls if call.id in run)
+
+    @property
+    def text(self) -> str:
+        """The assistant text of the reply."""
+        return self.reply.text
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedTurn:
+    """A stored turn: its history entry, its record, and what the post-turn hooks said."""
+
+    entry: HistoryEntry
+    record: TurnRecord
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+
+@dataclass(slots=True)
+class _Started:
+    """What the first round fixed for the whole turn."""
+
+    decision: HistoryDecision
+    compile_input: PromptCompileInput
+    context: TurnContext
+    hook_run: HookRun
+    tools: TurnTools
+    audit: TurnAudit
+
+
+class Turn:
+    """One turn of a thread; made by :meth:`Agent.turn`, used by one caller at a time."""
+
+    def __init__(
+        self, agent: Agent, thread_id: str, user_text: str, *, mode: ThreadMode,
+        turn_id: str | None, touched_paths: tuple[str, ...], thread_folder: str | None,
+        explicit_skills: tuple[str, ...], dynamic_context: str, extra_system: str,
+        data: dict[str, Any],
+    ) -> None:
+        for label, value in (("thread_id", thread_id), ("turn_id", turn_id)):
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise InputError(Problem(f"expected a non-empty string (got {value!r})",
+                                         path=f"Agent.turn → {label}"))
+        if not isinstance(user_text, str):
+            raise InputError(Problem(f"expected a string (got {type(user_text).__name__})",
+                                     path="Agent.turn → user_text"))
+        self.agent = agent
+        self.thread_id = thread_id
+        self.turn_id = turn_id or f"turn-{uuid.uuid4().hex}"
+        self.user_text = user_text
+        self.mode: ThreadMode = mode
+        self._touched = touched_paths
+        self._folder = thread_folder
+        self._explicit = explicit_skills
+        self._inputs = {"dynamic_context": dynamic_context, "extra_system": extra_system}
+        self._data = data
+        self._started: _Started | None = None
+        self._messages: list[ChatMessage] = []
+        self._provider: ProviderName | None = None  # of the body waiting for its reply
+        self._round: ToolRound | None = None
+        self._last: Step | None = None
+        self._results: dict[str, ToolResult] = {}
+        self._ids: set[str] = set()
+        self._span: Span | None = None
+        self._replies: list[ModelReply] = []
+        self._finished = False
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def next_body(self, provider: ProviderName | None = None) -> dict[str, Any]:
+        """The body of the next provider request (for ``provider``, default the agent's).
+
+        Called again before :meth:`receive`, it builds the same round again (to retry,
+        or to send to another provider): the record keeps the body that was answered.
+        """
+        self._check_open()
+        provider = provider or self.agent.provider
+        if provider not in ("anthropic", "openai-chat", "openai-responses", "gemini"):
+            raise InputError(Problem(f"unknown provider {provider!r}",
+                                     path="Turn.next_body → provider"))
+        resend = self._provider is not None
+        if not resend:
+            self._take_results()
+        if self._started is None:
+            self._span = start_agent_span(self.agent, self.thread_id, self.turn_id)
+        with telemetry.current(self._span):
+            started = self._started or self._start()
+            if not resend:
+                self._round = started.tools.next_round()
+            round_ = self._round
+            assert round_ is not None
+            payload = compile_turn(
+                self.agent.compiler, started.compile_input, hook_run=started.hook_run,
+                permissions=started.audit.permissions, hidden_tool_domains=round_.hidden,
+                history=started.decision.messages,
+            )
+            request = round_.apply(ChatRequest(
+                model=self.agent.model, compiled_prompt=payload, messages=self._messages,
+                sampling=self.agent.sampling, cache=self.agent.cache,
+            ))
+            body = build_request_body(provider, request, system_role=self._system_role(provider))
+            started.audit.add_round(payload.manifest, request, provider, body, round_,
+                                    resend=resend)
+        self._provider = provider
+        return body
+
+    def receive(self, response: Any) -> Step:
+        """Read the provider's reply to the last body (its JSON, or an SDK response object)
+        and judge its tool calls; non-runnable calls are answered here."""
+        self._check_open()
+        started = self._started
+        if started is None or self._provider is None or self._round is None:
+            raise InputError("no request is waiting for its reply; call next_body() first")
+        reply = read_response(self._provider, response)
+        number = self._round.number
+        started.audit.report_reply(number, reply)
+        self._provider = None
+        self._replies.append(reply)
+        calls = tuple(self._unique(call, number) for call in reply.tool_calls)
+        errors = {new.id: reply.argument_errors[old.id]
+                  for old, new in zip(reply.tool_calls, calls, strict=True)
+                  if old.id in reply.argument_errors}
+        if reply.message is not None:
+            self._messages.append(reply.message.model_copy(update={"tool_calls": list(calls)}))
+        outcomes = tuple(started.tools.decide(call, arguments_error=errors.get(call.id))
+                         for call in calls)
+        self._results = {o.call_id: o.result for o in outcomes if o.result is not None}
+        self._last = Step(number, reply, outcomes, calls)
+        return self._last
+
+    def add_tool_result(self, call_id: str, content: str, *, is_error: bool = False) -> None:
+        """The result of a call the application ran (one of :attr:`Step.runnable`)."""
+        self._check_open()
+        step = self._last
+        runnable = {call.id for call in step.runnable} if step is not None else set()
+        if call_id not in runnable:
+            raise InputError(Problem(
+                f"call {call_id!r} is not a call of the last reply that the application runs "
+                f"(those are: {', '.join(sorted(runnable)) or 'none'})",
+                path="Turn.add_tool_result → call_id"))
+        if call_id in self._results:
+            raise InputError(Problem(f"call {call_id!r} already has a result",
+                                     path="Turn.add_tool_result → call_id"))
+        if not isinstance(content, str):
+            raise InputError(Problem(f"expected the result as text (got {type(content).__name__})",
+                                     path="Turn.add_tool_result → content"))
+        self._results[call_id] = ToolResult(call_id=call_id, content=content, is_error=is_error)
+
+    def finish(self, *, assistant_text: str | None = None) -> FinishedTurn:
+        """Store the turn (the last reply's text, unless ``assistant_text``) and its record
+        in one transaction, then run the ``turn.post_turn`` hooks."""
+        self._check_open()
+        started = self._started
+        if started is None:
+            raise InputError("nothing to finish: no round was sent; call next_body() first")
+        text = assistant_text if assistant_text is not None else (
+            self._last.text if self._last is not None else "")
+        record = started.audit.record(started.tools.calls)
+        agent = self.agent
+        try:
+            with telemetry.current(self._span), agent.records.expecting(record):
+                entry = agent.store.add_turn(self.thread_id, turn_id=self.turn_id,
+                                             user_text=self.user_text,
+                                             assistant_text=text or None)
+            self._finished = True
+            diagnostics = self._post_turn(started, entry, record)
+        except BaseException as error:
+            end_agent_span(self._span, self._replies, error=describe_exception(error))
+            self._finished = True
+            raise
+        end_agent_span(self._span, self._replies)
+        return FinishedTurn(entry, record, diagnostics)
+
+    def __enter__(self) -> Turn:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 *rest: object) -> None:
+        if not self._finished:
+            self._finished = True
+            end_agent_span(self._span, self._replies,
+                           error=describe_exception(error) if error is not None
+                           else "the turn was left unfinished")
+
+    @property
+    def rounds(self) -> tuple[RoundRecord, ...]:
+        """The rounds recorded so far (each with its cache plan; usage once received)."""
+        return () if self._started is None else self._started.audit.rounds
+
+    @property
+    def history(self) -> HistoryDecision | None:
+        """The history decision of the turn (None before the first body)."""
+        return None if self._started is None else self._started.decision
+
+    # -- what the first round fixes ------------------------------------------------------
+
+    def _start(self) -> _Started:
+        agent = self.agent
+        agent.store.ensure_thread(self.thread_id, model=agent.model)
+        decision = agent.budgeter().build(self.thread_id)
+        earlier = self._earlier_plans()
+        chat = self.mode == "chat"
+        resolution = prompt = None
+        if agent.skills and not chat:
+            resolution = resolve_skill_outcomes(agent.skills, explicit=self._explicit,
+                                                touched_paths=self._touched)
+            prompt = build_skills_prompt(resolution.active, agent.compiler.templates.env)
+        base = agent.compile_input
+        compile_input = PromptCompileInput.model_validate({
+            **{name: getattr(base, name) for name in PromptCompileInput.model_fields},
+            "profile": agent.chat_profile if chat else base.profile,
+            "skills_prompt": prompt.text if prompt is not None else base.skills_prompt,
+            **{k: v for k, v in self._inputs.items() if v},
+        })
+        context = TurnContext(thread_id=self.thread_id, thread_folder=self._folder,
+                              user_text=self.user_text, touched_paths=self._touched,
+                              data={HISTORY_KEY: decision, **self._data})
+        phases = TURN_PROMPT_PHASES if chat else (_TOOL_PHASE, *TURN_PROMPT_PHASES)
+        hook_run = run_hooks(agent.compiler, compile_input, agent.registry(), turn=context,
+                             phases=phases, accept=HOOK_TOOL_TYPES)
+        hook_tools = catalog_with_hook_tools(() if chat else agent.tools, agent.domains,
+                                             hook_run.offered)
+        if hook_tools.diagnostics:
+            hook_run = replace(hook_run, diagnostics=(*hook_run.diagnostics,
+                                                      *hook_tools.diagnostics))
+        audit = TurnAudit(
+            self.turn_id, self.thread_id, self.mode,
+            history=HistorySnapshot.from_decision(decision), security=agent.security,
+            skills=SkillsSnapshot.from_resolution(resolution, prompt)
+            if resolution is not None else None,
+            earlier=earlier,
+            tools=ToolRecord.from_catalog(hook_tools.catalog, hook_tools.registered),
+        )
+        self._messages = [ChatMessage(role=m.role, content=m.content)
+                          for m in decision.messages]
+        self._messages.append(ChatMessage.user(self.user_text))
+        self._started = _Started(decision, compile_input, context, hook_run,
+                                 TurnTools(hook_tools.catalog), audit)
+        return self._started
+
+    def _earlier_plans(self) -> list[Any]:
+        """The cache plans of the thread's previous turn record (same provider and model):
+        what the provider may still hold from the thread's earlier requests."""
+        agent = self.agent
+        newest = agent.store.get_thread_conversation_history(self.thread_id, 1)
+        if not newest:
+            return []
+        previous = agent.records.get(newest[-1].turn_id)
+        if previous is None:
+            return []
+        return [r.cache for r in previous.rounds if r.cache is not None
+                and r.cache.provider == agent.provider and r.cache.model == agent.model]
+
+    # -- small helpers -------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._finished:
+            raise InputError(f"turn {self.turn_id!r} is finished")
+
+    def _system_role(self, provider: str) -> Any:
+        return self.agent.system_role if provider.startswith("openai") else None
+
+    def _unique(self, call: ToolCall, round_number: int) -> ToolCall:
+        """``call`` with an id no earlier call of the turn has (Gemini may send none, and
+        every provider needs each result to name exactly one call)."""
+        call_id = call.id
+        if call_id in self._ids:
+            call_id = f"{call.id}_r{round_number}"
+            suffix = 2
+            while call_id in self._ids:
+                call_id, suffix = f"{call.id}_r{round_number}_{suffix}", suffix + 1
+        self._ids.add(call_id)
+        return call if call_id == call.id else call.model_copy(update={"id": call_id})
+
+    def _take_results(self) -> None:
+        """The results of the last reply's calls join the conversation, in call order."""
+        step = self._last
+        if step is None:
+            return
+        if step.done:
+            raise InputError("the model answered without a tool call; finish() the turn")
+        missing = [call.id for call in step.calls if call.id not in self._results]
+        if missing:
+            raise InputError(Problem(
+                f"calls {', '.join(missing)} have no result; add_tool_result() for each "
+                "call in Step.runnable first", path="Turn.next_body"))
+        self._messages += [ChatMessage(role="tool", tool_result=self._results[call.id])
+                           for call in step.calls]
+        self._last = None
+        self._results = {}
+
+    def _post_turn(self, started: _Started, entry: HistoryEntry,
+                   record: TurnRecord) -> tuple[Diagnostic, ...]:
+        registry = self.agent.registry()
+        if not registry.subscriptions(_POST_TURN):
+            return ()
+        context = replace(started.context, data={**started.context.data, ENTRY_KEY: entry,
+                                                 RECORD_KEY: record})
+        outcome = registry.run_phase(_POST_TURN, turn=context,
+                                     compile_input=started.compile_input,
+                                     env=self.agent.compiler.templates.env)
+        return outcome.diagnostics
