@@ -4,7 +4,8 @@ Takes a :class:`~pioneer.audit.record.TurnRecord` (read back from the store); gi
 :class:`Explanation`, the steps of "why did the model say that?" in order: the thread
 mode; whether history was kept, compressed or truncated; the sections and diagnostics of
 the first round's manifest; the skills decision (each skill considered: resolved and
-why, disabled, or not implicitly invocable); the memory hook contributions; the visible
+why, disabled, or not implicitly invocable); the memory hook contributions and the memory
+tools (who registered them, and whether each was visible in each round); the visible
 tools of every round and how each call was judged; the permission profile, the execution
 security snapshot and whether Current Permissions was rendered; the provider mapping
 (stable/dynamic split, cache breakpoints); and whether the dynamic sections changed
@@ -23,11 +24,13 @@ from typing import Any
 from ..compile.manifest import HookSourceEntry, PromptManifest
 from ..errors import counted
 from ..sections.permissions import AXES, GUIDANCE_AXES, PermissionProfile
+from ..sections.tool_domains import DEFAULT_TOOL_DOMAINS
 from ..sections.tool_domains import SECTION_ID as HIDDEN_DOMAINS_ID
 from .cache_report import CachePlan
 from .record import (
     ExecutionSecurity,
     HistorySnapshot,
+    ReplyRecord,
     ReportedUsage,
     RoundRecord,
     SkillsSnapshot,
@@ -38,6 +41,7 @@ from .record import (
 __all__ = ["Explanation", "Step", "explain_turn", "render_json", "render_text"]
 
 _MEMORY_SECTIONS = ("memory_recall", "thread_context")
+MEMORY_DOMAIN = "memory"
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,16 +231,64 @@ def _memory(record: TurnRecord) -> Step:
         lines.append(f"failed hook {hook_id} {_in_rounds(rounds, total)}: {message}")
     for section in _MEMORY_SECTIONS:
         lines.append(f"{section} section: {_rendered(_rounds_with(record, section), total)}")
+    tools = _memory_tools(record)
+    lines += _memory_tool_lines(tools)
     data = {
         "contributions": [{**e.model_dump(mode="json", exclude_none=True), "rounds": rounds}
                           for e, rounds in seen.values()],
         "failed_hooks": [{"hook_id": h, "message": m, "rounds": rounds}
                          for h, (m, rounds) in failures.items()],
         "sections": {s: _rounds_with(record, s) for s in _MEMORY_SECTIONS},
+        "memory_tools": tools,
     }
     if not seen:
         lines.insert(0, "no memory or thread-context contribution reached the manifest")
     return Step("memory", data, tuple(lines))
+
+
+def _memory_tools(record: TurnRecord) -> list[dict[str, Any]] | None:
+    """The memory tools of the turn's catalog: who registered each, and per round whether
+    it was visible or still hidden (None: the record does not keep the catalog)."""
+    if record.tools is None:
+        return None
+    found = []
+    for tool in record.tools:
+        if tool.domain != MEMORY_DOMAIN and tool.name not in DEFAULT_TOOL_DOMAINS[MEMORY_DOMAIN]:
+            continue
+        hidden = [r.round for r in record.rounds
+                  if any(tool.name in h.tools for h in r.hidden_domains)]
+        found.append({"name": tool.name, "domain": tool.domain, "hook_id": tool.hook_id,
+                      "visible_in_rounds": [r.round for r in record.rounds
+                                            if tool.name in r.visible_tools],
+                      "hidden_in_rounds": hidden})
+    return found
+
+
+def _memory_tool_lines(tools: list[dict[str, Any]] | None) -> list[str]:
+    if tools is None:
+        return ["memory tools: not recorded (the record does not keep the turn's tools)"]
+    if not tools:
+        return ["memory tools: none in the turn's tools"]
+    by_source: dict[str | None, list[str]] = {}
+    for tool in tools:
+        by_source.setdefault(tool["hook_id"], []).append(tool["name"])
+    sources = "; ".join(
+        f"{', '.join(names)} " + (f"registered by hook {hook}" if hook else "the application's")
+        for hook, names in by_source.items())
+    lines = [f"memory tools: {sources}"]
+    for tool in tools:
+        seen = []
+        if tool["hidden_in_rounds"]:
+            seen.append(f"hidden {_round_list(tool['hidden_in_rounds'])}")
+        if tool["visible_in_rounds"]:
+            seen.append(f"visible {_round_list(tool['visible_in_rounds'])}")
+        domain = f" (domain {tool['domain']})" if tool["domain"] else ""
+        lines.append(f"  {tool['name']}{domain}: {'; '.join(seen) or 'not offered'}")
+    return lines
+
+
+def _round_list(rounds: Sequence[int]) -> str:
+    return f"in round{'s' if len(rounds) > 1 else ''} {', '.join(map(str, rounds))}"
 
 
 def _failure(manifest: PromptManifest, hook_id: str) -> str:
@@ -333,10 +385,25 @@ def _provider(record: TurnRecord) -> Step:
                      f"body sha256 {shape.body_sha256[:16]}")
         if r.cache is not None:
             lines += [f"  {line}" for line in _cache_lines(r.cache, r.usage)]
+        if r.reply is not None:
+            lines.append(f"  {_reply_line(r.reply)}")
     data = {"rounds": [{"round": r.round, **r.provider.model_dump(mode="json"),
-                        "cache": r.cache.model_dump(mode="json") if r.cache else None}
+                        "cache": r.cache.model_dump(mode="json") if r.cache else None,
+                        "reply": r.reply.model_dump(mode="json") if r.reply else None}
                        for r in record.rounds]}
     return Step("provider", data, tuple(lines))
+
+
+def _reply_line(reply: ReplyRecord) -> str:
+    """What the provider answered: why it stopped, what it held, what was skipped."""
+    said = f" ({reply.provider_stop_reason})" if reply.provider_stop_reason else ""
+    parts = [f"reply: {reply.stop_reason}{said}", counted(reply.tool_calls, "tool call"),
+             f"{reply.text_chars:,} chars of text"]
+    if reply.reasoning_items:
+        parts.append(f"{counted(reply.reasoning_items, 'reasoning item')} skipped")
+    if reply.unanswered:
+        parts.append(f"sent first to {', '.join(reply.unanswered)} (no reply)")
+    return ", ".join(parts)
 
 
 def _cache_lines(plan: CachePlan, reported: ReportedUsage | None) -> list[str]:
