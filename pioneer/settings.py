@@ -187,7 +187,10 @@ class PioneerSettings(BaseModel):
         deployment file, then the defaults."""
         if self._reads_sources and _something_to_read():
             values = _read_sources(type(self), values)
-        super().__init__(**values)
+        try:
+            super().__init__(**values)
+        except ValidationError as error:  # every problem located, never pydantic's own error
+            raise InputError(list(_problems(error, type(self).model_fields))) from None
 
     @field_validator("store_url")
     @classmethod

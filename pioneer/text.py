@@ -14,9 +14,14 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-__all__ = ["EDGE_CONFIG", "REPLACEMENT", "EdgeModel", "scrub", "utf8_text"]
+from .errors import InputError, Problem, format_path
+
+__all__ = [
+    "EDGE_CONFIG", "REPLACEMENT", "CheckedModel", "EdgeModel", "scrub", "utf8_text",
+    "validation_problems",
+]
 
 #: The configuration of every model validated at an edge (profiles, the compile input,
 #: manifests, hook contributions, lock files, records): immutable, and an unknown key is
@@ -47,7 +52,34 @@ def scrub(value: Any) -> Any:
     return value
 
 
-class EdgeModel(BaseModel):
+def validation_problems(error: ValidationError, where: str) -> list[Problem]:
+    """Each error of a pydantic validation as a located problem (``where → path``)."""
+    problems = []
+    for item in error.errors():
+        message = str(item["msg"]).removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            message = "unknown field"
+        path = format_path(item["loc"])
+        problems.append(Problem(message, path=f"{where} → {path}" if path else where))
+    return problems
+
+
+class CheckedModel(BaseModel):
+    """A model whose constructor reports bad input as an :class:`~pioneer.errors.InputError`
+    naming the model and each field, never as pydantic's own error (docs/cli.md)."""
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as error:
+            raise InputError(validation_problems(error, type(self).__name__)) from None
+
+    # The same validation as pydantic's own __init__: nested models and model_validate
+    # keep validating without calling it (pydantic's documented marker).
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+
+class EdgeModel(CheckedModel):
     """A model validated at an edge: lone surrogates in its input become U+FFFD.
 
     Fields named in ``raw_fields`` are left alone (a path may carry surrogates that

@@ -9,9 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 import pioneer
+import pioneer.agent
+import pioneer.audit
+import pioneer.episodic
+import pioneer.hooks
+import pioneer.providers
+import pioneer.sections
+import pioneer.tools
 from pioneer import (
+    Agent,
     EpisodicIndex,
     InputError,
     PioneerError,
@@ -60,6 +69,8 @@ CALLS: dict[str, Callable[[Path, PathMaker], Any]] = {
     "SqliteStore.__init__.path": lambda p, a: _close(SqliteStore(a(p / "a.db"))).path,
     "EpisodicIndex.__init__.store": lambda p, a: _close(EpisodicIndex(a(p / "b.db"))).path,
     "open_store.target": lambda p, a: _close(open_store(a(p / "c.db"))).where,
+    "Agent.__init__.store": lambda p, a: _close(Agent(a(p / "d.db"), provider="anthropic",
+                                                      model="m")).store.where,
     "agents_md_subscription.root": lambda p, a: agents_md_subscription(a(p)).hook_id,
 }
 #: Path-typed parameters that are not a caller's input (the fields of a result).
@@ -131,3 +142,64 @@ def test_a_mapping_compiles_and_a_bad_one_is_a_pioneer_error(tmp_path: Path) -> 
 def test_one_folder_instead_of_a_list_is_said_plainly() -> None:
     with pytest.raises(InputError, match="expected a list of folders, got one path"):
         PromptCompiler(profile_path="profiles")  # type: ignore[arg-type]
+
+
+# -- every public model refuses a wrong type with a PioneerError -------------------------
+
+def _public_models() -> list[type[BaseModel]]:
+    found: dict[type[BaseModel], None] = {}
+    for module in PUBLIC_MODULES:
+        for name in getattr(module, "__all__", ()):
+            value = getattr(module, name, None)
+            if inspect.isclass(value) and issubclass(value, BaseModel):
+                found[value] = None
+    return list(found)
+
+
+PUBLIC_MODULES = [pioneer, pioneer.agent, pioneer.audit, pioneer.episodic, pioneer.hooks,
+                  pioneer.providers, pioneer.sections, pioneer.tools]
+MODELS = _public_models()
+
+
+class _Opaque:
+    """A value of no type any field takes."""
+
+
+def test_the_walk_finds_the_public_models() -> None:
+    names = {model.__name__ for model in MODELS}
+    assert {"ChatRequest", "ToolSpec", "TurnRecord", "ReportedUsage", "PermissionProfile",
+            "PromptManifest", "PioneerSettings", "ToolContribution", "CachePlan"} <= names
+    assert len(MODELS) >= 40
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda model: model.__name__)
+def test_every_public_model_refuses_wrong_types_with_a_pioneer_error(
+    model: type[BaseModel],
+) -> None:
+    for field in model.model_fields:
+        with pytest.raises(PioneerError) as info:
+            model(**{field: _Opaque()})
+        assert f"{model.__name__} → {field}" in str(info.value) or \
+            f"settings → {field}" in str(info.value), str(info.value)
+    with pytest.raises(PioneerError, match="unknown"):
+        model(no_such_field=1)
+
+
+def test_public_functions_refuse_wrong_types_with_a_pioneer_error(tmp_path: Path) -> None:
+    from pioneer.audit import TurnAudit
+    from pioneer.providers import read_response
+
+    calls: list[Callable[[], object]] = [
+        lambda: read_response("anthropic", 5),  # type: ignore[arg-type]
+        lambda: read_response("nope", {}),
+        lambda: open_store(5),  # type: ignore[arg-type]
+        lambda: TurnAudit("t", "th", "agent", history="kept"),  # type: ignore[arg-type]
+        lambda: TurnAudit("t", "th", "sometimes"),  # type: ignore[arg-type]
+        lambda: Agent(tmp_path / "a.db", provider="nope", model="m"),  # type: ignore[arg-type]
+        lambda: Agent(tmp_path / "a.db", provider="anthropic", model=""),
+        lambda: Agent(5, provider="anthropic", model="m"),  # type: ignore[arg-type]
+        lambda: pioneer.ReportedUsage.from_response("nope", {}),
+    ]
+    for call in calls:
+        with pytest.raises(PioneerError):
+            call()

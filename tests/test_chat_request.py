@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
 from pioneer import BOUNDARY_MARKER, ChatMessage, ChatRequest, InputError, ToolCall, ToolSpec
 from pioneer.providers import load_chat_request, parse_chat_request
@@ -157,8 +156,9 @@ def test_every_conversation_problem_is_listed() -> None:
     )
 
 
-def test_direct_construction_raises_a_validation_error() -> None:
-    with pytest.raises(ValidationError, match="has no tool result"):
+def test_direct_construction_raises_an_input_error() -> None:
+    with pytest.raises(InputError,
+                       match=r"ChatRequest: messages\[0\]: call 'a' has no tool result"):
         ChatRequest(model="m", messages=[ChatMessage.assistant(
             tool_calls=[ToolCall(id="a", name="clock")])])
 

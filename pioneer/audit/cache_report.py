@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ..compile.manifest import PromptManifest
 from ..history.models import SUMMARY_PREFIX
@@ -35,7 +35,7 @@ from ..providers import PROVIDERS
 from ..providers.caching import MAX_CACHE_BREAKPOINTS, minimum_cacheable_tokens
 from ..providers.layout import layout
 from ..providers.request import ChatRequest
-from ..text import EDGE_CONFIG
+from ..text import EDGE_CONFIG, CheckedModel
 from ..tokens import TokenCounter, default_counter
 
 __all__ = [
@@ -69,7 +69,7 @@ GEMINI_MINIMUMS: tuple[tuple[str, int], ...] = (("pro", 4096), ("", 1024))
 _REUSED: frozenset[str] = frozenset({"tools", "stable", "prompt", "summary", "system", "history"})
 
 
-class SectionDigest(BaseModel):
+class SectionDigest(CheckedModel):
     """One stable section inside the stable block: its id and a digest of its text."""
 
     model_config = EDGE_CONFIG
@@ -77,7 +77,7 @@ class SectionDigest(BaseModel):
     digest: str = Field(description="First 16 hex digits of the section's sha256.")
 
 
-class CacheBlock(BaseModel):
+class CacheBlock(CheckedModel):
     """One block of a request, in the order the provider caches it."""
 
     model_config = EDGE_CONFIG
@@ -97,7 +97,7 @@ class CacheBlock(BaseModel):
     )
 
 
-class FirstDifference(BaseModel):
+class FirstDifference(CheckedModel):
     """Where a request first differs from the previous request of the thread."""
 
     model_config = EDGE_CONFIG
@@ -114,7 +114,7 @@ class FirstDifference(BaseModel):
     )
 
 
-class CachePlan(BaseModel):
+class CachePlan(CheckedModel):
     """The expected cache behaviour of one provider round."""
 
     model_config = EDGE_CONFIG

@@ -273,7 +273,8 @@ def _memory_tool_lines(tools: list[dict[str, Any]] | None) -> list[str]:
     for tool in tools:
         by_source.setdefault(tool["hook_id"], []).append(tool["name"])
     sources = "; ".join(
-        f"{', '.join(names)} " + (f"registered by hook {hook}" if hook else "the application's")
+        f"{', '.join(names)} " + (f"(registered by hook {hook})" if hook
+                                  else "(the application's tools)")
         for hook, names in by_source.items())
     lines = [f"memory tools: {sources}"]
     for tool in tools:

@@ -16,14 +16,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 
 from ..compile.manifest import PromptManifest
 from ..providers.replies import ModelReply, StopReason
 from ..providers.usage import ReportedUsage
 from ..sections.permissions import AXES, PermissionProfile
 from ..sections.skills import ActivationReason, ExclusionReason, SkillResolution, SkillStatus
-from ..text import EDGE_CONFIG
+from ..text import EDGE_CONFIG, CheckedModel
 from .cache_report import CachePlan
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ __all__ = [
 ThreadMode = Literal["chat", "agent"]
 
 
-class HistoryMessageRecord(BaseModel):
+class HistoryMessageRecord(CheckedModel):
     """One history message as sent: its role and stored token count (no text)."""
 
     model_config = EDGE_CONFIG
@@ -62,7 +62,7 @@ class HistoryMessageRecord(BaseModel):
     tokens: int = Field(ge=0, description="cl100k_base tokens, per-message overhead included.")
 
 
-class HistorySnapshot(BaseModel):
+class HistorySnapshot(CheckedModel):
     """The history decision of the turn: kept, summarised or truncated, with token totals."""
 
     model_config = EDGE_CONFIG
@@ -107,7 +107,7 @@ class HistorySnapshot(BaseModel):
         )
 
 
-class SkillRecord(BaseModel):
+class SkillRecord(CheckedModel):
     """One skill resolved for the turn."""
 
     model_config = EDGE_CONFIG
@@ -115,7 +115,7 @@ class SkillRecord(BaseModel):
     reason: ActivationReason = Field(description="Why it is active.")
 
 
-class SkillOutcomeRecord(BaseModel):
+class SkillOutcomeRecord(CheckedModel):
     """What the resolver decided for one skill it was given."""
 
     model_config = EDGE_CONFIG
@@ -131,7 +131,7 @@ class SkillOutcomeRecord(BaseModel):
     )
 
 
-class SkillsSnapshot(BaseModel):
+class SkillsSnapshot(CheckedModel):
     """The skills decision of the turn and what the Skills Runtime text left out."""
 
     model_config = EDGE_CONFIG
@@ -173,7 +173,7 @@ class SkillsSnapshot(BaseModel):
         )
 
 
-class ExecutionSecurity(BaseModel):
+class ExecutionSecurity(CheckedModel):
     """The execution security the turn ran under, as known when the turn started.
 
     The permission profile with every axis, what it leaves to an approval (``ask``) or
@@ -216,7 +216,7 @@ class ExecutionSecurity(BaseModel):
         )
 
 
-class HiddenDomain(BaseModel):
+class HiddenDomain(CheckedModel):
     """A tool domain still hidden in a round, and its tools."""
 
     model_config = EDGE_CONFIG
@@ -224,7 +224,7 @@ class HiddenDomain(BaseModel):
     tools: list[str] = Field(description="Its tools, in domain-map order.")
 
 
-class ToolCallRecord(BaseModel):
+class ToolCallRecord(CheckedModel):
     """How one tool call of a round was judged."""
 
     model_config = EDGE_CONFIG
@@ -247,7 +247,7 @@ class ToolCallRecord(BaseModel):
                    error=result.content if result is not None and result.is_error else None)
 
 
-class SystemPartRecord(BaseModel):
+class SystemPartRecord(CheckedModel):
     """One piece of system content as the adapter sent it."""
 
     model_config = EDGE_CONFIG
@@ -257,7 +257,7 @@ class SystemPartRecord(BaseModel):
     chars: int = Field(ge=0, description="Characters sent, boundary marker removed.")
 
 
-class ProviderShape(BaseModel):
+class ProviderShape(CheckedModel):
     """Which provider request shape was sent for a round."""
 
     model_config = EDGE_CONFIG
@@ -289,7 +289,7 @@ PROVIDER_NAMES = {
 }
 
 
-class ReplyRecord(BaseModel):
+class ReplyRecord(CheckedModel):
     """What the provider answered in a round, as read back (no text)."""
 
     model_config = EDGE_CONFIG
@@ -319,7 +319,7 @@ class ReplyRecord(BaseModel):
                    reasoning_items=reply.reasoning_items, unanswered=list(unanswered))
 
 
-class ToolRecord(BaseModel):
+class ToolRecord(CheckedModel):
     """One tool of the turn's catalog: its domain and who registered it."""
 
     model_config = EDGE_CONFIG
@@ -342,7 +342,7 @@ class ToolRecord(BaseModel):
                     hook_id=registered.get(tool.name)) for tool in catalog.tools]
 
 
-class RoundRecord(BaseModel):
+class RoundRecord(CheckedModel):
     """One provider round of the turn."""
 
     model_config = EDGE_CONFIG
@@ -370,7 +370,7 @@ class RoundRecord(BaseModel):
     )
 
 
-class TurnRecord(BaseModel):
+class TurnRecord(CheckedModel):
     """Everything kept about one turn, for ``pioneer explain``."""
 
     model_config = EDGE_CONFIG

@@ -4,9 +4,9 @@ Two tables (added by a migration step of each store): ``turn_records`` holds one
 turn (mode, history decision, permission profile, execution security snapshot, skills
 decision, tool catalog; a row written before a column was added has it NULL, read as not
 recorded) and ``turn_rounds`` one row per provider round (manifest, visible tools, hidden
-domains, provider shape, judged calls, cache plan, reported usage, the reply read back); every JSON column holds one
-concept as text with sorted keys, so a stored record is byte-stable on SQLite and
-PostgreSQL alike.
+domains, provider shape, judged calls, cache plan, reported usage, the reply read back);
+every JSON column holds one concept as text with sorted keys, so a stored record is
+byte-stable on SQLite and PostgreSQL alike.
 :class:`TurnRecords` runs the SQL through the store's transactions
 (:class:`~pioneer.history.store.DatabaseStore`): the store knows nothing of records. A
 record refers to its turn: :meth:`TurnRecords.save` writes it once the turn is stored,

@@ -28,7 +28,7 @@ from ..errors import (
     parse_document,
     read_text,
 )
-from ..text import EDGE_CONFIG, EdgeModel
+from ..text import EDGE_CONFIG, CheckedModel, EdgeModel
 from .ids import PROFILE_ALIASES, check_dynamic_id, check_runtime_id
 
 __all__ = [
@@ -75,7 +75,7 @@ class DynamicSectionInput(SectionInput):
     id: Annotated[str, AfterValidator(check_dynamic_id)] = Field(description="Section id.")
 
 
-class PromptLimits(BaseModel):
+class PromptLimits(CheckedModel):
     """Bootstrap budgets for one compile; they can only lower the profile's."""
 
     model_config = _STRICT

@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..text import EDGE_CONFIG, utf8_text
+from ..text import EDGE_CONFIG, CheckedModel, utf8_text
 from .boundary import join_full_text
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ DiagnosticCode = Literal[
 
 
 
-class Diagnostic(BaseModel):
+class Diagnostic(CheckedModel):
     """Something the compiler noticed; never contains the content it is about."""
 
     model_config = EDGE_CONFIG
@@ -131,7 +131,7 @@ class Diagnostic(BaseModel):
     hook_source: str | None = Field(default=None, description="Hook id that produced it, when any.")
 
 
-class SourceManifestEntry(BaseModel):
+class SourceManifestEntry(CheckedModel):
     """One bootstrap file: where it was looked for and what became of it."""
 
     model_config = EDGE_CONFIG
@@ -143,7 +143,7 @@ class SourceManifestEntry(BaseModel):
     chars: int = Field(ge=0, description="Characters of the file that reached the prompt.")
 
 
-class ManifestSection(BaseModel):
+class ManifestSection(CheckedModel):
     """One kept section as recorded for audit."""
 
     model_config = EDGE_CONFIG
@@ -174,7 +174,7 @@ OmissionReason = Literal[
 ]
 
 
-class Omission(BaseModel):
+class Omission(CheckedModel):
     """A declared section that rendered nothing, or a contribution left out, and why."""
 
     model_config = EDGE_CONFIG
@@ -197,7 +197,7 @@ class Omission(BaseModel):
     )
 
 
-class Placement(BaseModel):
+class Placement(CheckedModel):
     """Where one contribution of the compile input went."""
 
     model_config = EDGE_CONFIG
@@ -216,7 +216,7 @@ class Placement(BaseModel):
     )
 
 
-class HookSourceRef(BaseModel):
+class HookSourceRef(CheckedModel):
     """Which hook subscription produced a contribution."""
 
     model_config = EDGE_CONFIG
@@ -227,7 +227,7 @@ class HookSourceRef(BaseModel):
     contribution_hash: str | None = Field(default=None, description="sha256 of the contribution.")
 
 
-class HookSourceEntry(BaseModel):
+class HookSourceEntry(CheckedModel):
     """One hook contribution as recorded in the manifest."""
 
     model_config = EDGE_CONFIG
@@ -247,7 +247,7 @@ class HookSourceEntry(BaseModel):
     )
 
 
-class PromptManifest(BaseModel):
+class PromptManifest(CheckedModel):
     """What compiled a turn, so an audit can reproduce and explain it."""
 
     model_config = EDGE_CONFIG
@@ -319,7 +319,7 @@ class PromptManifest(BaseModel):
                                     ensure_ascii=False))
 
 
-class CompiledSection(BaseModel):
+class CompiledSection(CheckedModel):
     """One kept section of a compiled prompt."""
 
     model_config = EDGE_CONFIG
@@ -345,7 +345,7 @@ def _full_text_schema(schema: dict[str, Any]) -> None:
                              "type": "string"})
 
 
-class CompiledPromptPayload(BaseModel):
+class CompiledPromptPayload(CheckedModel):
     """Everything one compile produces."""
 
     # ``full_system_text`` is derived from the stable and dynamic text and joined when it

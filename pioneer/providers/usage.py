@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ..errors import InputError, Problem
-from ..text import EDGE_CONFIG
+from ..text import EDGE_CONFIG, CheckedModel
 
 __all__ = ["USAGE_PROVIDERS", "ReportedUsage"]
 
@@ -23,7 +23,7 @@ __all__ = ["USAGE_PROVIDERS", "ReportedUsage"]
 USAGE_PROVIDERS = ("anthropic", "openai-chat", "openai-responses", "gemini")
 
 
-class ReportedUsage(BaseModel):
+class ReportedUsage(CheckedModel):
     """The token usage a provider reported for one round, in one set of terms.
 
     ``input_tokens`` counts the whole prompt, the cached part included (Anthropic reports

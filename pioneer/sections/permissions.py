@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Literal
 
 import jinja2
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from ..text import EDGE_CONFIG
+from ..text import EDGE_CONFIG, CheckedModel
 from ._macros import call_macro
 
 __all__ = ["AXES", "GUIDANCE_AXES", "Behavior", "PermissionProfile", "render_current_permissions"]
@@ -40,7 +40,7 @@ _LISTS = ("allowed_tools", "denied_tools", "allowed_paths")
 Behavior = Literal["allow", "ask", "deny"]
 
 
-class PermissionProfile(BaseModel):
+class PermissionProfile(CheckedModel):
     """The permission profile in force for a turn."""
 
     model_config = EDGE_CONFIG
