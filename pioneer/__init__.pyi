@@ -191,10 +191,10 @@ from .providers import (
     ChatRequest as ChatRequest,
 )
 from .providers import (
-    SamplingOptions as SamplingOptions,
+    ModelReply as ModelReply,
 )
 from .providers import (
-    ModelReply as ModelReply,
+    SamplingOptions as SamplingOptions,
 )
 from .providers import (
     ToolCall as ToolCall,
