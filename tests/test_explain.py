@@ -33,6 +33,7 @@ from pioneer.audit import (
     HistorySnapshot,
     ReportedUsage,
     SkillsSnapshot,
+    ToolRecord,
     TurnAudit,
     TurnRecord,
     TurnRecords,
@@ -131,7 +132,8 @@ def _agent_turn(compiler: PromptCompiler, provider: str,
         audit = TurnAudit("turn-5", "thread-1", "agent",
                           history=HistorySnapshot.from_decision(decision),
                           security=security,
-                          skills=SkillsSnapshot.from_resolution(resolution, skills_prompt))
+                          skills=SkillsSnapshot.from_resolution(resolution, skills_prompt),
+                          tools=ToolRecord.from_catalog(catalog))
         compile_input = PromptCompileInput(workspace_root=Path("home"),
                                            skills_prompt=skills_prompt.text)
         messages = [ChatMessage(role=m.role, content=m.content) for m in decision.messages]

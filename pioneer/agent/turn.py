@@ -52,7 +52,7 @@ from ..providers import build_request_body, read_response
 from ..providers.replies import ModelReply
 from ..providers.request import ChatMessage, ChatRequest, ToolCall, ToolResult
 from ..sections.skills import build_skills_prompt, resolve_skill_outcomes
-from ..tools.from_hooks import HOOK_TOOL_TYPES, catalog_with_hook_tools
+from ..tools.from_hooks import HOOK_TOOL_PHASE, HOOK_TOOL_TYPES, catalog_with_hook_tools
 from ..tools.visibility import CallOutcome, ToolRound, TurnTools
 from ..turn.run import HookRun, compile_turn, run_hooks
 from .telemetry import end_agent_span, start_agent_span
@@ -69,7 +69,6 @@ __all__ = ["ENTRY_KEY", "RECORD_KEY", "FinishedTurn", "Step", "Turn"]
 #: record.
 ENTRY_KEY = "pioneer.turn_entry"
 RECORD_KEY = "pioneer.turn_record"
-_TOOL_PHASE = "turn.pre_tool_materialization"
 _POST_TURN = "turn.post_turn"
 
 
@@ -309,9 +308,9 @@ class Turn:
         context = TurnContext(thread_id=self.thread_id, thread_folder=self._folder,
                               user_text=self.user_text, touched_paths=self._touched,
                               data={HISTORY_KEY: decision, **self._data})
-        phases = TURN_PROMPT_PHASES if chat else (_TOOL_PHASE, *TURN_PROMPT_PHASES)
+        phases = TURN_PROMPT_PHASES if chat else (HOOK_TOOL_PHASE, *TURN_PROMPT_PHASES)
         hook_run = run_hooks(agent.compiler, compile_input, agent.registry(), turn=context,
-                             phases=phases, accept=HOOK_TOOL_TYPES)
+                             phases=phases, accept={HOOK_TOOL_PHASE: HOOK_TOOL_TYPES})
         hook_tools = catalog_with_hook_tools(() if chat else agent.tools, agent.domains,
                                              hook_run.offered)
         if hook_tools.diagnostics:

@@ -11,7 +11,13 @@ each round's tool list and refuses calls to tools the round did not offer;
 from __future__ import annotations
 
 from .artifact_read import ARTIFACT_READ, artifact_read_tool
-from .from_hooks import HOOK_TOOL_TYPES, HookTools, ToolContribution, catalog_with_hook_tools
+from .from_hooks import (
+    HOOK_TOOL_PHASE,
+    HOOK_TOOL_TYPES,
+    HookTools,
+    ToolContribution,
+    catalog_with_hook_tools,
+)
 from .request_tools import (
     REASON_MAX_CHARS,
     REQUEST_TOOLS,
@@ -24,6 +30,7 @@ from .visibility import CallOutcome, ToolCatalog, ToolRound, TurnTools, Verdict
 
 __all__ = [
     "ARTIFACT_READ",
+    "HOOK_TOOL_PHASE",
     "HOOK_TOOL_TYPES",
     "REASON_MAX_CHARS",
     "REQUEST_TOOLS",

@@ -26,7 +26,10 @@ from ..text import EDGE_CONFIG, EdgeModel
 from .request_tools import REQUEST_TOOLS
 from .visibility import ToolCatalog
 
-__all__ = ["HOOK_TOOL_TYPES", "HookTools", "ToolContribution", "catalog_with_hook_tools"]
+__all__ = [
+    "HOOK_TOOL_PHASE", "HOOK_TOOL_TYPES", "HookTools", "ToolContribution",
+    "catalog_with_hook_tools",
+]
 
 
 def _domain(value: str) -> str:
@@ -47,7 +50,8 @@ class ToolContribution(EdgeModel):
     )
 
 
-#: What a hook may return at ``turn.pre_tool_materialization``.
+#: The phase whose hooks register tools, and what they may return there.
+HOOK_TOOL_PHASE = "turn.pre_tool_materialization"
 HOOK_TOOL_TYPES: tuple[type, ...] = (ToolSpec, ToolContribution)
 
 

@@ -94,10 +94,11 @@ def run_hooks(
     *,
     turn: TurnContext | None = None,
     phases: Sequence[str] = TURN_PROMPT_PHASES,
-    accept: tuple[type, ...] = (),
+    accept: Mapping[str, tuple[type, ...]] | None = None,
 ) -> HookRun:
-    """Run ``phases`` of ``hooks`` for one turn, in order (``accept``: see
-    :meth:`HookRegistry.run_phase`)."""
+    """Run ``phases`` of ``hooks`` for one turn, in order; ``accept`` maps a phase to the
+    further types its hooks may return (:meth:`HookRegistry.run_phase`)."""
+    accept = accept or {}
     compile_input = as_compile_input(compile_input)
     turn = turn or TurnContext()
     hooks = hooks or HookRegistry()
@@ -108,7 +109,7 @@ def run_hooks(
     offered: list[Offered] = []
     for phase in phases:
         outcome = hooks.run_phase(phase, turn=turn, compile_input=compile_input, env=env,
-                                  earlier=tuple(collected), accept=accept)
+                                  earlier=tuple(collected), accept=accept.get(phase, ()))
         collected.extend(outcome.contributions)
         records.extend(outcome.records)
         diagnostics.extend(outcome.diagnostics)
