@@ -293,3 +293,60 @@ def test_without_the_api_a_turn_compiles_and_records_without_spans(tmp_path: Pat
             payload.sections)
     """), tmp_path)
     assert loaded == []
+
+
+# -- the turn runner: one trace per turn ---------------------------------------------------
+
+
+def test_a_turn_is_one_trace_under_its_invoke_agent_span(
+    spans: InMemorySpanExporter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
+    import agent_loop
+
+    from pioneer import Agent
+
+    monkeypatch.chdir(tmp_path)
+    with Agent("p.db", provider="anthropic", model="claude-sonnet-4-5",
+               hooks=agent_loop.hooks(), tools=[agent_loop.READ_FILE],
+               sampling=SamplingOptions(max_tokens=512),
+               compile_input={"workspace_root": tmp_path}) as agent:
+        for number in (1, 2):
+            turn = agent.turn("thread-7", f"Question {number}", turn_id=f"turn-{number}")
+            for calls in agent_loop.script(number):
+                turn.next_body()
+                plan = turn.rounds[-1].cache
+                step = turn.receive(agent_loop.response(
+                    "anthropic", agent.model, "" if calls else "Done.", calls,
+                    agent_loop.usage("anthropic", plan, 40)))
+                for call in step.runnable:
+                    turn.add_tool_result(call.id, "ok")
+                if step.done:
+                    break
+            turn.finish()
+    finished = spans.get_finished_spans()
+    traces: dict[int, list[ReadableSpan]] = {}
+    for span in finished:
+        assert span.context is not None
+        traces.setdefault(span.context.trace_id, []).append(span)
+    assert len(traces) == 2
+    for number, members in enumerate(traces.values(), start=1):
+        [root] = [s for s in members if s.parent is None]
+        assert root.name == "invoke_agent"
+        assert root.context is not None
+        names = sorted(s.name for s in members if s is not root)
+        rounds = 3 if number == 1 else 2
+        assert names == ["chat claude-sonnet-4-5"] * rounds + ["pioneer.compile_turn"] * rounds
+        assert all(s.parent is not None and s.parent.span_id == root.context.span_id
+                   for s in members if s is not root)
+        attributes = dict(root.attributes or {})
+        assert attributes["gen_ai.operation.name"] == "invoke_agent"
+        assert attributes["gen_ai.conversation.id"] == "thread-7"
+        assert attributes["gen_ai.request.max_tokens"] == 512
+        assert attributes["gen_ai.response.finish_reasons"] == ("end_turn",)
+        chats = [s for s in members if s.name.startswith("chat ")]
+        assert attributes["gen_ai.usage.input_tokens"] == sum(
+            dict(s.attributes or {})["gen_ai.usage.input_tokens"] for s in chats)
+        reasons = [dict(s.attributes or {})["gen_ai.response.finish_reasons"]
+                   for s in sorted(chats, key=lambda s: s.start_time or 0)]
+        assert reasons == [("tool_use",)] * (rounds - 1) + [("end_turn",)]
