@@ -1,4 +1,5 @@
-"""The README's Python API example runs and compiles what it says."""
+"""The README's Python API examples run: the turn runner stores its turn, and the compiler
+compiles what it says."""
 
 from __future__ import annotations
 
@@ -8,15 +9,32 @@ from pathlib import Path
 import pytest
 from doc_pages import page
 
+from pioneer import SqliteStore
+from pioneer.audit import TurnRecords
+
+
+def _examples() -> list[str]:
+    section = page("README.md").split("<!-- api -->", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+
+
+def test_the_runner_example_stores_its_turn(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {}
+    exec(compile(_examples()[0], "README.md", "exec"), namespace)
+    finished = namespace["finished"]
+    with SqliteStore("pioneer.db", create=False) as store:
+        assert TurnRecords(store).get(finished.entry.turn_id) == finished.record  # type: ignore[attr-defined]
+        [entry] = store.get_thread_conversation_history("thread-1")
+    assert entry.assistant_text == "It says: buy milk."
+
 
 def test_python_api_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                  capsys: pytest.CaptureFixture[str]) -> None:
-    section = page("README.md").split("<!-- api -->", 1)[1]
-    code = re.search(r"```python\n(.*?)```", section, flags=re.S)
-    assert code is not None
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {}
-    exec(compile(code.group(1), "README.md", "exec"), namespace)
+    exec(compile(_examples()[1], "README.md", "exec"), namespace)
     payload = namespace["payload"]
     assert payload.dynamic_system_text == "## Extra System\nBe brief."  # type: ignore[attr-defined]
     assert (tmp_path / "home" / "SOUL.md").is_file()
