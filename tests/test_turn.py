@@ -141,8 +141,16 @@ def test_built_in_sections_only_where_the_profile_places_them(workspace: Path,
         compiler, PromptCompileInput(workspace_root=Path("home"), profile="minimal"),
         permissions=PermissionProfile(mode="read_only"), hidden_tool_domains=DEFAULT_TOOL_DOMAINS,
     )
-    assert payload.manifest.section_ids[-1:] == ["current_permissions"]
+    # minimal (tool-less chat) places neither, so neither falls into its slot either.
+    assert "current_permissions" not in payload.manifest.section_ids
     assert "Hidden Tool Domains" not in payload.full_system_text
+    assert "Current Permissions" not in payload.full_system_text
+    full = compile_turn(
+        compiler, PromptCompileInput(workspace_root=Path("home")),
+        permissions=PermissionProfile(mode="read_only"), hidden_tool_domains=DEFAULT_TOOL_DOMAINS,
+    )
+    assert {"current_permissions", "request_tools.hidden_domains"} <= set(
+        full.manifest.section_ids)
 
 
 def test_plain_full_access_adds_no_permissions_section(workspace: Path,

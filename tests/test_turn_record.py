@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import StoreTarget
+from pydantic import ValidationError
 from stores import make_store
 
 from pioneer import (
@@ -263,8 +264,10 @@ def test_history_is_kept_as_counts_never_text(store: SqliteStore) -> None:
 def test_rounds_are_numbered_from_one(payload: CompiledPromptPayload) -> None:
     data = _record(payload).model_dump()
     data["rounds"][0]["round"] = 2
-    with pytest.raises(InputError, match=r"numbered 1, 2, 3… in order \(got \[2\]\)"):
+    with pytest.raises(ValidationError, match=r"numbered 1, 2, 3… in order \(got \[2\]\)"):
         TurnRecord.model_validate(data)
+    with pytest.raises(InputError, match=r"TurnRecord: rounds: must be numbered 1, 2, 3… in order"):
+        TurnRecord(**data)
 
 
 def test_the_recorded_tools_are_the_tools_sent(payload: CompiledPromptPayload) -> None:
