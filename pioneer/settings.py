@@ -36,11 +36,20 @@ from __future__ import annotations
 import contextvars
 import functools
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from .errors import (
     InputError,
@@ -55,6 +64,7 @@ from .errors import (
 __all__ = [
     "CLOCK_GRANULARITIES", "CONFIG_FILE", "CONFIG_VARIABLE", "DISCOVERED_SETTINGS",
     "ENV_PREFIX", "ClockGranularity", "PioneerSettings", "default_home", "find_config",
+    "store_url_parameters",
 ]
 
 #: Prefix of the environment variables read (matched in any case).
@@ -114,7 +124,9 @@ def find_config(start: str | os.PathLike[str] | None = None) -> Path | None:
 class PioneerSettings(BaseModel):
     """Deployment settings for the compiler, the runtime home and the history budget."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    # hide_input_in_errors: a refused store URL is never echoed (it may hold a password).
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True,
+                              hide_input_in_errors=True)
     # False on the derived class through which pydantic-settings reads the sources.
     _reads_sources: ClassVar[bool] = True
 
@@ -172,9 +184,10 @@ class PioneerSettings(BaseModel):
         description="Tokens of the newest turns kept verbatim after a new summary (0: the "
         "summary message alone).",
     )
-    store_url: str | None = Field(
+    store_url: SecretStr | None = Field(
         default=None,
-        description="PostgreSQL conversation store (postgresql://…); wins over store_path.",
+        description="PostgreSQL conversation store (postgresql://…); wins over store_path. "
+        "A secret: printed as '**********' (read it with get_secret_value()).",
     )
     clock_granularity: ClockGranularity = Field(
         default="hour",
@@ -194,9 +207,9 @@ class PioneerSettings(BaseModel):
 
     @field_validator("store_url")
     @classmethod
-    def _postgres_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.lower().startswith(("postgresql://", "postgres://")):
-            raise ValueError("expected a postgresql:// URL")
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            store_url_parameters(value.get_secret_value())
         return value
 
     @model_validator(mode="before")
@@ -222,6 +235,12 @@ class PioneerSettings(BaseModel):
     def database(self) -> Path:
         """The conversation store path."""
         return self.store_path or self.home / "pioneer.db"
+
+    @property
+    def store_target(self) -> str | Path:
+        """The conversation store: ``store_url`` (password included) if set, else
+        :attr:`database`."""
+        return self.store_url.get_secret_value() if self.store_url else self.database
 
     @classmethod
     def load(
@@ -429,3 +448,33 @@ def _keys(text: str) -> frozenset[str]:
         return frozenset(parse_document(text, "", "toml"))
     except InputError:
         return frozenset()
+
+
+#: URL schemes of a PostgreSQL store.
+STORE_URL_SCHEMES = ("postgresql", "postgres")
+# libpq echoes the text it could not parse, in quotes; none of it may reach a message.
+_ECHO = re.compile(r'(?: after|:)? "[^"]{2,}"')
+
+
+def store_url_parameters(url: str) -> dict[str, str]:
+    """The connection parameters of a ``postgresql://`` URL, read by libpq's own parser
+    (psycopg's ``conninfo_to_dict``); a :class:`ValueError` naming what is wrong, never
+    the URL's text. Without psycopg (the ``postgres`` extra) only the scheme is checked."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() not in STORE_URL_SCHEMES:
+        raise ValueError("expected a postgresql:// URL")
+    try:
+        from psycopg import Error
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:
+        return {}
+    try:
+        parameters = conninfo_to_dict(f"{scheme.lower()}://{rest}")
+    except Error as error:
+        reason = _ECHO.sub("", str(error).strip().splitlines()[0]).rstrip(": ")
+        raise ValueError(f"not a valid PostgreSQL URL ({reason})") from None
+    port = str(parameters.get("port", ""))
+    if port and not all(part.isdigit() for part in port.split(",")):
+        raise ValueError("not a valid PostgreSQL URL (the port is not a number; a '/', '@' "
+                         "or ':' in a password is written %2F, %40, %3A)")
+    return {key: str(value) for key, value in parameters.items()}

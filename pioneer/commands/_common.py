@@ -78,7 +78,7 @@ def store_path(args: argparse.Namespace, settings: PioneerSettings | None = None
     if args.db:
         return args.db if is_store_url(args.db) else Path(args.db)
     settings = settings or make_settings(args)
-    return settings.store_url or settings.database
+    return settings.store_target
 
 
 def open_command_store(args: argparse.Namespace, settings: PioneerSettings | None = None, *,

@@ -4,25 +4,30 @@
 ``--db``) go through, so every command that takes a database takes either; given the
 :class:`~pioneer.settings.PioneerSettings` themselves, it opens the store they configure
 (``store_url`` when set, else the ``database`` path), so a program never picks the wrong
-one by hand. The PostgreSQL
-store needs the ``postgres`` extra (psycopg 3 and psycopg-pool); it is imported only when
-a URL asks for it.
+one by hand. The PostgreSQL store needs the ``postgres`` extra (psycopg 3 and
+psycopg-pool); it is imported only when a URL asks for it.
+
+A URL is read by libpq's own parser (:func:`~pioneer.settings.store_url_parameters`), so
+what is checked and what is hidden in messages is what the driver will see: a message
+names a URL by :func:`redact_url`, rebuilt from the parsed parameters without the
+password, and a URL libpq cannot read is a :class:`StoreError` that does not repeat it.
 """
 
 from __future__ import annotations
 
 import os
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlencode
 
 from ..errors import InputError, Problem, StoreError
-from ..settings import PioneerSettings
+from ..settings import STORE_URL_SCHEMES, PioneerSettings, store_url_parameters
 from ..tokens import TokenCounter
 from .sql_store import SqlStore
 
-__all__ = ["URL_SCHEMES", "configured_store", "is_store_url", "open_store", "redact_url"]
+__all__ = ["URL_SCHEMES", "configured_store", "is_store_url", "normalize_url", "open_store",
+           "redact_url"]
 
 #: URL schemes that select the PostgreSQL store.
-URL_SCHEMES = ("postgresql", "postgres")
+URL_SCHEMES = STORE_URL_SCHEMES
 
 
 def is_store_url(target: str | os.PathLike[str]) -> bool:
@@ -33,14 +38,39 @@ def is_store_url(target: str | os.PathLike[str]) -> bool:
     return bool(sep) and scheme.lower() in URL_SCHEMES
 
 
+def normalize_url(url: str) -> str:
+    """``url`` with its scheme in lower case, as libpq needs it (schemes are not case
+    sensitive, but libpq reads ``POSTGRESQL://`` as a malformed ``key=value`` string)."""
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme.lower()}{sep}{rest}" if sep else url
+
+
 def redact_url(url: str) -> str:
-    """``url`` without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+    """``url`` as a message names it: without its password, wherever the URL put it (in
+    the user part or as ``?password=``), as libpq parses it. A URL libpq cannot parse is
+    named by its scheme alone; so is every URL when psycopg is missing."""
+    scheme = url.partition("://")[0].lower()
+    try:
+        parameters = store_url_parameters(url)
+    except ValueError:
+        return f"{scheme}://…"
+    if not parameters:  # no psycopg to parse with
+        return f"{scheme}://…"
+    hidden = parameters.pop("password", None) is not None
+    user = quote(parameters.pop("user", ""), safe="")
+    host = parameters.get("host", "")
+    # A socket folder or a list of hosts goes in the query, as libpq reads it there.
+    netloc_host = "" if not host or host.startswith("/") or "," in host else host
+    if netloc_host:
+        del parameters["host"]
+        port = parameters.pop("port", "")
+        netloc_host = (f"[{netloc_host}]" if ":" in netloc_host else netloc_host) + \
+            (f":{port}" if port else "")
+    userinfo = user + (":***" if hidden else "")
+    database = quote(parameters.pop("dbname", ""), safe="")
+    query = urlencode(parameters)
+    return (f"{scheme}://{userinfo}{'@' if userinfo else ''}{netloc_host}/{database}"
+            + (f"?{query}" if query else ""))
 
 
 def configured_store(settings: PioneerSettings) -> str | os.PathLike[str]:
@@ -72,14 +102,18 @@ def open_store(target: str | os.PathLike[str] | PioneerSettings, *, read_only: b
         raise InputError(Problem(f"expected a store URL, an SQLite path or PioneerSettings "
                                  f"(got {type(target).__name__})", path="open_store → target"))
     if is_store_url(target):
+        url = str(target)
+        try:
+            store_url_parameters(url)
+        except ValueError as error:
+            raise StoreError(f"{redact_url(url)}: {error}") from None
         try:
             from .postgres_store import PostgresStore
         except ImportError as error:  # the extra is missing
-            raise StoreError(f"{redact_url(str(target))}: the PostgreSQL store needs the "
+            raise StoreError(f"{redact_url(url)}: the PostgreSQL store needs the "
                              f"'postgres' extra (pip install 'pioneer[postgres]'): "
                              f"{error}") from None
-        return PostgresStore(str(target), read_only=read_only, counter=counter,
-                             cache_size=cache_size)
+        return PostgresStore(url, read_only=read_only, counter=counter, cache_size=cache_size)
     from .sqlite_store import SqliteStore
 
     return SqliteStore(target, read_only=read_only, create=create, counter=counter,

@@ -36,7 +36,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..errors import StoreError
 from ..tokens import TokenCounter
 from .migrations import Migration, check_order, check_version
-from .open import redact_url
+from .open import normalize_url, redact_url
 from .postgres_migrations import MIGRATION_LOCK, MIGRATIONS
 from .sql_store import ConnectionLost, SqlStore
 from .store import Cursor, Dialect, StoreTimeout, StoreTransaction
@@ -111,6 +111,7 @@ class PostgresStore(SqlStore):
     ) -> None:
         super().__init__(dialect="postgresql", where=redact_url(url), counter=counter,
                          cache_size=cache_size, read_only=read_only)
+        url = normalize_url(url)
         self.url = url
         self._connect_timeout = connect_timeout
         # One direct connection first: a wrong URL, a refused connection or a missing

@@ -1,0 +1,104 @@
+"""What a store or the settings must not give away: a store URL's password (in any
+message, and in the settings' repr, str and JSON), a malformed URL's text, the summary
+key over plain http, and conversations in a home or database other users can read.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+from support import run_cli
+
+from pioneer import PioneerSettings, StoreError
+from pioneer.history.open import open_store, redact_url
+
+PASSWORD = "S3cr3tPw"
+
+# Each way of writing a password that once reached a message, as libpq reads it.
+URLS = {
+    "query": f"postgresql://app@127.0.0.1:1/pioneer?password={PASSWORD}",
+    "hash-and-question-mark": f"postgresql://app:{PASSWORD}#?x@127.0.0.1:1/pioneer",
+    "bad-percent": f"postgresql://app:{PASSWORD}%zz@127.0.0.1:1/pioneer",
+    "upper-case-scheme": f"POSTGRESQL://app:{PASSWORD}@127.0.0.1:1/pioneer",
+    "bad-ipv6": f"postgresql://app:{PASSWORD}@[::1/pioneer",
+}
+
+
+def _run_with(how: str, url: str, monkeypatch: pytest.MonkeyPatch,
+              tmp_path: Path) -> tuple[int, str, str]:
+    """``pioneer history demo`` told the store ``url`` by ``how``."""
+    monkeypatch.chdir(tmp_path)
+    if how == "--db":
+        return run_cli("history", "demo", "--db", url)
+    if how == "environment":
+        monkeypatch.setenv("PIONEER_STORE_URL", url)
+        return run_cli("history", "demo")
+    (tmp_path / "pioneer.toml").write_text(f"store_url = {json.dumps(url)}\n")
+    return run_cli("history", "demo")
+
+
+@pytest.mark.parametrize("how", ["--db", "environment", "pioneer.toml"])
+@pytest.mark.parametrize("url", URLS.values(), ids=URLS.keys())
+def test_no_message_prints_a_store_password(url: str, how: str, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, err = _run_with(how, url, monkeypatch, tmp_path)
+    assert (code, out) == (1, "")
+    assert PASSWORD not in err and "Traceback" not in err
+    assert err.endswith("error: 1 problem\n")
+
+
+def test_a_url_libpq_reads_is_named_without_its_password() -> None:
+    assert redact_url(URLS["query"]) == "postgresql://app:***@127.0.0.1:1/pioneer"
+    assert redact_url(URLS["hash-and-question-mark"]) == (
+        "postgresql://app:***@127.0.0.1:1/pioneer")
+    assert redact_url(URLS["upper-case-scheme"]) == "postgresql://app:***@127.0.0.1:1/pioneer"
+    assert redact_url("postgresql://app@/pioneer?host=/run/pg&options=-csearch_path%3Ds") == (
+        "postgresql://app@/pioneer?host=%2Frun%2Fpg&options=-csearch_path%3Ds")
+
+
+@pytest.mark.parametrize("url", [URLS["bad-ipv6"], URLS["bad-percent"],
+                                 f"postgresql://app:pa/{PASSWORD}@h/pioneer"],
+                         ids=["bad-ipv6", "bad-percent", "slash-in-password"])
+def test_a_malformed_store_url_is_a_located_error_not_an_internal_one(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli("history", "demo", "--db", url)
+    assert (code, out) == (1, "")
+    assert err.startswith("postgresql://…: not a valid PostgreSQL URL (")
+    assert PASSWORD not in err
+    (tmp_path / "pioneer.toml").write_text(f"# the store\nstore_url = {json.dumps(url)}\n")
+    code, out, err = run_cli("history", "demo")
+    assert (code, out) == (1, "")
+    assert err.startswith("pioneer.toml:2: store_url: Value error, not a valid PostgreSQL URL (")
+    assert PASSWORD not in err
+    with pytest.raises(StoreError, match=r"^postgresql://…: not a valid PostgreSQL URL \("):
+        open_store(url)
+
+
+def test_an_ipv6_url_that_is_whole_is_read_as_libpq_reads_it() -> None:
+    # The bracketed host the malformed URL above lacks its "]" for: libpq reads it.
+    url = f"postgresql://postgres:{PASSWORD}@[::1]:1/pioneer"
+    assert redact_url(url) == "postgresql://postgres:***@[::1]:1/pioneer"
+    with pytest.raises(StoreError) as raised:
+        open_store(url)
+    assert str(raised.value).startswith("postgresql://postgres:***@[::1]:1/pioneer: ")
+    assert PASSWORD not in str(raised.value)
+
+
+def test_the_settings_keep_the_store_url_secret() -> None:
+    url = f"postgresql://app:{PASSWORD}@db.internal/pioneer"
+    settings = PioneerSettings(store_url=url)
+    for shown in (repr(settings), str(settings), settings.model_dump_json(),
+                  json.dumps(settings.model_dump(mode="json"))):
+        assert PASSWORD not in shown
+    assert settings.store_url is not None
+    assert settings.store_url.get_secret_value() == url
+    assert settings.store_target == url
+    with pytest.raises(ValidationError) as raised:
+        PioneerSettings(store_url=f"mysql://app:{PASSWORD}@db.internal/pioneer")
+    assert PASSWORD not in str(raised.value)
+    assert "expected a postgresql:// URL" in str(raised.value)
