@@ -189,6 +189,22 @@ class PioneerSettings(BaseModel):
         description="PostgreSQL conversation store (postgresql://…); wins over store_path. "
         "A secret: printed as '**********' (read it with get_secret_value()).",
     )
+    postgres_lock_timeout: float = Field(
+        default=10.0, gt=0,
+        description="Seconds a PostgreSQL write waits for a thread another writer holds "
+        "before it fails (lock_timeout).",
+    )
+    postgres_statement_timeout: float = Field(
+        default=30.0, gt=0,
+        description="Seconds a PostgreSQL statement may run before the server stops it "
+        "(statement_timeout).",
+    )
+    postgres_idle_in_transaction_timeout: float = Field(
+        default=5.0, gt=0,
+        description="Seconds the PostgreSQL server lets a session sit idle inside a "
+        "transaction before it ends the session and frees its locks "
+        "(idle_in_transaction_session_timeout).",
+    )
     clock_granularity: ClockGranularity = Field(
         default="hour",
         description="How finely the runtime block tells the local time (minute, hour or "

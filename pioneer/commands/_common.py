@@ -83,10 +83,14 @@ def store_path(args: argparse.Namespace, settings: PioneerSettings | None = None
 
 def open_command_store(args: argparse.Namespace, settings: PioneerSettings | None = None, *,
                        write: bool = False) -> SqlStore:
-    """The command's store: read-only unless the command writes (it never creates one)."""
-    from ..history.open import open_store
+    """The command's store: read-only unless the command writes (it never creates one);
+    a PostgreSQL store has the settings' time limits."""
+    from ..history.open import is_store_url, open_store
 
-    return open_store(store_path(args, settings), read_only=not write, create=False)
+    target = store_path(args, settings)
+    if settings is None and is_store_url(target):
+        settings = make_settings(args)
+    return open_store(target, read_only=not write, create=False, settings=settings)
 
 
 def make_settings(args: argparse.Namespace, *,

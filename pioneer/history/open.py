@@ -2,9 +2,9 @@
 
 :func:`open_store` is what the CLI and settings (``store_url``, ``PIONEER_STORE_URL``,
 ``--db``) go through, so every command that takes a database takes either; given the
-:class:`~pioneer.settings.PioneerSettings` themselves, it opens the store they configure
-(``store_url`` when set, else the ``database`` path), so a program never picks the wrong
-one by hand. The PostgreSQL store needs the ``postgres`` extra (psycopg 3 and
+settings themselves, it opens the store they configure (``store_url`` when set, else the
+``database`` path), so a program never picks the wrong one by hand, with their
+PostgreSQL time limits. The PostgreSQL store needs the ``postgres`` extra (psycopg 3 and
 psycopg-pool); it is imported only when a URL asks for it.
 
 A URL is read by libpq's own parser (:func:`~pioneer.settings.store_url_parameters`), so
@@ -16,6 +16,7 @@ password, and a URL libpq cannot read is a :class:`StoreError` that does not rep
 from __future__ import annotations
 
 import os
+from typing import Any
 from urllib.parse import quote, urlencode
 
 from ..errors import InputError, Problem, StoreError
@@ -89,14 +90,17 @@ def configured_store(settings: PioneerSettings) -> str | os.PathLike[str]:
 
 def open_store(target: str | os.PathLike[str] | PioneerSettings, *, read_only: bool = False,
                create: bool = True, counter: TokenCounter | None = None,
-               cache_size: int = 4096) -> SqlStore:
+               cache_size: int = 4096, settings: PioneerSettings | None = None) -> SqlStore:
     """The store at ``target``: :class:`PostgresStore` for a URL, else :class:`SqliteStore`;
     for :class:`PioneerSettings`, the store they configure (:func:`configured_store`).
 
-    ``read_only`` opens it for reading only (the read commands): nothing is created,
-    migrated or switched, and a database this pioneer does not know is refused.
+    A PostgreSQL store takes its time limits from ``settings`` (or the settings given as
+    ``target``), else the defaults. ``read_only`` opens it for reading only (the read
+    commands): nothing is created, migrated or switched, and a database this pioneer does
+    not know is refused.
     """
     if isinstance(target, PioneerSettings):
+        settings = settings or target
         target = configured_store(target)
     elif not isinstance(target, str | os.PathLike):
         raise InputError(Problem(f"expected a store URL, an SQLite path or PioneerSettings "
@@ -113,7 +117,13 @@ def open_store(target: str | os.PathLike[str] | PioneerSettings, *, read_only: b
             raise StoreError(f"{redact_url(url)}: the PostgreSQL store needs the "
                              f"'postgres' extra (pip install 'pioneer[postgres]'): "
                              f"{error}") from None
-        return PostgresStore(url, read_only=read_only, counter=counter, cache_size=cache_size)
+        limits: dict[str, Any] = {} if settings is None else {
+            "lock_timeout": settings.postgres_lock_timeout,
+            "statement_timeout": settings.postgres_statement_timeout,
+            "idle_in_transaction_timeout": settings.postgres_idle_in_transaction_timeout,
+        }
+        return PostgresStore(url, read_only=read_only, counter=counter, cache_size=cache_size,
+                             **limits)
     from .sqlite_store import SqliteStore
 
     return SqliteStore(target, read_only=read_only, create=create, counter=counter,

@@ -10,8 +10,19 @@ Transactions: a write is one ``READ COMMITTED`` transaction that first holds the
 row (``SELECT … FOR NO KEY UPDATE``), so the turns of one thread get their positions in
 commit order whichever node writes them, and a summary's coverage is a conditional update
 that never moves it back; a read is one ``REPEATABLE READ READ ONLY`` transaction, so a
-history window (summary plus the turns after it) is one snapshot. No lock is held in the
-application.
+history window (summary plus the turns after it) is one snapshot. The writes of one
+thread from one process queue on a lock of the process (one per thread id, held around
+the whole transaction), so that however many of them wait, they hold one pooled
+connection between them and the pool stays open to every other thread; across nodes
+they queue on the thread's row, once per turn.
+
+Time limits (every session starts with them, from the settings ``postgres_*``):
+``lock_timeout`` bounds a write's wait for a thread another session holds (the wait in
+the process counts against it too), ``statement_timeout`` any one statement, and
+``idle_in_transaction_session_timeout`` how long the server lets a session that stopped
+in the middle of a transaction (a node frozen, stopped or cut off) keep its locks: it
+ends that session, the transaction rolls back, and the writers behind it go on. A write
+that waits longer than ``lock_timeout`` is a :class:`StoreError` saying so.
 
 Faults: a connection the server ended (``pg_terminate_backend``, a restart, a network
 cut) is a :class:`~.sql_store.ConnectionLost`; the unit of work then runs again from the
@@ -25,12 +36,14 @@ else PostgreSQL refuses is a :class:`StoreError` with its message.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg
 import psycopg.errors
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import StoreError
@@ -41,12 +54,22 @@ from .postgres_migrations import MIGRATION_LOCK, MIGRATIONS
 from .sql_store import ConnectionLost, SqlStore
 from .store import Cursor, Dialect, StoreTimeout, StoreTransaction
 
-__all__ = ["PostgresStore"]
+__all__ = [
+    "DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT", "DEFAULT_LOCK_TIMEOUT", "DEFAULT_STATEMENT_TIMEOUT",
+    "PostgresStore",
+]
+
+#: Seconds a write waits for a thread's row (the settings' ``postgres_lock_timeout``).
+DEFAULT_LOCK_TIMEOUT = 10.0
+#: Seconds one statement may run (``postgres_statement_timeout``).
+DEFAULT_STATEMENT_TIMEOUT = 30.0
+#: Seconds a session may sit idle in a transaction (``postgres_idle_in_transaction_timeout``).
+DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT = 5.0
 
 # Errors after which the transaction is gone but repeating it is safe.
 _RETRYABLE = (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected,
               psycopg.errors.AdminShutdown, psycopg.errors.CrashShutdown,
-              psycopg.errors.CannotConnectNow)
+              psycopg.errors.CannotConnectNow, psycopg.errors.IdleInTransactionSessionTimeout)
 
 
 def _sql(statement: str, params: Sequence[Any]) -> tuple[str, Sequence[Any] | None]:
@@ -95,6 +118,20 @@ def _message(error: psycopg.Error) -> str:
     return str(primary or error).strip()
 
 
+def _milliseconds(seconds: float) -> int:
+    return max(1, round(seconds * 1000))  # 0 would mean "no limit" to PostgreSQL
+
+
+class _Gate:
+    """The lock a process's writes of one thread queue on, and how many want it."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
+
+
 class PostgresStore(SqlStore):
     """Conversation history in a PostgreSQL database (its schema migrated on open)."""
 
@@ -107,6 +144,9 @@ class PostgresStore(SqlStore):
         cache_size: int = 4096,
         pool_size: int = 8,
         connect_timeout: float = 5.0,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        statement_timeout: float = DEFAULT_STATEMENT_TIMEOUT,
+        idle_in_transaction_timeout: float = DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT,
         migrations: Sequence[Migration] = MIGRATIONS,
     ) -> None:
         super().__init__(dialect="postgresql", where=redact_url(url), counter=counter,
@@ -114,8 +154,12 @@ class PostgresStore(SqlStore):
         url = normalize_url(url)
         self.url = url
         self._connect_timeout = connect_timeout
+        self._lock_timeout = lock_timeout
+        self._gates: dict[str, _Gate] = {}
+        self._gates_lock = threading.Lock()
         # One direct connection first: a wrong URL, a refused connection or a missing
-        # database is reported with the server's reason, not as a pool timeout.
+        # database is reported with the server's reason, not as a pool timeout. It runs
+        # the migrations, which the time limits below must not cut short.
         try:
             with psycopg.connect(url, autocommit=True,
                                  connect_timeout=max(1, round(connect_timeout))) as conn:
@@ -128,8 +172,16 @@ class PostgresStore(SqlStore):
         except UnicodeEncodeError:
             raise StoreError(f"{self._where}: text that is not valid Unicode (a lone "
                              "surrogate) cannot be stored") from None
+        # The limits go in the sessions' start-up options, so that they are each session's
+        # default (``SET LOCAL … = DEFAULT`` returns to them) and later than the URL's own.
+        limits = (f"-c lock_timeout={_milliseconds(lock_timeout)} "
+                  f"-c statement_timeout={_milliseconds(statement_timeout)} "
+                  "-c idle_in_transaction_session_timeout="
+                  f"{_milliseconds(idle_in_transaction_timeout)}")
+        options = f"{conninfo_to_dict(url).get('options', '')} {limits}".strip()
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-            url, min_size=1, max_size=pool_size, open=False, timeout=connect_timeout,
+            make_conninfo(url, options=options), min_size=1, max_size=pool_size, open=False,
+            timeout=connect_timeout,
             kwargs={"autocommit": True}, configure=self._configure,
             name=f"pioneer {self._where}",
         )
@@ -188,6 +240,30 @@ class PostgresStore(SqlStore):
                           (thread_id,)).fetchone() is not None
 
     @contextmanager
+    def _thread_gate(self, thread_id: str) -> Iterator[None]:
+        with self._gates_lock:
+            gate = self._gates.get(thread_id)
+            if gate is None:
+                gate = self._gates[thread_id] = _Gate()
+            gate.users += 1
+        try:
+            if not gate.lock.acquire(timeout=self._lock_timeout):
+                raise StoreError(f"{self._where}: thread {thread_id!r}: {self._held()}")
+            try:
+                yield
+            finally:
+                gate.lock.release()
+        finally:
+            with self._gates_lock:
+                gate.users -= 1
+                if not gate.users:
+                    del self._gates[thread_id]
+
+    def _held(self) -> str:
+        return (f"another writer held it for more than the {self._lock_timeout:g} s lock "
+                "timeout (postgres_lock_timeout)")
+
+    @contextmanager
     def _transaction(self, write: bool) -> Iterator[StoreTransaction]:
         if self._pool.closed:
             raise StoreError(f"{self._where}: the store is closed")
@@ -208,6 +284,8 @@ class PostgresStore(SqlStore):
                                  f"{self._connect_timeout:g} s") from None
         except _RETRYABLE as error:
             raise ConnectionLost(f"{self._where}: {_message(error)}") from None
+        except psycopg.errors.LockNotAvailable:
+            raise StoreError(f"{self._where}: a row this write needs: {self._held()}") from None
         except psycopg.OperationalError as error:
             if isinstance(error, psycopg.errors.QueryCanceled):
                 raise StoreError(f"{self._where}: {_message(error)}") from None

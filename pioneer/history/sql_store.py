@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -154,6 +154,17 @@ class SqlStore:
         return tx.execute("SELECT 1 FROM threads WHERE thread_id = ?",
                           (thread_id,)).fetchone() is not None
 
+    def _thread_gate(self, thread_id: str) -> AbstractContextManager[None]:
+        """Held around a write that holds ``thread_id``'s row: where the writes of one
+        thread from this process queue (the PostgreSQL store's; none on SQLite, whose
+        writers all queue on the store's one write lock)."""
+        return nullcontext()
+
+    def _write_thread(self, thread_id: str, work: Callable[[StoreTransaction], T]) -> T:
+        """:meth:`write` of ``work``, which holds ``thread_id``'s row, through its gate."""
+        with self._thread_gate(thread_id):
+            return self.write(work)
+
     def _recover(self) -> None:
         """After a lost connection, before the retry: drop other dead connections."""
 
@@ -246,7 +257,7 @@ class SqlStore:
                            (model, thread_id))
             return self._thread(tx, thread_id)
 
-        record = self.write(work)
+        record = self._write_thread(thread_id, work)
         assert record is not None
         return record
 
@@ -343,7 +354,7 @@ class SqlStore:
             self._emit(tx, TurnWritten(written))
             return written
 
-        written = self.write(work)
+        written = self._write_thread(thread_id, work)
         self._cache.put_many({turn_id: written})
         return written
 
@@ -466,7 +477,7 @@ class SqlStore:
             self._emit(tx, SummaryWritten(thread_id, stored))
             return stored
 
-        return self.write(work)
+        return self._write_thread(thread_id, work)
 
     def get_history_window(
         self, thread_id: str, limit: int = MAX_TURNS, *, exclude_turn_id: str | None = None
@@ -528,7 +539,7 @@ class SqlStore:
                 return cut
             return HistoryCut(seq, first_turn_id)
 
-        return self.write(work)
+        return self._write_thread(thread_id, work)
 
     # -- manifests -----------------------------------------------------------------
 
