@@ -166,6 +166,11 @@ class PioneerSettings(BaseModel):
     summary_timeout: float = Field(
         default=30.0, gt=0, description="Seconds before a summary request is abandoned."
     )
+    summary_allow_http: bool = Field(
+        default=False,
+        description="Send the summary key to a plain http:// endpoint (refused otherwise: "
+        "the key would cross the network, and any http_proxy, in the clear).",
+    )
     store_path: Path | None = Field(
         default=None, description="SQLite conversation store; defaults to <home>/pioneer.db."
     )

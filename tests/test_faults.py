@@ -506,7 +506,7 @@ def test_a_redirect_is_refused_and_the_key_goes_nowhere_else(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-key")
     server.mode, server.status = "redirect", status
     server.location = f"{other.base_url}/collect"
-    summarizer = OpenAIChatSummarizer(server.base_url, timeout=2)
+    summarizer = OpenAIChatSummarizer(server.base_url, timeout=2, allow_http=True)
     with pytest.raises(SummarizerError) as info:
         summarizer.summarize(SummaryRequest("m", 10, None, ()))
     assert str(info.value) == (

@@ -169,7 +169,8 @@ def test_posts_the_prompt_and_returns_the_reply(
     server: ChatServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PIONEER_TEST_SUMMARY_KEY", "sekret")
-    summarizer = OpenAIChatSummarizer(server.base_url + "/", api_key_env="PIONEER_TEST_SUMMARY_KEY")
+    summarizer = OpenAIChatSummarizer(server.base_url + "/", api_key_env="PIONEER_TEST_SUMMARY_KEY",
+                                      allow_http=True)
     assert summarizer.summarize(REQUEST) == "A short summary."
     ((path, headers, body),) = server.requests
     assert path == "/v1/chat/completions"

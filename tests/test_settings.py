@@ -105,7 +105,7 @@ def test_an_unknown_key_is_named_at_its_line_with_a_suggestion(tmp_path: Path) -
         'pioneer.toml:4: nope: unknown key (known: home, home_directory, '
         "profile_path, template_path, max_context_tokens, response_reserve_tokens, "
         "summary_model, summary_base_url, summary_api_key_env, summary_timeout, "
-        "store_path, dynamic_placement, truncate_low_water, "
+        "summary_allow_http, store_path, dynamic_placement, truncate_low_water, "
         "keep_recent_tokens, store_url, postgres_lock_timeout, postgres_statement_timeout, "
         "postgres_idle_in_transaction_timeout, clock_granularity)\n"
         "error: 2 problems\n"

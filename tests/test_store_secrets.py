@@ -5,14 +5,18 @@ key over plain http, and conversations in a home or database other users can rea
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 from support import run_cli
+from test_history_summarizer import ChatServer
 
 from pioneer import PioneerSettings, StoreError
+from pioneer.cli import main
+from pioneer.history import SqliteStore
 from pioneer.history.open import open_store, redact_url
 
 PASSWORD = "S3cr3tPw"
@@ -102,3 +106,36 @@ def test_the_settings_keep_the_store_url_secret() -> None:
         PioneerSettings(store_url=f"mysql://app:{PASSWORD}@db.internal/pioneer")
     assert PASSWORD not in str(raised.value)
     assert "expected a postgresql:// URL" in str(raised.value)
+
+
+# -- the summary key over plain http ------------------------------------------------
+
+
+def test_the_summary_key_is_not_sent_over_plain_http_unless_allowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "history.db"
+    with SqliteStore(db) as store:
+        store.ensure_thread("demo", model="demo-model")
+        for n in range(4):
+            store.add_turn("demo", user_text=f"Question {n}?", assistant_text=f"Answer {n}.")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-the-wire")
+    server = ChatServer()
+    try:
+        argv = ["history", "demo", "--db", str(db), "--home", str(tmp_path),
+                "--max-context-tokens", "60", "--reserve-tokens", "0",
+                "--summarize", "--summary-url", server.base_url]
+        out, err = io.StringIO(), io.StringIO()
+        assert main(argv, stdout=out, stderr=err) == 0
+        assert server.requests == []  # nothing went out: neither the key nor the history
+        assert (f"summarizer failed: {server.base_url}/chat/completions: the key in "
+                "OPENAI_API_KEY is not sent over plain http") in out.getvalue()
+        monkeypatch.setenv("PIONEER_SUMMARY_ALLOW_HTTP", "true")
+        assert main(argv, stdout=io.StringIO(), stderr=err) == 0
+        assert [headers["Authorization"] for _, headers, _ in server.requests] == [
+            "Bearer sk-not-for-the-wire"]
+    finally:
+        server.close()
+    with SqliteStore(db, read_only=True) as store:
+        assert store.get_thread_summary("demo") is not None

@@ -5,7 +5,9 @@ transcript) to a :class:`Summarizer` and gets the summary text back, or an excep
 :class:`OpenAIChatSummarizer` posts the request's prompt to any server speaking the
 OpenAI chat-completions protocol (``POST {base_url}/chat/completions``) with the
 standard library's ``urllib``; every failure becomes a :class:`SummarizerError`. It
-follows no redirect (the key goes to the configured endpoint and nowhere else) and its
+follows no redirect (the key goes to the configured endpoint and nowhere else), sends no
+key to a plain ``http://`` endpoint unless told to (``allow_http``: the key would cross
+the network in the clear, and go to any ``http_proxy`` the environment names), and its
 ``timeout`` is one deadline for the whole call, however slowly the server answers
 (docs/failure-behaviour.md, "Summarizers").
 """
@@ -104,7 +106,7 @@ class OpenAIChatSummarizer:
     thread of its own, and once the deadline passes its connection is shut, so a server
     that drips its headers or body cannot hold the call (or that thread) any longer. A
     redirect is an error, never followed; a body over :data:`MAX_REPLY_BYTES` is an
-    error.
+    error. A key set for an ``http://`` endpoint is an error unless ``allow_http``.
     """
 
     def __init__(
@@ -115,6 +117,7 @@ class OpenAIChatSummarizer:
         api_key_env: str | None = "OPENAI_API_KEY",
         timeout: float = 30.0,
         temperature: float = 0.3,
+        allow_http: bool = False,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise SummarizerError(
@@ -125,6 +128,7 @@ class OpenAIChatSummarizer:
         self.api_key_env = api_key_env
         self.timeout = timeout
         self.temperature = temperature
+        self.allow_http = allow_http
 
     def body(self, request: SummaryRequest) -> dict[str, Any]:
         """The JSON body that would be posted for ``request``."""
@@ -143,6 +147,11 @@ class OpenAIChatSummarizer:
         data = json.dumps(self.body(request)).encode("utf-8")
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        if key and self.url.startswith("http://") and not self.allow_http:
+            raise SummarizerError(
+                f"{self.url}: the key in {self.api_key_env} is not sent over plain http (in "
+                "the clear, and to any http_proxy); use https, or set summary_allow_http"
+            )
         if key:
             headers["Authorization"] = f"Bearer {key}"
         http_request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
@@ -295,5 +304,6 @@ def summarizer_from_settings(
     if not url:
         return None
     return OpenAIChatSummarizer(
-        url, api_key_env=settings.summary_api_key_env, timeout=settings.summary_timeout
+        url, api_key_env=settings.summary_api_key_env, timeout=settings.summary_timeout,
+        allow_http=settings.summary_allow_http,
     )
