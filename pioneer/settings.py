@@ -236,7 +236,9 @@ class PioneerSettings(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _home_from_directory(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("home") is None:
+        # An empty home (PIONEER_HOME="") is no home: the default, as for an unset
+        # variable, never the working folder (docs/profiles.md).
+        if isinstance(data, dict) and data.get("home") in (None, ""):
             directory = data.get("home_directory", DEFAULT_HOME_DIRECTORY)
             if isinstance(directory, str) and directory:
                 data = {**data, "home": default_home(directory)}
@@ -441,7 +443,7 @@ def _known(names: Mapping[str, Any]) -> str:
 def _rebase(value: Any, folder: Path) -> Any:
     if isinstance(value, list):
         return [_rebase(item, folder) for item in value]
-    if isinstance(value, str):
+    if isinstance(value, str) and value:
         path = Path(value).expanduser()
         return str(path if path.is_absolute() else folder / path)
     return value

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,7 @@ from pydantic import ValidationError
 from support import run_cli
 from test_history_summarizer import ChatServer
 
-from pioneer import PioneerSettings, StoreError
+from pioneer import PioneerSettings, StoreError, ensure_runtime_home
 from pioneer.cli import main
 from pioneer.history import SqliteStore
 from pioneer.history.open import open_store, redact_url
@@ -139,3 +142,64 @@ def test_the_summary_key_is_not_sent_over_plain_http_unless_allowed(
         server.close()
     with SqliteStore(db, read_only=True) as store:
         assert store.get_thread_summary("demo") is not None
+
+
+# -- the runtime home and the database ----------------------------------------------
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    previous = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_the_home_and_the_database_are_the_owners_alone(tmp_path: Path,
+                                                         umask_022: None) -> None:
+    home = tmp_path / "deploy" / "home"
+    code, _out, err = run_cli("init", "--home", str(home))
+    assert (code, err) == (0, "")
+    assert _mode(home) == 0o700
+    settings = PioneerSettings(home=home)
+    with open_store(settings) as store:
+        store.ensure_thread("t")
+        store.add_turn("t", user_text="private", assistant_text="yes")
+        files = sorted(home.glob("pioneer.db*"))
+        assert [path.name for path in files] == ["pioneer.db", "pioneer.db-shm",
+                                                 "pioneer.db-wal"]
+        assert {path.name: _mode(path) for path in files} == {
+            path.name: 0o600 for path in files}
+    # What exists is the user's: neither the folder nor the file is changed.
+    existing = tmp_path / "shared"
+    existing.mkdir(mode=0o750)
+    (existing / "pioneer.db").touch(mode=0o640)
+    ensure_runtime_home(existing)
+    with SqliteStore(existing / "pioneer.db"):
+        pass
+    assert (_mode(existing), _mode(existing / "pioneer.db")) == (0o750, 0o640)
+
+
+def test_an_empty_pioneer_home_is_the_default_home_not_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    user = tmp_path / "user"
+    work = tmp_path / "checkout"
+    user.mkdir()
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(user))
+    monkeypatch.setenv("PIONEER_HOME", "")
+    monkeypatch.chdir(work)
+    assert PioneerSettings().home == user / ".pioneer"
+    code, _out, err = run_cli("init")
+    assert (code, err) == (0, "")
+    assert sorted(path.name for path in (user / ".pioneer").iterdir()) == [
+        "IDENTITY.md", "SOUL.md"]
+    assert list(work.iterdir()) == []
+    (work / "pioneer.toml").write_text('home = ""\n')
+    assert PioneerSettings.load().home == user / ".pioneer"

@@ -558,11 +558,12 @@ def ensure_runtime_home(home: str | os.PathLike[str]) -> SeedResult:
     Each seed is written to a temporary file and hard-linked into place, so a concurrent
     process sees either no file or the complete one, and anything already at a seed's
     name (even an empty file, a directory, a FIFO or a dangling link) always wins: the
-    bootstrap read reports what is wrong with it, as a diagnostic.
+    bootstrap read reports what is wrong with it, as a diagnostic. A home it creates is
+    the user's alone (mode 0700, whatever the umask); one that exists keeps its mode.
     """
     home = Path(home)
     try:
-        home.mkdir(parents=True, exist_ok=True)
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
     except FileExistsError:
         raise PioneerError(Problem("exists but is not a directory", file=str(home))) from None
     except OSError as error:

@@ -8,8 +8,9 @@ opens one) and hands it back, so the fresh threads a recall hook runs on do not 
 keep a connection. WAL lets readers run beside the one writer; each write is a single
 ``BEGIN IMMEDIATE`` … ``COMMIT``, so concurrent writers in threads or processes queue on
 SQLite's lock instead of losing turns. ``synchronous=NORMAL``: a crash never leaves a
-half-written turn; a power cut may lose the last commits. Lone surrogates in turn and
-summary text become U+FFFD (:mod:`pioneer.text`); in an id they are a StoreError.
+half-written turn; a power cut may lose the last commits. A new file is created mode
+0600. Lone surrogates in turn and summary text become U+FFFD (:mod:`pioneer.text`); in
+an id they are a StoreError.
 
 Opened with ``read_only=True`` (what the read commands do), the file is opened by SQLite
 in read-only mode: no journal switch, no migration; a file whose schema this code does
@@ -30,6 +31,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..errors import StoreError
+from ..files import os_reason
 from ..tokens import TokenCounter
 from .migrations import MIGRATIONS, Migration, check_known, configure_connection, migrate
 from .sql_store import SqlStore
@@ -94,6 +96,8 @@ class SqliteStore(SqlStore):
                          cache_size=cache_size, read_only=read_only)
         if (read_only or not create) and not self.path.is_file():
             raise StoreError(f"{self.path}: no conversation store at this path")
+        if not (read_only or self.path.exists()):
+            self._create_private()
         self._busy_timeout = busy_timeout
         self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -111,6 +115,16 @@ class SqliteStore(SqlStore):
                 conn.close()
                 raise
             self._idle.append(conn)
+
+    def _create_private(self) -> None:
+        """Create the empty file for the owner alone (0600, whatever the umask): it holds
+        the conversations, and SQLite gives its WAL and shared-memory files its mode."""
+        try:
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:  # another process made it first
+            pass
+        except OSError as error:
+            raise StoreError(f"{self.path}: cannot create the store: {os_reason(error)}") from None
 
     # -- connections -----------------------------------------------------------------
 
