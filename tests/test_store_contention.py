@@ -6,8 +6,10 @@ and nothing written is lost.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -21,6 +23,8 @@ import pytest
 from stores import Server
 
 from pioneer import PioneerSettings, StoreError
+from pioneer.episodic import EpisodicIndex
+from pioneer.history import SqliteStore
 from pioneer.history.open import open_store
 from pioneer.history.postgres_store import (
     DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT,
@@ -29,6 +33,7 @@ from pioneer.history.postgres_store import (
     PostgresStore,
 )
 
+FORK = multiprocessing.get_context("fork")
 #: How long a test waits for something that happens at once when the code is right.
 PATIENCE = 60.0
 
@@ -211,3 +216,114 @@ def test_the_time_limits_are_the_settings_and_a_slow_statement_is_stopped(
             store.read(lambda tx: tx.execute("SELECT pg_sleep(5)").fetchone())
         assert str(raised.value) == (
             f"{store.where}: canceling statement due to statement timeout")
+
+
+# -- SQLite -------------------------------------------------------------------------
+
+WRITERS, TURNS = 8, 25
+
+
+def _write(path: Path, process: int, start: Any, queue: Any) -> None:
+    try:
+        with open_store(path) as store, EpisodicIndex(store):
+            store.ensure_thread(f"own-{process}")
+            start.wait()
+            for n in range(TURNS):
+                store.add_turn(f"own-{process}", user_text=f"user {process} {n}",
+                               assistant_text=f"reply {process} {n} " + "words " * 50,
+                               turn_id=f"p{process}-own-{n}")
+                store.add_turn("shared", user_text=f"shared {process} {n}",
+                               assistant_text="ok", turn_id=f"p{process}-shared-{n}")
+        queue.put((process, None))
+    except BaseException as error:  # reported by the test
+        queue.put((process, repr(error)))
+
+
+def test_eight_writer_processes_lose_nothing_and_keep_the_file_whole(tmp_path: Path) -> None:
+    path = tmp_path / "pioneer.db"
+    with open_store(path) as store:
+        store.ensure_thread("shared")
+    start, queue = FORK.Barrier(WRITERS), FORK.Queue()
+    processes = [FORK.Process(target=_write, args=(path, p, start, queue))
+                 for p in range(WRITERS)]
+    for process in processes:
+        process.start()
+    results = sorted(queue.get(timeout=PATIENCE * 3) for _ in processes)
+    for process in processes:
+        process.join(PATIENCE)
+    assert results == [(p, None) for p in range(WRITERS)]
+    with open_store(path, read_only=True) as store, EpisodicIndex(store) as index:
+        shared = store.get_thread_conversation_history("shared", limit=10_000)
+        assert sorted(e.turn_id for e in shared) == sorted(
+            f"p{p}-shared-{n}" for p in range(WRITERS) for n in range(TURNS))
+        for p in range(WRITERS):
+            mine = [e.turn_id for e in shared if e.turn_id.startswith(f"p{p}-")]
+            assert mine == [f"p{p}-shared-{n}" for n in range(TURNS)]  # in commit order
+            own = store.get_thread_conversation_history(f"own-{p}", limit=10_000)
+            assert [e.assistant_text for e in own] == [
+                f"reply {p} {n} " + "words " * 50 for n in range(TURNS)]
+            assert {s.turn_id for s in index.snippets(f"own-{p}")} == {e.turn_id for e in own}
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        conn.execute("INSERT INTO episodic_fts(episodic_fts) VALUES ('integrity-check')")
+    finally:
+        conn.close()
+
+
+def test_a_write_behind_a_frozen_sqlite_writer_fails_at_the_busy_timeout(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "pioneer.db"
+    with SqliteStore(path) as store:
+        store.ensure_thread("locked")
+        store.add_turn("locked", user_text="before", assistant_text="the peer")
+    peer = Peer(path)
+    try:
+        with SqliteStore(path, busy_timeout=0.5) as store:
+            with pytest.raises(StoreError) as raised:
+                store.add_turn("locked", user_text="mine", assistant_text="waits")
+            assert str(raised.value) == (
+                f"{path}: database is locked: another writer held it for more than the "
+                "0.5 s busy timeout")
+            # Readers are not held up by the writer.
+            assert [e.user_text for e in store.get_history_window("locked").entries] == [
+                "before"]
+            assert peer.resume() == "0 written\n"
+            store.add_turn("locked", user_text="mine", assistant_text="after")
+            assert [e.user_text for e in store.get_history_window("locked").entries] == [
+                "before", "peer", "mine"]
+    finally:
+        if peer.process.poll() is None:
+            peer.kill()
+
+
+def _in_the_file(path: Path) -> int:
+    """Turns in the database file itself, not counting the WAL (``immutable``); before
+    the first checkpoint even the tables are only in the WAL."""
+    conn = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
+    try:
+        return int(conn.execute("SELECT count(*) FROM turns").fetchone()[0])
+    except sqlite3.OperationalError:  # no such table
+        return 0
+    finally:
+        conn.close()
+
+
+def test_turns_reach_the_database_files_through_one_checkpoint_thread(tmp_path: Path) -> None:
+    # A commit checkpoints only past 10,000 WAL pages; the process's one thread does it
+    # every 32 commits to a store, for all of them.
+    paths = [tmp_path / f"home-{n}.db" for n in range(3)]
+    stores = [SqliteStore(path) for path in paths]
+    try:
+        for store in stores:
+            store.ensure_thread("t")
+            for n in range(40):
+                store.add_turn("t", user_text=f"u{n}", assistant_text=f"a{n}")
+        for path in paths:
+            _until(f"the checkpoint of {path.name}", lambda path=path: _in_the_file(path) >= 31)
+        assert len([thread for thread in threading.enumerate()
+                    if thread.name == "pioneer checkpoints"]) == 1
+    finally:
+        for store in stores:
+            store.close()

@@ -6,11 +6,15 @@ Takes a database path and a token counter; implements
 store, :mod:`.sql_store`). Connections are pooled: a unit of work takes an idle one (or
 opens one) and hands it back, so the fresh threads a recall hook runs on do not each
 keep a connection. WAL lets readers run beside the one writer; each write is a single
-``BEGIN IMMEDIATE`` … ``COMMIT``, so concurrent writers in threads or processes queue on
-SQLite's lock instead of losing turns. ``synchronous=NORMAL``: a crash never leaves a
-half-written turn; a power cut may lose the last commits. A new file is created mode
-0600. Lone surrogates in turn and summary text become U+FFFD (:mod:`pioneer.text`); in
-an id they are a StoreError.
+``BEGIN IMMEDIATE`` … ``COMMIT``, so concurrent writers queue instead of losing turns:
+the threads of one process on the store's write lock, other processes on SQLite's, which
+a writer asks for again after short pauses of its own (:meth:`SqliteStore._begin_write`)
+until ``busy_timeout``. Copying the WAL back into the file (a checkpoint, with its
+fsyncs) runs on the process's one checkpoint thread, not in the commit of whichever turn
+crossed SQLite's threshold. ``synchronous=NORMAL``: a crash never leaves a half-written
+turn; a power cut may lose the last commits. A new file is created mode 0600. Lone
+surrogates in turn and summary text become U+FFFD (:mod:`pioneer.text`); in an id they
+are a StoreError.
 
 Opened with ``read_only=True`` (what the read commands do), the file is opened by SQLite
 in read-only mode: no journal switch, no migration; a file whose schema this code does
@@ -21,11 +25,12 @@ version) is refused with a :class:`StoreError`.
 from __future__ import annotations
 
 import os
+import random
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -41,6 +46,20 @@ __all__ = ["SqliteStore"]
 
 # SQLite VM steps between two checks of a statement's time limit.
 _PROGRESS_STEPS = 1000
+# A writer that finds the write lock taken asks again after a pause that starts here and
+# doubles up to the cap, each drawn from the upper half of its range so that waiting
+# processes do not ask in step. SQLite's own busy handler sleeps up to 100 ms a try once
+# it has waited a while, so a writer that came early sleeps through the turns of the
+# ones that came after it: the tail of add_turn under several writer processes.
+_FIRST_PAUSE = 0.000_25
+_MAX_PAUSE = 0.002
+# Commits to a store after which the process's checkpoint thread copies its WAL back:
+# with the episodic index about SQLite's own threshold of 1,000 pages (a turn and its
+# snippets write some 20).
+_CHECKPOINT_COMMITS = 32
+# WAL pages after which a commit checkpoints itself after all: only if that thread falls
+# far behind.
+_COMMIT_CHECKPOINT_PAGES = 10_000
 
 
 class _Transaction:
@@ -77,6 +96,47 @@ class _Transaction:
             self.conn.set_progress_handler(None, 0)
 
 
+class _Checkpoints:
+    """The process's one checkpoint thread, shared by every store: a store hands itself
+    over every ``_CHECKPOINT_COMMITS`` commits, and the thread copies its WAL back into
+    the file (``PASSIVE``: it never waits for a reader or a writer, and leaves it to
+    another process already checkpointing). Started on first use, again in a forked
+    child."""
+
+    def __init__(self) -> None:
+        self._reset()
+        os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
+        self._lock = threading.Lock()
+        self._due: dict[int, SqliteStore] = {}
+        self._wake = threading.Event()
+        self._started = False
+
+    def add(self, store: SqliteStore) -> None:
+        """Checkpoint ``store`` soon."""
+        with self._lock:
+            self._due[id(store)] = store
+            if not self._started:
+                self._started = True
+                threading.Thread(target=self._run, name="pioneer checkpoints",
+                                 daemon=True).start()
+        self._wake.set()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            with self._lock:
+                due = list(self._due.values())
+                self._due.clear()
+            for store in due:
+                store._checkpoint()
+
+
+_CHECKPOINTS = _Checkpoints()
+
+
 class SqliteStore(SqlStore):
     """Conversation history in one SQLite file (created and migrated on open)."""
 
@@ -101,6 +161,10 @@ class SqliteStore(SqlStore):
         self._busy_timeout = busy_timeout
         self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        # The threads of this process queue here for the write lock, rather than each
+        # asking SQLite for it in turn.
+        self._write_lock = threading.Lock()
+        self._commits = 0  # since the last hand-over to the checkpoint thread
         self._closed = False
         with self._guard():
             conn = self._open()
@@ -137,6 +201,7 @@ class SqliteStore(SqlStore):
             return conn
         conn = sqlite3.connect(self.path, timeout=self._busy_timeout, isolation_level=None,
                                check_same_thread=False)
+        conn.execute(f"PRAGMA wal_autocheckpoint = {_COMMIT_CHECKPOINT_PAGES}")
         return conn
 
     @contextmanager
@@ -151,6 +216,37 @@ class SqliteStore(SqlStore):
 
     @contextmanager
     def _transaction(self, write: bool) -> Iterator[StoreTransaction]:
+        if not write:
+            with self._connection() as conn:
+                conn.execute("BEGIN")
+                yield from self._work(conn)
+            return
+        deadline = time.monotonic() + self._busy_timeout
+        if not self._write_lock.acquire(timeout=self._busy_timeout):
+            raise StoreError(f"{self.path}: {self._locked()}")
+        try:
+            with self._connection() as conn:
+                self._begin_write(conn, deadline)
+                yield from self._work(conn)
+            self._commits += 1
+            if self._commits >= _CHECKPOINT_COMMITS:
+                self._commits = 0
+                _CHECKPOINTS.add(self)
+        finally:
+            self._write_lock.release()
+
+    def _work(self, conn: sqlite3.Connection) -> Iterator[StoreTransaction]:
+        try:
+            yield _Transaction(conn, self._where)
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """An idle connection (or a new one) for one unit of work, handed back after it."""
         with self._lock:
             if self._closed:
                 raise StoreError(f"{self.path}: the store is closed")
@@ -161,17 +257,40 @@ class SqliteStore(SqlStore):
                     conn = self._open()
                     if not self._read_only:
                         configure_connection(conn)
-                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-                try:
-                    yield _Transaction(conn, self._where)
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
+                yield conn
         finally:
             if conn is not None:
                 self._hand_back(conn)
+
+    def _begin_write(self, conn: sqlite3.Connection, deadline: float) -> None:
+        """``BEGIN IMMEDIATE``, asked for again after short pauses until ``deadline``."""
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            pause = _FIRST_PAUSE
+            while True:
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    return
+                except sqlite3.OperationalError as error:
+                    if error.sqlite_errorcode != sqlite3.SQLITE_BUSY:
+                        raise
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise StoreError(f"{self.path}: {self._locked()}") from None
+                time.sleep(min(left, random.uniform(pause / 2, pause)))
+                pause = min(2 * pause, _MAX_PAUSE)
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {round(self._busy_timeout * 1000)}")
+
+    def _locked(self) -> str:
+        return (f"database is locked: another writer held it for more than the "
+                f"{self._busy_timeout:g} s busy timeout")
+
+    def _checkpoint(self) -> None:
+        """Copy the WAL back into the file now, on an idle connection (the checkpoint
+        thread's work; a closed or busy store is left as it is)."""
+        with suppress(StoreError, sqlite3.Error), self._connection() as conn:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def _hand_back(self, conn: sqlite3.Connection) -> None:
         try:
