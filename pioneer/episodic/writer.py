@@ -28,24 +28,33 @@ __all__ = [
 
 
 def insert_snippets(tx: StoreTransaction, snippets: Iterable[Snippet]) -> int:
-    """Add snippets and their search text; return how many were written."""
+    """Add snippets and their search text; return how many were written.
+
+    On PostgreSQL the rows go in one ``executemany``, which psycopg sends as one pipeline:
+    a turn's write holds its thread's row, and one round trip per snippet would hold it
+    that much longer for every writer queued behind.
+    """
+    if tx.dialect == "postgresql":
+        rows = [(snippet.thread_id, snippet.turn_id, snippet.item_id, snippet.chunk_id,
+                 snippet.role, snippet.seq, snippet.text, ts_search_form(snippet.text))
+                for snippet in snippets]
+        if rows:
+            tx.executemany(
+                "INSERT INTO episodic_snippets (thread_id, turn_id, item_id, chunk_id, role, "
+                f"seq, text, search) VALUES (?, ?, ?, ?, ?, ?, ?, to_tsvector('{TS_CONFIG}', ?))",
+                rows,
+            )
+        return len(rows)
     count = 0
     for snippet in snippets:
         row = (snippet.thread_id, snippet.turn_id, snippet.item_id, snippet.chunk_id,
                snippet.role, snippet.seq, snippet.text)
-        if tx.dialect == "postgresql":
-            tx.execute(
-                "INSERT INTO episodic_snippets (thread_id, turn_id, item_id, chunk_id, role, "
-                f"seq, text, search) VALUES (?, ?, ?, ?, ?, ?, ?, to_tsvector('{TS_CONFIG}', ?))",
-                (*row, ts_search_form(snippet.text)),
-            )
-        else:
-            (rowid,) = tx.execute(
-                "INSERT INTO episodic_snippets (thread_id, turn_id, item_id, chunk_id, role, "
-                "seq, text) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id", row,
-            ).fetchone()
-            tx.execute("INSERT INTO episodic_fts (rowid, text) VALUES (?, ?)",
-                       (rowid, search_form(snippet.text)))
+        (rowid,) = tx.execute(
+            "INSERT INTO episodic_snippets (thread_id, turn_id, item_id, chunk_id, role, "
+            "seq, text) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id", row,
+        ).fetchone()
+        tx.execute("INSERT INTO episodic_fts (rowid, text) VALUES (?, ?)",
+                   (rowid, search_form(snippet.text)))
         count += 1
     return count
 
