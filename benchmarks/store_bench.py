@@ -1,6 +1,7 @@
 """Load on the conversation stores: N writer processes x M turns, SQLite and PostgreSQL.
 
     python benchmarks/store_bench.py [--processes 1,4,8] [--turns 100] [--shared]
+                                     [--stores sqlite,postgresql] [--pause MS]
                                      [--postgres-url URL] [--tokens 200]
 
 Each process opens its own store (with the episodic index attached, as a gateway node
@@ -14,11 +15,13 @@ the others' turns).
 
 The processes start together; the table gives, per store and process count, the turns
 per second of all processes together (wall clock from the first start to the last end),
-and the median and 95th percentile of ``add_turn`` and of the budgeting pass in
-milliseconds. SQLite writes a file in a temporary folder; PostgreSQL a database created
-for the run on the server at ``--postgres-url`` (default: the local socket as user
-postgres, or ``PIONEER_BENCH_POSTGRES_URL``) and dropped afterwards. Not a test; run it on
-demand.
+the median, 95th and 99th percentile of ``add_turn`` and the median and 95th percentile
+of the budgeting pass in milliseconds. ``--pause`` puts a random pause (exponential, of
+that mean) before each turn, as a gateway's turns come between model calls; without it
+the processes write back to back, the worst case. SQLite writes a file in a temporary
+folder; PostgreSQL a database created for the run on the server at ``--postgres-url``
+(default: the local socket as user postgres, or ``PIONEER_BENCH_POSTGRES_URL``) and
+dropped afterwards. Not a test; run it on demand.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def _worker(target: str, process: int, turns: int, words: int, shared: bool,
+def _worker(target: str, process: int, turns: int, words: int, shared: bool, pause: float,
             start: Any, queue: Any) -> None:
     rng = random.Random(process)
     thread = "shared" if shared else f"thread-{process}"
@@ -73,6 +76,8 @@ def _worker(target: str, process: int, turns: int, words: int, shared: bool,
             default_counter().count("load the encoding before the clock starts")
             start.wait()
             for n in range(turns):
+                if pause:
+                    time.sleep(rng.expovariate(1 / pause))
                 began = time.perf_counter()
                 budgeter.build(thread)
                 passes.append(time.perf_counter() - began)
@@ -86,14 +91,15 @@ def _worker(target: str, process: int, turns: int, words: int, shared: bool,
         queue.put((process, time.perf_counter(), writes, passes, repr(error)))
 
 
-def run(target: str, processes: int, turns: int, words: int, shared: bool) -> dict[str, float]:
+def run(target: str, processes: int, turns: int, words: int, shared: bool,
+        pause: float = 0.0) -> dict[str, float]:
     """One row: ``processes`` writers of ``turns`` turns each against ``target``."""
     with open_store(target):  # created and migrated once, before the writers race
         pass
     start = FORK.Barrier(processes + 1)
     queue = FORK.Queue()
-    workers = [FORK.Process(target=_worker, args=(target, p, turns, words, shared, start,
-                                                 queue))
+    workers = [FORK.Process(target=_worker, args=(target, p, turns, words, shared, pause,
+                                                 start, queue))
                for p in range(processes)]
     for worker in workers:
         worker.start()
@@ -112,6 +118,7 @@ def run(target: str, processes: int, turns: int, words: int, shared: bool) -> di
         "turns/s": len(writes) / (ended - began),
         "add p50": 1000 * statistics.median(writes),
         "add p95": 1000 * _percentile(writes, 0.95),
+        "add p99": 1000 * _percentile(writes, 0.99),
         "pass p50": 1000 * statistics.median(passes),
         "pass p95": 1000 * _percentile(passes, 0.95),
     }
@@ -128,12 +135,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=100, help="turns per process")
     parser.add_argument("--tokens", type=int, default=200,
                         help="about this many words per turn (a third in the user message)")
+    parser.add_argument("--pause", type=float, default=0.0, metavar="MS",
+                        help="mean pause before each turn of a process, in ms (drawn "
+                        "from an exponential distribution; default 0: back to back)")
     parser.add_argument("--shared", action="store_true",
                         help="all processes on one thread instead of one thread each")
+    parser.add_argument("--stores", default="sqlite,postgresql",
+                        help="comma-separated stores to run (default sqlite,postgresql)")
     parser.add_argument("--postgres-url", default=os.environ.get(
         "PIONEER_BENCH_POSTGRES_URL", "postgresql://postgres@/postgres?host=/var/run/postgresql"))
     args = parser.parse_args(argv)
     counts = [int(part) for part in args.processes.split(",")]
+    stores = [part for part in args.stores.split(",") if part]
+    unknown = sorted(set(stores) - {"sqlite", "postgresql"})
+    if unknown:
+        parser.error(f"unknown store {unknown[0]!r} (known: sqlite, postgresql)")
     database = f"pg_pioneer_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(args.postgres_url, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{database}"')
@@ -141,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory() as folder:
             for count in counts:
-                for name in ("sqlite", "postgresql"):
+                for name in stores:
                     if name == "sqlite":
                         target = str(Path(folder) / f"bench-{count}.db")
                     else:
@@ -153,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                         target += ("&" if "?" in target else "?") + \
                             f"options=-csearch_path%3Db{count}"
                     rows.append((name, count, run(target, count, args.turns, args.tokens,
-                                                  args.shared)))
+                                                  args.shared, args.pause / 1000)))
                     print(f"  done: {name}, {count} processes", file=sys.stderr)
     finally:
         with psycopg.connect(args.postgres_url, autocommit=True) as admin:
@@ -161,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     layout = "one shared thread" if args.shared else "a thread per process"
     print(f"{args.turns} turns per process, {layout}, about {args.tokens} words a turn; "
           "times in ms")
-    header = ("store", "procs", "turns/s", "add p50", "add p95", "pass p50", "pass p95")
+    header = ("store", "procs", "turns/s", "add p50", "add p95", "add p99", "pass p50",
+              "pass p95")
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join(" --- " for _ in header) + "|")
     for name, count, figures in rows:
