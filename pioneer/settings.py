@@ -259,12 +259,6 @@ class PioneerSettings(BaseModel):
         """The conversation store path."""
         return self.store_path or self.home / "pioneer.db"
 
-    @property
-    def store_target(self) -> str | Path:
-        """The conversation store: ``store_url`` (password included) if set, else
-        :attr:`database`."""
-        return self.store_url.get_secret_value() if self.store_url else self.database
-
     @classmethod
     def load(
         cls, config_file: str | os.PathLike[str] | None = None, *, discover: bool = True,

@@ -13,14 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 from support import run_cli
 from test_history_summarizer import ChatServer
 
 from pioneer import PioneerSettings, StoreError, ensure_runtime_home
 from pioneer.cli import main
+from pioneer.errors import InputError
 from pioneer.history import SqliteStore
-from pioneer.history.open import open_store, redact_url
+from pioneer.history.open import configured_store, open_store, redact_url
 
 PASSWORD = "S3cr3tPw"
 
@@ -44,7 +44,7 @@ def _run_with(how: str, url: str, monkeypatch: pytest.MonkeyPatch,
         monkeypatch.setenv("PIONEER_STORE_URL", url)
         return run_cli("history", "demo")
     (tmp_path / "pioneer.toml").write_text(f"store_url = {json.dumps(url)}\n")
-    return run_cli("history", "demo")
+    return run_cli("history", "demo", "--config", "pioneer.toml")
 
 
 @pytest.mark.parametrize("how", ["--db", "environment", "pioneer.toml"])
@@ -78,7 +78,7 @@ def test_a_malformed_store_url_is_a_located_error_not_an_internal_one(
     assert err.startswith("postgresql://…: not a valid PostgreSQL URL (")
     assert PASSWORD not in err
     (tmp_path / "pioneer.toml").write_text(f"# the store\nstore_url = {json.dumps(url)}\n")
-    code, out, err = run_cli("history", "demo")
+    code, out, err = run_cli("history", "demo", "--config", "pioneer.toml")
     assert (code, out) == (1, "")
     assert err.startswith("pioneer.toml:2: store_url: Value error, not a valid PostgreSQL URL (")
     assert PASSWORD not in err
@@ -104,8 +104,8 @@ def test_the_settings_keep_the_store_url_secret() -> None:
         assert PASSWORD not in shown
     assert settings.store_url is not None
     assert settings.store_url.get_secret_value() == url
-    assert settings.store_target == url
-    with pytest.raises(ValidationError) as raised:
+    assert configured_store(settings) == url
+    with pytest.raises(InputError) as raised:
         PioneerSettings(store_url=f"mysql://app:{PASSWORD}@db.internal/pioneer")
     assert PASSWORD not in str(raised.value)
     assert "expected a postgresql:// URL" in str(raised.value)

@@ -8,6 +8,7 @@ not import the other at start-up.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,14 +72,15 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
                         help="runtime home (default: $PIONEER_HOME or ~/.pioneer)")
 
 
-def store_path(args: argparse.Namespace, settings: PioneerSettings | None = None) -> str | Path:
+def store_path(args: argparse.Namespace,
+               settings: PioneerSettings | None = None) -> str | os.PathLike[str]:
     """The store a command reads: ``--db``, else the settings' store URL or database."""
-    from ..history.open import is_store_url
+    from ..history.open import configured_store, is_store_url
 
     if args.db:
         return args.db if is_store_url(args.db) else Path(args.db)
     settings = settings or make_settings(args)
-    return settings.store_target
+    return configured_store(settings)
 
 
 def open_command_store(args: argparse.Namespace, settings: PioneerSettings | None = None, *,
