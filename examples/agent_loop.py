@@ -44,9 +44,10 @@ MODELS = {
     "gemini": "gemini-2.5-flash",
 }
 THREAD = "thread-demo"
-#: A persona long enough that the stable prompt is above every model's cache minimum.
+#: A persona long enough that the stable prompt is above every model's cache minimum
+#: (the highest of these models': Gemini 2.5's 2,048 tokens).
 PERSONA = ("The user is a field geologist who plans trips a month ahead, prefers metric "
-           "units, reads tables faster than prose and wants sources named. ") * 40
+           "units, reads tables faster than prose and wants sources named. ") * 60
 MEMORY_TOOLS = [
     ToolSpec(name="memory_search", description="Search the user's memories.",
              parameters={"type": "object", "properties": {"query": {"type": "string"}},

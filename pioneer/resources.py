@@ -1,8 +1,8 @@
-"""Where the built-in profiles, templates and schemas live.
+"""Where the built-in profiles, templates, schemas and model table live.
 
 In a wheel they are copied into ``pioneer/_data/``; in a source checkout (or an
-editable install) they are the top-level ``profiles/``, ``templates/`` and ``schemas/``
-folders of the repository. This module is the only place that knows both layouts.
+editable install) they are the top-level ``profiles/``, ``templates/``, ``schemas/`` and
+``models/`` folders of the repository. This module is the only place that knows both layouts.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ _PACKAGE = Path(__file__).resolve().parent
 
 @cache
 def builtin_dir(kind: str) -> Path:
-    """Return the folder of built-in ``profiles``, ``templates`` or ``schemas``."""
+    """Return the folder of built-in ``profiles``, ``templates``, ``schemas`` or ``models``."""
     for candidate in (_PACKAGE / "_data" / kind, _PACKAGE.parent / kind):
         if candidate.is_dir():
             return candidate

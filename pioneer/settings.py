@@ -92,7 +92,7 @@ _DISCOVERED: contextvars.ContextVar[bool] = contextvars.ContextVar("discovered",
 DISCOVERED_SETTINGS = frozenset({
     "profile_path", "template_path", "home", "store_path", "max_context_tokens",
     "response_reserve_tokens", "summary_model", "summary_timeout", "dynamic_placement",
-    "truncate_low_water", "keep_recent_tokens", "clock_granularity",
+    "truncate_low_water", "keep_recent_tokens", "clock_granularity", "model_path",
 })
 
 
@@ -215,6 +215,11 @@ class PioneerSettings(BaseModel):
         description="How finely the runtime block tells the local time (minute, hour or "
         "day); the time is cut down to it, so the block changes at most that often.",
     )
+    model_path: list[Path] = Field(
+        default_factory=list,
+        description="Deployment model tables (TOML files, or folders holding models.toml), "
+        "laid over the built-in model table; an earlier one wins.",
+    )
 
     def __init__(self, **values: Any) -> None:
         """``values`` (the command line's options), then the environment and the
@@ -244,7 +249,7 @@ class PioneerSettings(BaseModel):
                 data = {**data, "home": default_home(directory)}
         return data
 
-    @field_validator("profile_path", "template_path", mode="before")
+    @field_validator("profile_path", "template_path", "model_path", mode="before")
     @classmethod
     def _split_search_path(cls, value: object) -> object:
         if isinstance(value, str):  # from the environment
@@ -294,7 +299,7 @@ class PioneerSettings(BaseModel):
             _READ.reset(token)
 
 
-_PATH_KEYS = ("home", "store_path", "profile_path", "template_path")
+_PATH_KEYS = ("home", "store_path", "profile_path", "template_path", "model_path")
 #: Where each key of the deployment file was read: (file, text), for error lines.
 _READ: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
     "read", default=None

@@ -24,7 +24,11 @@ from pioneer import (
 from pioneer.audit import CacheBlock, plan_cache, request_blocks
 from pioneer.providers import PROVIDERS, CacheOptions, DynamicPlacement
 
-PERSONA = "Prefers metric units and short answers, and plans trips a month ahead. " * 60
+#: Long enough that the stable text passes every minimum below (Gemini 2.5: 2,048 tokens).
+PERSONA = "Prefers metric units and short answers, and plans trips a month ahead. " * 160
+#: A model of each provider, so the plan follows that model's row of the model table.
+MODELS = {"anthropic": "claude-sonnet-4-6", "openai-chat": "gpt-5",
+          "openai-responses": "gpt-5", "gemini": "gemini-2.5-flash"}
 SUMMARY = "Summary of earlier conversation:\nPlanning a trip to Norway."
 TOOLS = [ToolSpec(name="clock", description="The local time."),
          ToolSpec(name="get_weather", description="Weather for a city.")]
@@ -51,7 +55,7 @@ def _thread(home: Path, provider: str, placement: DynamicPlacement = "cache-firs
     for turn in range(turns):
         messages = [*history, ChatMessage.user(f"Question {turn}: " + "why? " * 40)]
         for round_ in range(2):
-            request = ChatRequest(model="claude-sonnet-4-6",
+            request = ChatRequest(model=MODELS[provider],
                                   compiled_prompt=_payload(home, f"10:{turn}0"),
                                   messages=messages, tools=TOOLS,
                                   cache=CacheOptions(dynamic_placement=placement))
@@ -77,7 +81,7 @@ def test_blocks_are_labelled_in_cache_order(home: Path, provider: str) -> None:
 @pytest.mark.parametrize("provider", list(PROVIDERS))
 def test_a_new_turn_reads_the_history_and_breaks_nothing(home: Path, provider: str) -> None:
     requests = _thread(home, provider)
-    plan = plan_cache(provider, "claude-sonnet-4-6", requests[2], requests[:2])
+    plan = plan_cache(provider, MODELS[provider], requests[2], requests[:2])
     assert plan.first_difference is not None
     assert (plan.first_difference.broken, plan.first_difference.reason) == (False, "a new turn")
     # Everything the previous turn sent before its own turn began is read (OpenAI: in
@@ -92,7 +96,7 @@ def test_a_new_turn_reads_the_history_and_breaks_nothing(home: Path, provider: s
 @pytest.mark.parametrize("provider", list(PROVIDERS))
 def test_a_second_round_reads_the_whole_first_round(home: Path, provider: str) -> None:
     requests = _thread(home, provider)
-    plan = plan_cache(provider, "claude-sonnet-4-6", requests[1], requests[:1])
+    plan = plan_cache(provider, MODELS[provider], requests[1], requests[:1])
     assert plan.first_difference is None  # the round only appended
     first_round = sum(b.tokens for b in requests[0])
     assert first_round - 127 <= plan.cached_tokens <= first_round
@@ -103,7 +107,7 @@ def test_a_second_round_reads_the_whole_first_round(home: Path, provider: str) -
 @pytest.mark.parametrize("provider", list(PROVIDERS))
 def test_the_system_placement_breaks_at_the_dynamic_text(home: Path, provider: str) -> None:
     requests = _thread(home, provider, placement="system")
-    plan = plan_cache(provider, "claude-sonnet-4-6", requests[2], requests[:2])
+    plan = plan_cache(provider, MODELS[provider], requests[2], requests[:2])
     assert plan.first_difference is not None
     assert plan.first_difference.broken
     assert plan.first_difference.reason == "dynamic text before the history"

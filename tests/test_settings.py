@@ -107,7 +107,7 @@ def test_an_unknown_key_is_named_at_its_line_with_a_suggestion(tmp_path: Path) -
         "summary_model, summary_base_url, summary_api_key_env, summary_timeout, "
         "summary_allow_http, store_path, dynamic_placement, truncate_low_water, "
         "keep_recent_tokens, store_url, postgres_lock_timeout, postgres_statement_timeout, "
-        "postgres_idle_in_transaction_timeout, clock_granularity)\n"
+        "postgres_idle_in_transaction_timeout, clock_granularity, model_path)\n"
         "error: 2 problems\n"
     ))
 

@@ -32,8 +32,9 @@ from pydantic import Field
 from ..compile.manifest import PromptManifest
 from ..history.models import SUMMARY_PREFIX
 from ..providers import PROVIDERS
-from ..providers.caching import MAX_CACHE_BREAKPOINTS, minimum_cacheable_tokens
+from ..providers.caching import MAX_CACHE_BREAKPOINTS
 from ..providers.layout import layout
+from ..providers.models import model_facts
 from ..providers.request import ChatRequest
 from ..text import EDGE_CONFIG, CheckedModel
 from ..tokens import TokenCounter, default_counter
@@ -60,11 +61,6 @@ BlockKind = Literal[
 BlockStatus = Literal["cached", "written", "uncached"]
 #: How far back (in blocks) an Anthropic mark looks for an entry an earlier request wrote.
 ANTHROPIC_LOOKBACK_BLOCKS = 20
-#: OpenAI caches prefixes of at least 1,024 tokens, in steps of 128 tokens.
-OPENAI_MINIMUM_TOKENS = 1024
-OPENAI_STEP_TOKENS = 128
-#: Gemini's implicit cache: the minimum prefix per model family (the smaller when unknown).
-GEMINI_MINIMUMS: tuple[tuple[str, int], ...] = (("pro", 4096), ("", 1024))
 # Kinds that belong to the part of a request a later turn sends again unchanged.
 _REUSED: frozenset[str] = frozenset({"tools", "stable", "prompt", "summary", "system", "history"})
 
@@ -135,6 +131,11 @@ class CachePlan(CheckedModel):
         default=None, description="Against the previous request; None for the first one."
     )
     blocks: list[CacheBlock] = Field(description="Every block, in cache order.")
+    model_note: str | None = Field(
+        default=None,
+        description="Set when the model table has no row for the model: the family whose "
+        "facts (minimum, prices) the plan used instead.",
+    )
 
     @property
     def cached_share(self) -> float:
@@ -328,15 +329,11 @@ def plan_cache(
     """
     ends = _ends(blocks)
     total = ends[-1] if ends else 0
+    facts = model_facts(model, provider)
+    minimum, step = facts.min_cacheable_tokens, facts.cache_step_tokens
     if provider == "anthropic":
-        minimum, step = minimum_cacheable_tokens(model), 1
         shared, cached_end, written_end = _anthropic(blocks, ends, earlier, minimum)
     else:
-        if provider == "gemini":
-            minimum = next(m for key, m in GEMINI_MINIMUMS if key in model.lower())
-            step = 1
-        else:
-            minimum, step = OPENAI_MINIMUM_TOKENS, OPENAI_STEP_TOKENS
         shared = _shared_blocks(blocks, earlier)
         tokens = ends[shared - 1] if shared else 0
         cached_end = tokens // step * step if tokens >= minimum else 0
@@ -351,7 +348,7 @@ def plan_cache(
         total_tokens=total, cached_tokens=cached_end, written_tokens=written_end - cached_end,
         uncached_tokens=total - written_end, shared_blocks=shared,
         first_difference=first_difference(blocks, earlier[-1]) if earlier else None,
-        blocks=statuses,
+        blocks=statuses, model_note=facts.note,
     )
 
 

@@ -415,6 +415,8 @@ def _cache_lines(plan: CachePlan, reported: ReportedUsage | None) -> list[str]:
              f"{share}{written}, {plan.uncached_tokens:,} uncached "
              f"(minimum {plan.minimum_tokens:,}; {plan.shared_blocks} of "
              f"{len(plan.blocks)} blocks shared with an earlier request)"]
+    if plan.model_note is not None:
+        lines.append(f"  {plan.model_note}")
     difference = plan.first_difference
     if difference is not None:
         verdict = "cache broken" if difference.broken else "differs"

@@ -80,11 +80,13 @@ def provider_output(
     :func:`provider_request`) with the compiled prompt; None when no provider was asked for.
 
     The dynamic text's placement is ``--dynamic-placement`` when given, else what the
-    messages file's ``cache`` says, else the settings' ``dynamic_placement``.
+    messages file's ``cache`` says, else the settings' ``dynamic_placement``. The model's
+    rules come from the model table with the settings' ``model_path`` files over it.
     """
     if request is None:
         return None
     from ..providers import build_request_body
+    from ..providers.models import load_model_table, model_table, using_model_table
 
     request = request.model_copy(update={"compiled_prompt": payload})
     placement = args.dynamic_placement
@@ -94,5 +96,7 @@ def provider_output(
         request = request.model_copy(update={
             "cache": request.cache.model_copy(update={"dynamic_placement": placement})
         })
-    body = build_request_body(args.provider, request, system_role=args.system_role)
+    table = load_model_table(settings.model_path) if settings.model_path else model_table()
+    with using_model_table(table):
+        body = build_request_body(args.provider, request, system_role=args.system_role)
     return json.dumps(body, indent=2, ensure_ascii=False) + "\n"

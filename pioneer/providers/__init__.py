@@ -3,7 +3,9 @@
 Each adapter is a pure function from a ``ChatRequest`` to the JSON body (a plain dict)
 of one API: Anthropic Messages, OpenAI Chat Completions, OpenAI Responses and Gemini
 generateContent. :data:`PROVIDERS` names them for the command line. The way back is
-:func:`read_response`: a provider's response as one :class:`ModelReply`.
+:func:`read_response`: a provider's response as one :class:`ModelReply`. What differs per
+model (cache minimums, prices, breakpoint style, prefill, stop sequences) is read from the
+model table (:func:`model_facts`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from .anthropic import to_anthropic
 from .caching import MAX_CACHE_BREAKPOINTS, count_breakpoints, minimum_cacheable_tokens
 from .gemini import to_gemini
 from .layout import Layout, layout, turn_start
+from .models import ModelFacts, ModelTable, load_model_table, model_facts, using_model_table
 from .openai_chat import SystemRole, to_openai_chat
 from .openai_responses import to_openai_responses
 from .replies import STOP_REASONS, ModelReply, StopReason, read_response
@@ -42,7 +45,9 @@ __all__ = [
     "ChatRequest",
     "DynamicPlacement",
     "Layout",
+    "ModelFacts",
     "ModelReply",
+    "ModelTable",
     "ReportedUsage",
     "SamplingOptions",
     "StopReason",
@@ -53,7 +58,9 @@ __all__ = [
     "count_breakpoints",
     "layout",
     "load_chat_request",
+    "load_model_table",
     "minimum_cacheable_tokens",
+    "model_facts",
     "parse_chat_request",
     "read_response",
     "to_anthropic",
@@ -61,6 +68,7 @@ __all__ = [
     "to_openai_chat",
     "to_openai_responses",
     "turn_start",
+    "using_model_table",
 ]
 
 #: Provider name (as the CLI spells it) → adapter with its default options.

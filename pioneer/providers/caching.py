@@ -15,23 +15,23 @@ and how many tokens its prefix holds) and :func:`plan_breakpoints` picks at most
 5. the end of the history summary.
 
 A candidate whose prefix is shorter than the model's minimum
-(:func:`minimum_cacheable_tokens`) is dropped: it would cache nothing and only take a
-slot. With ``long_ttl`` the marks on the tools and system blocks get a 1-hour lifetime;
-they come before every message block, so 1-hour entries always precede 5-minute ones,
-as the API requires. docs/providers.md has the rules and their sources.
+(:func:`minimum_cacheable_tokens`, read from the model table) is dropped: it would cache
+nothing and only take a slot. With ``long_ttl`` the marks on the tools and system blocks
+get a 1-hour lifetime; they come before every message block, so 1-hour entries always
+precede 5-minute ones, as the API requires. docs/providers.md has the rules and their sources.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from .models import model_facts
+
 __all__ = [
     "DEFAULT_MINIMUM_TOKENS",
     "MAX_CACHE_BREAKPOINTS",
-    "MINIMUM_CACHEABLE_TOKENS",
     "MarkCandidate",
     "MarkReason",
     "allot_breakpoints",
@@ -45,22 +45,8 @@ __all__ = [
 #: Anthropic's limit of ``cache_control`` marks in one request.
 MAX_CACHE_BREAKPOINTS = 4
 
-#: The shortest prefix (tokens) each Anthropic model caches; the first pattern that
-#: matches the model name wins, so a dated snapshot (``claude-opus-4-1-20250805``) finds
-#: its family. Source: the "minimum cacheable prompt length" list of Anthropic's prompt
-#: caching page (build-with-claude/prompt-caching in Anthropic's API documentation), as
-#: of late 2026; docs/providers.md has the same table in prose.
-MINIMUM_CACHEABLE_TOKENS: tuple[tuple[str, int], ...] = (
-    (r"claude-(opus|fable|mythos)-5(?!\d)", 512),
-    (r"claude-sonnet-5(?!\d)", 1024),
-    (r"claude-opus-4-[56](?!\d)", 4096),
-    (r"claude-opus-4-7(?!\d)", 2048),
-    (r"claude-haiku-4-5(?!\d)", 4096),
-    (r"claude-(sonnet|opus)-4(?!\d)", 1024),  # Sonnet 4, 4.5, 4.6; Opus 4, 4.1, 4.8
-    (r"claude-3-7-sonnet", 1024),
-    (r"claude-3(-5)?-haiku", 2048),
-)
-#: The minimum for a model the table does not know.
+#: The minimum of a model the table knows nothing about (the built-in Anthropic
+#: catch-all row of ``models/models.toml``).
 DEFAULT_MINIMUM_TOKENS = 1024
 
 MarkReason = Literal["caller", "history", "last", "stable", "tools", "summary"]
@@ -72,12 +58,13 @@ K = TypeVar("K", bound=Hashable)
 
 
 def minimum_cacheable_tokens(model: str) -> int:
-    """The shortest prefix ``model`` caches (:data:`DEFAULT_MINIMUM_TOKENS` when unknown)."""
-    name = model.lower()
-    for pattern, minimum in MINIMUM_CACHEABLE_TOKENS:
-        if re.search(pattern, name):
-            return minimum
-    return DEFAULT_MINIMUM_TOKENS
+    """The shortest prefix ``model`` caches, from the model table (:func:`model_facts`).
+
+    A dated snapshot (``claude-opus-4-1-20250805``) finds its model's row; a model the
+    table does not name takes its family's row, and a name no family claims the catch-all
+    row (:data:`DEFAULT_MINIMUM_TOKENS`).
+    """
+    return model_facts(model).min_cacheable_tokens
 
 
 @dataclass(frozen=True, slots=True)

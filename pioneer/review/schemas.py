@@ -19,6 +19,7 @@ from ..compile.inputs import PromptCompileInput
 from ..compile.manifest import PromptManifest
 from ..episodic.extractor import MemoryExtraction
 from ..hooks.models import PromptSectionContribution
+from ..providers.models import ModelTableFile
 from ..providers.request import ChatRequest
 from ..sections.permissions import PermissionProfile
 
@@ -34,6 +35,7 @@ SCHEMA_MODELS: dict[str, tuple[type[BaseModel], str]] = {
     "permissions.schema.json": (PermissionProfile, "pioneer permission profile"),
     "turn_record.schema.json": (TurnRecord, "pioneer turn record"),
     "memory_extraction.schema.json": (MemoryExtraction, "pioneer memory extraction reply"),
+    "models.schema.json": (ModelTableFile, "pioneer model table"),
 }
 
 
