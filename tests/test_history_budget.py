@@ -212,7 +212,8 @@ def test_failed_summary_keeps_newest_turns_that_fit(
               + entries["turn-2"].tokens)
     assert entries["turn-3"].tokens > entries["turn-2"].tokens
     limits = HistoryLimits.from_tokens(budget, 0, low_water=1.0)
-    assert total(store) >= limits.threshold
+    loaded = total(store)  # before the pass: its cut leaves the older turns unread
+    assert loaded >= limits.threshold
     decision = HistoryBudgeter(store, limits, summarizer=summarizer).build("t1")
     assert len(summarizer.requests) == 1
     assert decision.mode == "truncate"
@@ -224,7 +225,7 @@ def test_failed_summary_keeps_newest_turns_that_fit(
         HistoryMessage("assistant", "answer five"),
     )
     assert decision.reason == (
-        f"{total(store)} tokens reached the threshold of {limits.threshold}; {why}; "
+        f"{loaded} tokens reached the threshold of {limits.threshold}; {why}; "
         f"the kept turns reached the budget of {budget}: cut to the low-water mark of "
         f"{budget}, keeping the newest 2 of 5 turns"
     )

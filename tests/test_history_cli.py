@@ -61,14 +61,23 @@ def test_summarize_without_an_endpoint_says_how_to_configure_one(db: Path) -> No
 
 
 def test_json(db: Path) -> None:
+    code, out, _ = run("demo", "--db", str(db), "--json", "--limit", "3")
+    data = json.loads(out)
+    assert code == 0
+    assert (data["mode"], data["turns_loaded"], data["budget"]) == ("keep", 3, 112_000)
+    assert [m["role"] for m in data["messages"]] == ["user", "assistant"] * 3
+    assert data["messages"][0]["content"] == "How slow is the gateway?"
+    assert data["artifact_ref_count"] == 1
+    assert data["sent_tokens"] == sum(m["tokens"] for m in data["messages"])
+
+
+def test_a_limit_the_thread_passes_cuts_the_window_back(db: Path) -> None:
+    """Past ``--limit`` turns the window drops to 60% of it; a read only reports the cut."""
     code, out, _ = run("demo", "--db", str(db), "--json", "--limit", "2")
     data = json.loads(out)
     assert code == 0
-    assert (data["mode"], data["turns_loaded"], data["budget"]) == ("keep", 2, 112_000)
-    assert [m["role"] for m in data["messages"]] == ["user", "assistant"] * 2
-    assert data["messages"][0]["content"] == "Plot it."
-    assert data["artifact_ref_count"] == 1
-    assert data["sent_tokens"] == sum(m["tokens"] for m in data["messages"])
+    assert (data["turns_loaded"], data["cut_turn_id"], data["cut_stored"]) == (1, "turn-2", False)
+    assert data["reason"].endswith("; the window passed 2 turns: cut to the newest 1 turn")
 
 
 def test_store_path_comes_from_settings(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:

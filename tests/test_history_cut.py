@@ -71,8 +71,8 @@ def test_the_window_start_moves_only_when_the_budget_is_reached(
                 elif kept and sent:
                     # The start moved: only because what was kept no longer fitted, and
                     # then down to the low-water mark (or the newest turn that fits).
-                    previous = sum(e.tokens for e in store.get_history_window("t").entries
-                                   if e.turn_id in sent)
+                    previous = sum(e.tokens for e in store.get_thread_conversation_history(
+                        "t", len(stored)) if e.turn_id in sent)
                     assert previous + entry.tokens > budget
                     assert decision.cut_stored
                     assert decision.sent_tokens <= limits.low_water_tokens or len(kept) == 1
@@ -105,9 +105,10 @@ def test_the_cut_survives_reopening_the_store(tmp_path: Path) -> None:
         again = HistoryBudgeter(reopened, limits).build("t")
     assert again.turn_ids == (*first.turn_ids, "turn-12")
     assert (again.cut_turn_id, again.cut_stored) == (first.cut_turn_id, False)
-    assert again.reason.endswith(
-        f"; kept the {len(again.turn_ids)} turns from the cut at {first.cut_turn_id} "
-        "(13 loaded)")
+    # Read from the cut, the history is back under the threshold: kept whole.
+    assert (again.mode, again.turns_loaded) == ("keep", len(again.turn_ids))
+    assert again.reason == (f"{again.total_tokens} tokens is under the threshold of 800; "
+                            f"kept every turn from the cut at {first.cut_turn_id}")
 
 
 def test_a_read_only_pass_reports_the_cut_without_storing_it(store: SqliteStore) -> None:
@@ -151,3 +152,55 @@ def test_a_summary_keeps_the_newest_turns_verbatim_with_keep_recent_tokens(
     assert after.mode == "keep"
     assert after.turn_ids == ("turn-8", "turn-9", "turn-10")
     assert after.messages[:5] == decision.messages  # the same prefix, one turn appended
+
+
+def test_the_count_window_cuts_to_a_low_water_count_and_appends(tmp_path: Path) -> None:
+    """400 small turns, under the token threshold: past the 200-turn window the history
+    drops to 120 turns and appends again, so it is the previous one plus a turn on at
+    least 90% of the turns; the cut lives on the thread, so reopening changes nothing."""
+    path = tmp_path / "chat.db"
+    limits = HistoryLimits.from_tokens(1_000_000, 0)
+    store = SqliteStore(path)
+    store.ensure_thread("t")
+    previous: tuple[str, ...] = ()
+    appended = cuts = 0
+    try:
+        for n in range(400):
+            if n in (150, 260):
+                store.close()
+                store = SqliteStore(path, create=False)
+            entry = store.add_turn("t", turn_id=f"turn-{n}", user_text=f"question {n}",
+                                   assistant_text=f"answer {n}")
+            decision = HistoryBudgeter(store, limits).build("t")
+            assert decision.mode == "keep"
+            assert len(decision.turn_ids) <= 200
+            assert decision.turn_ids[-1] == entry.turn_id
+            if decision.turn_ids == (*previous, entry.turn_id):
+                appended += 1
+                assert not decision.cut_stored
+            else:
+                cuts += 1
+                assert decision.cut_stored and len(decision.turn_ids) == 120
+                assert decision.cut_turn_id == decision.turn_ids[0]
+                assert decision.reason.endswith(
+                    "; the window passed 200 turns: cut to the newest 120 turns")
+            previous = decision.turn_ids
+    finally:
+        store.close()
+    assert appended >= 0.9 * 400
+    assert cuts == 3  # at turns 200, 281 and 362
+
+
+def test_a_pass_reads_only_the_turns_from_the_cut(tmp_path: Path) -> None:
+    """However large the window, a pass loads the turns from the stored cut, not the thread."""
+    with SqliteStore(tmp_path / "long.db") as store:
+        store.ensure_thread("t")
+        for n in range(600):
+            store.add_turn("t", turn_id=f"turn-{n}", user_text="q", assistant_text="a")
+        store.set_history_cut("t", first_turn_id="turn-590")
+        budgeter = HistoryBudgeter(store, HistoryLimits.from_tokens(1_000_000, 0),
+                                   max_turns=10**9)
+        decision = budgeter.build("t")
+        assert decision.turns_loaded == 10
+        assert decision.turn_ids == tuple(f"turn-{n}" for n in range(590, 600))
+        assert len(store.get_history_window("t", 10**9).entries) == 10

@@ -22,7 +22,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("thread", metavar="THREAD", help="thread id")
     add_store_options(parser)
     parser.add_argument("--limit", type=int, default=MAX_TURNS, metavar="N",
-                        help=f"turns to load (default {MAX_TURNS})")
+                        help="most turns the history carries; past it the window cuts back "
+                        f"to the low-water share of it (default {MAX_TURNS})")
     parser.add_argument("--max-context-tokens", type=int, metavar="N",
                         help="model context window (default: settings)")
     parser.add_argument("--reserve-tokens", type=int, metavar="N",

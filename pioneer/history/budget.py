@@ -12,8 +12,10 @@ misses its deadline) or there is none, truncation keeps the turns from the cut s
 the thread while they fit the budget, so each request's history is the previous one plus
 a turn; once they no longer fit, the oldest turns are dropped down to the low-water mark
 (60% of the budget by default) and that cut is stored. A turn is kept or dropped whole,
-so a user message never loses its reply. The rules are written down in docs/history.md,
-"Budgeting" and "Cache-aware retention".
+so a user message never loses its reply. The turn count has the same low-water cut: past
+``max_turns`` turns the window drops to a lower count and stores that cut. A pass reads
+the turns from the stored cut on, never the whole thread. The rules are written down in
+docs/history.md, "Budgeting" and "Cache-aware retention".
 """
 
 from __future__ import annotations
@@ -26,7 +28,14 @@ from ..deadline import run_with_deadline
 from ..errors import counted
 from ..settings import PioneerSettings
 from ..tokens import TokenCounter, default_counter, message_tokens
-from .models import HistoryEntry, HistoryMessage, HistoryWindow, ThreadSummary, summary_message_text
+from .models import (
+    HistoryCut,
+    HistoryEntry,
+    HistoryMessage,
+    HistoryWindow,
+    ThreadSummary,
+    summary_message_text,
+)
 from .store import MAX_TURNS, CrudStore
 from .summarizer import Summarizer, SummaryRequest
 
@@ -113,7 +122,8 @@ class HistoryDecision:
     message_tokens: tuple[int, ...]
     #: The turns whose messages are sent, oldest first (episodic recall leaves them out).
     turn_ids: tuple[str, ...] = ()
-    #: Truncation: the first turn it sends (the cut stored on the thread), else None.
+    #: The first turn the history sends when it starts at a cut (stored on the thread, or
+    #: made by this pass: truncation or the turn-count window), else None.
     cut_turn_id: str | None = None
     #: Whether this pass moved the cut (the kept turns had reached the budget).
     cut_stored: bool = False
@@ -232,8 +242,24 @@ def _messages(
     return tuple(messages), tuple(tokens)
 
 
+@dataclass(frozen=True, slots=True)
+class _CountCut:
+    """A cut the turn-count window made."""
+
+    first_turn_id: str
+    stored: bool
+    pending: bool
+    note: str
+
+
 class HistoryBudgeter:
-    """Builds each turn's history from a store: keep, summarise or truncate."""
+    """Builds each turn's history from a store: keep, summarise or truncate.
+
+    The history never carries more than ``max_turns`` turns: when the turns from the
+    stored cut pass that count, the window is cut back to ``turn_low_water`` of it and the
+    cut stored, as truncation does with tokens, so the requests of a long thread of small
+    turns still start with the history of the one before.
+    """
 
     def __init__(
         self,
@@ -247,12 +273,16 @@ class HistoryBudgeter:
         summary_deadline: float | None = None,
         keep_recent_tokens: int = 0,
         store_cut: bool = True,
+        turn_low_water: float = LOW_WATER_BP / _BP,
     ) -> None:
         self.store = store
         self.limits = limits
         self.summarizer = summarizer
         self.summary_model = summary_model
+        #: The turn-count window: a history never carries more turns than this.
         self.max_turns = max_turns
+        #: Share of ``max_turns`` the window cuts back to when the count passes it.
+        self.turn_low_water = turn_low_water
         #: Seconds a summarizer gets before the pass falls back to truncation (None: no limit).
         self.summary_deadline = summary_deadline
         #: Tokens of the newest turns a new summary leaves out and sends verbatim after it.
@@ -265,12 +295,13 @@ class HistoryBudgeter:
     def from_settings(
         cls, store: CrudStore, settings: PioneerSettings, *, summarizer: Summarizer | None = None
     ) -> HistoryBudgeter:
-        """A budgeter with the settings' limits, summary model, summary timeout and
-        ``keep_recent_tokens``."""
+        """A budgeter with the settings' limits, summary model, summary timeout,
+        ``keep_recent_tokens`` and low-water share (for tokens and turns alike)."""
         return cls(
             store, HistoryLimits.from_settings(settings), summarizer=summarizer,
             summary_model=settings.summary_model, summary_deadline=settings.summary_timeout,
             keep_recent_tokens=settings.keep_recent_tokens,
+            turn_low_water=settings.truncate_low_water,
         )
 
     def build(self, thread_id: str, *, exclude_turn_id: str | None = None) -> HistoryDecision:
@@ -278,17 +309,57 @@ class HistoryBudgeter:
 
         ``exclude_turn_id`` leaves out a turn already stored for the request being built.
         """
+        # One turn more than the window holds is read, to see that the count passed it.
         window = self.store.get_history_window(
-            thread_id, self.max_turns, exclude_turn_id=exclude_turn_id
+            thread_id, self.max_turns + 1, exclude_turn_id=exclude_turn_id
         )
+        window, counted = self._count_window(window)
+        decision = self._decide(window)
+        if counted is None:
+            return decision
+        if decision.cut_stored or decision.cut_pending:
+            # Truncation cut again, later than the count did: that cut is the one sent.
+            return replace(decision, reason=f"{decision.reason}; {counted.note}")
+        return replace(decision, reason=f"{decision.reason}; {counted.note}",
+                       cut_turn_id=counted.first_turn_id, cut_stored=counted.stored,
+                       cut_pending=counted.pending)
+
+    def _count_window(self, window: HistoryWindow) -> tuple[HistoryWindow, _CountCut | None]:
+        """The window, cut back to the low-water count when it holds more turns than
+        ``max_turns``: the oldest turns are dropped whole and the cut is stored, so the
+        following turns append to the same turns until the count is passed again."""
+        if len(window.entries) <= self.max_turns:
+            return window, None
+        keep = max(1, int(self.max_turns * self.turn_low_water))
+        entries = window.entries[-keep:]
+        first = entries[0]
+        stored = pending = False
+        if self.store_cut:
+            cut = self.store.set_history_cut(window.thread.thread_id,
+                                             first_turn_id=first.turn_id)
+            # A concurrent pass may have stored a later cut; the store keeps that one.
+            entries = tuple(entry for entry in entries if entry.seq >= cut.first_seq)
+            stored = cut.first_turn_id == first.turn_id
+        else:
+            cut, pending = HistoryCut(first.seq, first.turn_id), True
+        note = (f"the window passed {self.max_turns} turns: cut to the newest "
+                f"{counted(len(entries), 'turn')}")
+        return replace(window, entries=entries, cut=cut), _CountCut(
+            cut.first_turn_id, stored, pending, note)
+
+    def _decide(self, window: HistoryWindow) -> HistoryDecision:
+        """Keep, summarise or truncate the turns of ``window``."""
         total = window_tokens(window)
         limits = self.limits
         if total < limits.threshold:
-            return self._decision(
+            cut = window.cut.first_turn_id if window.cut is not None else None
+            since = f"; kept every turn from the cut at {cut}" if cut else ""
+            decision = self._decision(
                 window, total, "keep",
-                f"{total} tokens is under the threshold of {limits.threshold}",
+                f"{total} tokens is under the threshold of {limits.threshold}{since}",
                 *keep_all(window),
             )
+            return replace(decision, cut_turn_id=cut)
         over = f"{total} tokens reached the threshold of {limits.threshold}"
         recent = self._recent(window.entries)
         older = window.entries[:len(window.entries) - len(recent)]

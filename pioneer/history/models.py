@@ -80,11 +80,12 @@ class ThreadSummary:
 
 @dataclass(frozen=True, slots=True)
 class HistoryCut:
-    """Where truncation cut a thread's history: the first turn it still sends.
+    """Where the history of a thread was cut: the first turn it still sends.
 
-    Every turn before ``first_seq`` is left out of later requests (a summary may still
-    cover it), so the turns from the cut on are the same prefix on every turn until the
-    kept turns fill the budget again and a new cut is made.
+    Truncation cuts when the kept turns fill the token budget, the turn-count window when
+    they pass its count. Every turn before ``first_seq`` is left out of later requests
+    and no longer read, so the turns from the cut on are the same prefix on every turn
+    until the budget or the count is reached again and a new cut is made.
     """
 
     first_seq: int
@@ -151,10 +152,10 @@ class HistoryEntry:
 
 @dataclass(frozen=True, slots=True)
 class HistoryWindow:
-    """What one budgeting pass reads: the summary, the turns after its coverage, the cut.
+    """What one budgeting pass reads: the summary, the cut, the turns after the summary's
+    coverage from the cut on.
 
-    ``entries`` holds every loaded turn after the summary's coverage, the ones before the
-    cut included (a new summary covers them); truncation sends only those from the cut on.
+    ``entries`` starts at the cut (the turns before it are no longer sent, nor read).
     """
 
     thread: ThreadRecord

@@ -482,7 +482,12 @@ class SqlStore:
     def get_history_window(
         self, thread_id: str, limit: int = MAX_TURNS, *, exclude_turn_id: str | None = None
     ) -> HistoryWindow:
-        """Summary plus the turns it does not cover, read as one consistent snapshot."""
+        """Summary, the stored cut and the newest ``limit`` turns after the summary's
+        coverage from the cut on, read as one consistent snapshot.
+
+        Reading from the cut keeps a pass as short as the history it sends, whatever
+        ``limit`` is: turns before the cut are never loaded again.
+        """
 
         def work(tx: StoreTransaction) -> HistoryWindow:
             row = tx.execute(
@@ -496,9 +501,11 @@ class SqlStore:
                       where=self._where, what=f"thread {thread_id!r}")
             thread = ThreadRecord(*row[:3])
             summary = self._summary_of(row[3:8], thread_id)
-            after = summary.through_seq if summary else 0
+            cut = self._cut_of(row[8:], thread_id)
+            after = max(summary.through_seq if summary else 0,
+                        cut.first_seq - 1 if cut else 0)
             entries = self._entries(tx, thread_id, limit, after, exclude_turn_id)
-            return HistoryWindow(thread, summary, entries, self._cut_of(row[8:], thread_id))
+            return HistoryWindow(thread, summary, entries, cut)
 
         return self.read(work)
 

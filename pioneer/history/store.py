@@ -16,9 +16,10 @@ docs/stores.md describes the protocol and the retry rules.
 
 The truncation cut (cache-aware history, docs/history.md) is what a store keeps per
 thread next to the summary: :meth:`CrudStore.set_history_cut` stores the first turn
-truncation still sends, and :meth:`CrudStore.get_history_window` returns it as
-``HistoryWindow.cut``, in the same snapshot as the summary and the turns. Like a
-summary's coverage a cut never moves backwards. A store implements it with one nullable
+the history still sends (truncation or the turn-count window made it), and
+:meth:`CrudStore.get_history_window` returns it as ``HistoryWindow.cut``, in the same
+snapshot as the summary and the turns from the cut on. Like a summary's coverage a cut
+never moves backwards. A store implements it with one nullable
 pair of columns on its thread row (``cut_seq``, ``cut_turn_id`` in the SQL stores).
 """
 
@@ -53,7 +54,7 @@ T = TypeVar("T")
 #: The SQL dialect of a store's database.
 Dialect = Literal["sqlite", "postgresql"]
 
-#: Turns loaded for one budgeting pass (newest first, returned in order).
+#: Turns one request's history carries at most (the turn-count window).
 MAX_TURNS = 200
 
 
@@ -111,14 +112,16 @@ class CrudStore(Protocol):
     def get_history_window(
         self, thread_id: str, limit: int = MAX_TURNS, *, exclude_turn_id: str | None = None
     ) -> HistoryWindow:
-        """Summary, the turns it does not cover and the stored cut, as one snapshot.
+        """Summary, the stored cut and the newest ``limit`` turns after the summary's
+        coverage from the cut on, as one snapshot.
 
-        ``HistoryWindow.cut`` is what :meth:`set_history_cut` stored, or ``None``.
+        ``HistoryWindow.cut`` is what :meth:`set_history_cut` stored, or ``None``; no turn
+        before it is loaded.
         """
         ...
 
     def set_history_cut(self, thread_id: str, *, first_turn_id: str) -> HistoryCut:
-        """Store that truncation sends the thread's turns from ``first_turn_id`` on.
+        """Store that the history sends the thread's turns from ``first_turn_id`` on.
 
         A cut never moves backwards: when a cut at a later turn is already stored (a
         concurrent writer won), that one is kept and returned. The turn must be in the
