@@ -380,14 +380,14 @@ def test_a_sent_summary_is_left_out(store: SqlStore, index: EpisodicIndex) -> No
 def test_retained_from_a_history_decision(store: SqlStore, index: EpisodicIndex) -> None:
     fill(store)
     add(store, "turn-b", "The billing service runs in Frankfurt.", "Billing is stable.")
+    roomy = HistoryBudgeter(store, HistoryLimits.from_tokens(100_000, 0)).build("t1")
+    assert set(roomy.turn_ids) == {f"filler-{n}" for n in range(8)} | {"turn-b"}
     tight = HistoryBudgeter(store, HistoryLimits.from_tokens(40, 0)).build("t1")
     assert tight.mode == "truncate"
     retained = Retained.from_decision(tight)
     assert retained == Retained(frozenset(tight.turn_ids), False)
     assert "turn-b" in tight.turn_ids  # the newest turn fits, so history carries it
     assert sources(index, "billing", retained=retained) == []
-    roomy = HistoryBudgeter(store, HistoryLimits.from_tokens(100_000, 0)).build("t1")
-    assert set(roomy.turn_ids) == {f"filler-{n}" for n in range(8)} | {"turn-b"}
 
 
 def test_default_retained_is_the_keep_window(store: SqlStore, index: EpisodicIndex) -> None:

@@ -4,7 +4,8 @@ From a built request body, :func:`request_blocks` lists the body's blocks in the
 the provider caches them (tools, then system content, then the conversation), each with
 its kind (tools, stable, summary, history, dynamic, this turn…), its tokens and a digest
 of the prefix it ends. :func:`plan_cache` compares them with the blocks of earlier
-requests of the thread under the provider's cache rules (docs/providers.md) and gives a
+requests of the thread under the cache rules of the model's row in the model table
+(docs/providers.md: Anthropic marks, OpenAI GPT-5.6+ breakpoints, implicit prefixes) and gives a
 :class:`CachePlan`: the tokens expected to be read from cache, written to it and sent
 uncached, each block's expected status, and, against the previous request, the first
 block that differs and whether that difference broke the cache (a stable section that
@@ -32,10 +33,12 @@ from pydantic import Field
 from ..compile.manifest import PromptManifest
 from ..history.models import SUMMARY_PREFIX
 from ..providers import PROVIDERS
+from ..providers.breakpoints import BREAKPOINT_KEY
 from ..providers.caching import MAX_CACHE_BREAKPOINTS
 from ..providers.layout import layout
 from ..providers.models import model_facts
 from ..providers.request import ChatRequest
+from ..providers.rules import previewing
 from ..text import EDGE_CONFIG, CheckedModel
 from ..tokens import TokenCounter, default_counter
 
@@ -86,7 +89,10 @@ class CacheBlock(CheckedModel):
         "it (cache marks left out): two requests share a prefix through this block exactly "
         "when their digests here are equal."
     )
-    marked: bool = Field(default=False, description="Carries an Anthropic cache_control mark.")
+    marked: bool = Field(
+        default=False,
+        description="Carries a cache mark: Anthropic's cache_control, or OpenAI's "
+        "prompt_cache_breakpoint (GPT-5.6 and later).")
     status: BlockStatus = Field(default="uncached", description="Expected cache status.")
     sections: list[SectionDigest] = Field(
         default_factory=list, description="For the stable block: its sections, in order."
@@ -154,9 +160,13 @@ class _Raw:
     marked: bool = False
 
 
+#: The keys that mark a block for the cache (Anthropic's, OpenAI's); left out of digests.
+_MARKS = frozenset({"cache_control", BREAKPOINT_KEY})
+
+
 def _strip_marks(value: Any) -> Any:
     if isinstance(value, Mapping):
-        return {k: _strip_marks(v) for k, v in value.items() if k != "cache_control"}
+        return {k: _strip_marks(v) for k, v in value.items() if k not in _MARKS}
     if isinstance(value, list):
         return [_strip_marks(item) for item in value]
     return value
@@ -190,7 +200,7 @@ def _raw_blocks(provider: str, body: Mapping[str, Any]) -> tuple[list[_Raw], lis
             head.append(_Raw("tools", f"tool {tool['function'].get('name')}", tool))
         for index, message in enumerate(body.get("messages", [])):
             conversation.append(_Raw("message", f"messages[{index}] ({message.get('role')})",
-                                     message))
+                                     message, _breakpoint(message.get("content"))))
     elif provider == "openai-responses":
         for tool in body.get("tools", []):
             head.append(_Raw("tools", f"tool {tool.get('name')}", tool))
@@ -198,7 +208,10 @@ def _raw_blocks(provider: str, body: Mapping[str, Any]) -> tuple[list[_Raw], lis
             head.append(_Raw("system", "instructions", body["instructions"]))
         for index, item in enumerate(body.get("input", [])):
             name = item.get("role") or item.get("type")
-            conversation.append(_Raw("message", f"input[{index}] ({name})", item))
+            parts = item.get("output") if item.get("type") == "function_call_output" \
+                else item.get("content")
+            conversation.append(_Raw("message", f"input[{index}] ({name})", item,
+                                     _breakpoint(parts)))
     elif provider == "gemini":
         for tool in body.get("tools", []):
             for declaration in tool.get("functionDeclarations", []):
@@ -214,6 +227,20 @@ def _raw_blocks(provider: str, body: Mapping[str, Any]) -> tuple[list[_Raw], lis
     else:
         raise ValueError(f"unknown provider {provider!r}")
     return head, conversation
+
+
+def _breakpoint(parts: Any) -> bool:
+    """Whether an OpenAI message's content parts carry a ``prompt_cache_breakpoint``."""
+    return isinstance(parts, list) and any(
+        isinstance(part, Mapping) and BREAKPOINT_KEY in part for part in parts)
+
+
+def _content_text(content: Any) -> Any:
+    """An OpenAI message's content as one text when it is text parts, else as it is."""
+    if isinstance(content, list) and content and all(
+            isinstance(part, Mapping) and isinstance(part.get("text"), str) for part in content):
+        return "".join(part["text"] for part in content)
+    return content
 
 
 def _digest(previous: str, content: Any) -> str:
@@ -244,8 +271,9 @@ def request_blocks(
         "compiled_prompt": request.compiled_prompt.model_copy(
             update={"dynamic_system_text": ""}) if request.compiled_prompt else None,
     })
-    history_count = len(_raw_blocks(provider, PROVIDERS[provider](history_only))[1]) \
-        if plan.turn_start and _has_conversation(provider, history_only) else 0
+    with previewing():  # laid out, never sent: it may end with the model's last answer
+        history_count = len(_raw_blocks(provider, PROVIDERS[provider](history_only))[1]) \
+            if plan.turn_start and _has_conversation(provider, history_only) else 0
     manifest = manifest or (request.compiled_prompt.manifest if request.compiled_prompt else None)
     sections = [SectionDigest(id=s.id, digest=s.sha256[:16]) for s in manifest.sections
                 if s.stability == "stable"] if manifest else []
@@ -289,7 +317,7 @@ def _kind(raw: _Raw, conversation_index: int, text: str, stable: str, dynamic: s
         return "summary" if text.startswith(SUMMARY_PREFIX) else "system"
     # A conversation block: OpenAI's leading system message(s) count as system content.
     if isinstance(raw.content, Mapping) and raw.content.get("role") in ("system", "developer"):
-        content = raw.content.get("content")
+        content = _content_text(raw.content.get("content"))
         if isinstance(content, str):
             if stable and content == stable:
                 return "stable"
@@ -324,8 +352,10 @@ def plan_cache(
     follow the provider's rules (docs/providers.md): Anthropic reads the longest entry an
     earlier mark wrote, at most :data:`ANTHROPIC_LOOKBACK_BLOCKS` blocks before one of
     this request's marks, and writes an entry at each of this request's marks; OpenAI
-    and Gemini read the longest prefix shared with any earlier request, OpenAI rounded
-    down to 128-token steps.
+    GPT-5.6 and later read the longest entry an earlier breakpoint wrote, with no
+    lookback limit, and write at their own breakpoints; older OpenAI models and Gemini
+    read the longest prefix shared with any earlier request (older OpenAI models in
+    128-token steps).
     """
     ends = _ends(blocks)
     total = ends[-1] if ends else 0
@@ -333,6 +363,8 @@ def plan_cache(
     minimum, step = facts.min_cacheable_tokens, facts.cache_step_tokens
     if provider == "anthropic":
         shared, cached_end, written_end = _anthropic(blocks, ends, earlier, minimum)
+    elif facts.breakpoint_style == "prompt_cache_breakpoint":
+        shared, cached_end, written_end = _breakpoints(blocks, ends, earlier, minimum)
     else:
         shared = _shared_blocks(blocks, earlier)
         tokens = ends[shared - 1] if shared else 0
@@ -388,6 +420,32 @@ def _anthropic(
                 cached_end = max(cached_end, ends[index])
                 break
     written_end = max([ends[m] for m in marks], default=0)
+    return _shared_blocks(blocks, earlier), cached_end, max(written_end, cached_end)
+
+
+def _breakpoints(
+    blocks: Sequence[CacheBlock], ends: Sequence[int],
+    earlier: Sequence[Sequence[CacheBlock]], minimum: int,
+) -> tuple[int, int, int]:
+    """OpenAI GPT-5.6+: (shared blocks, end of the cached prefix, end of the written part).
+
+    An entry is written at each breakpoint (the latest four; with none, the implicit one
+    at the request's end); the request reads the longest entry an earlier request wrote
+    that is a prefix of it and ends at or before its last breakpoint, however far back.
+    """
+    written = set()
+    for request in earlier:
+        request_ends = _ends(request)
+        marks = [i for i, block in enumerate(request) if block.marked][-MAX_CACHE_BREAKPOINTS:]
+        for mark in marks or ([len(request) - 1] if request else []):
+            if request_ends[mark] >= minimum:
+                written.add(request[mark].digest)
+    marks = [i for i, block in enumerate(blocks) if block.marked][-MAX_CACHE_BREAKPOINTS:]
+    marks = marks or ([len(blocks) - 1] if blocks else [])
+    last = marks[-1] if marks else -1
+    cached_end = max((ends[i] for i in range(last + 1) if blocks[i].digest in written),
+                     default=0)
+    written_end = max([ends[m] for m in marks if ends[m] >= minimum], default=0)
     return _shared_blocks(blocks, earlier), cached_end, max(written_end, cached_end)
 
 

@@ -410,7 +410,8 @@ def _reply_line(reply: ReplyRecord) -> str:
 def _cache_lines(plan: CachePlan, reported: ReportedUsage | None) -> list[str]:
     """The cache plan of a round: expected tokens, the first difference, what was reported."""
     share = f" ({plan.cached_tokens * 100 // plan.total_tokens}%)" if plan.total_tokens else ""
-    written = f", {plan.written_tokens:,} written" if plan.provider == "anthropic" else ""
+    writes = plan.provider == "anthropic" or plan.written_tokens > 0  # marks or breakpoints
+    written = f", {plan.written_tokens:,} written" if writes else ""
     lines = [f"cache plan: {plan.cached_tokens:,} of {plan.total_tokens:,} tokens cached"
              f"{share}{written}, {plan.uncached_tokens:,} uncached "
              f"(minimum {plan.minimum_tokens:,}; {plan.shared_blocks} of "

@@ -1,14 +1,15 @@
 """Anthropic Messages: a :class:`ChatRequest` as the body of ``POST /v1/messages``.
 
 Cache-first (the default, see :mod:`~pioneer.providers.layout`): ``tools`` sorted by
-name, ``system`` the stable text then every system message of the history (the summary
-right after the stable text), the conversation as user and assistant turns of content
+name, ``system`` the stable text then the system messages that open the conversation
+(the summary right after the stable text), the conversation as user and assistant turns of content
 blocks, and this turn's dynamic text as a text block of the current user turn, just
 before the user's own text. Tool calls are ``tool_use`` blocks and their results
 ``tool_result`` blocks in the user turn right after, because consecutive messages of one
 role merge into one turn, which is how Anthropic wants parallel results. The cache marks
 are planned by :func:`~pioneer.providers.caching.plan_breakpoints` (end of history, last
-block, stable part, summary; caller marks first; none below the model's minimum).
+block, stable part, a bridge within the 20-block lookback, summary; caller marks first;
+none below the model's minimum).
 
 With ``dynamic_placement = "system"`` the body is the one earlier versions sent: the
 stable text, the dynamic text and the system messages as system blocks, tools in the
@@ -28,13 +29,20 @@ from .caching import (
     MarkCandidate,
     MarkReason,
     allot_breakpoints,
+    bridge_position,
     cache_control,
     minimum_cacheable_tokens,
     plan_breakpoints,
 )
 from .layout import Layout, layout
 from .request import ChatMessage, ChatRequest, clean, model_facing
-from .rules import ANTHROPIC_CALL_IDS, check_not_empty, map_call_ids
+from .rules import (
+    ANTHROPIC_CALL_IDS,
+    check_not_empty,
+    check_prefill,
+    check_stop_text,
+    map_call_ids,
+)
 from .system import SystemPart, system_parts
 
 __all__ = ["DEFAULT_MAX_TOKENS", "to_anthropic"]
@@ -50,11 +58,13 @@ Place = tuple[Any, ...]
 def to_anthropic(request: ChatRequest, *, cache_conversation: bool = True) -> dict[str, Any]:
     """The Messages API body; ``cache_conversation=False`` leaves the last block unmarked.
 
-    Refused: a request with no user or assistant message. Mapped: call ids outside
-    letters, digits, ``_`` and ``-`` (:func:`~pioneer.providers.rules.map_call_ids`), and
-    a final assistant text (a prefill) loses its trailing whitespace, which the API
-    refuses.
+    Refused: a request with no user or assistant message; a stop sequence of whitespace
+    only; a final assistant message (a prefill) for a model that refuses one (Claude 4.6
+    and later: ``prefill_allowed`` in the model table). Mapped: call ids outside letters,
+    digits, ``_`` and ``-`` (:func:`~pioneer.providers.rules.map_call_ids`), and a
+    prefill loses its trailing whitespace, which the API refuses.
     """
+    check_stop_text(request, "anthropic")
     request = map_call_ids(request, ANTHROPIC_CALL_IDS)
     plan = layout(request)
     if not plan.cache_first:
@@ -73,7 +83,7 @@ def to_anthropic(request: ChatRequest, *, cache_conversation: bool = True) -> di
     elif tools:
         wanted.append((("tool", len(tools) - 1), "tools", 0))
     for index, message in enumerate(request.messages):
-        if message.role == "system" and not plan.in_turn(index):
+        if message.role == "system" and plan.leading(index):
             system_blocks.append({"type": "text", "text": clean(message.content).strip()})
             place = ("system", len(system_blocks) - 1)
             if message.cache_breakpoint:
@@ -81,11 +91,15 @@ def to_anthropic(request: ChatRequest, *, cache_conversation: bool = True) -> di
     if len(system_blocks) > (1 if plan.stable else 0):
         wanted.append((("system", len(system_blocks) - 1), "summary", 0))
     turns, last_block = _cache_first_turns(request.messages, plan)
-    _trim_prefill(turns)
+    _prefill(request, turns)
     history = [i for i in last_block if i < plan.turn_start]
     if history:
         turn, position = last_block[history[-1]]
         wanted.append((("block", turn, position), "history", 0))
+        bridge = _bridge(request.messages, history, last_block, turns,
+                         len(tools) + len(system_blocks))
+        if bridge is not None:
+            wanted.append((bridge, "bridge", 0))
     if cache_conversation and turns and turns[-1]["content"]:
         wanted.append((("block", len(turns) - 1, len(turns[-1]["content"]) - 1), "last", 0))
     for index, (turn, position) in last_block.items():
@@ -107,13 +121,43 @@ def to_anthropic(request: ChatRequest, *, cache_conversation: bool = True) -> di
     return _body(request, system_blocks, turns, tools)
 
 
-def _trim_prefill(turns: list[dict[str, Any]]) -> None:
-    """Strip trailing whitespace from a final assistant text: the API refuses it there.
+def _bridge(
+    messages: list[ChatMessage], history: list[int], last_block: dict[int, tuple[int, int]],
+    turns: list[dict[str, Any]], head: int,
+) -> Place | None:
+    """A mark that keeps the previous turn's entry within Anthropic's lookback, or None.
 
-    A last assistant turn is a prefill the model continues; its final block is text (a
-    tool call at the end would be unanswered, which the request refuses already).
+    The previous turn's request ended what this one sends again with the block before
+    the newest history turn (the last user message of the history): its history mark,
+    or its stable mark when it had no history. When this turn's history mark is more
+    blocks past that one than the lookback reaches (that turn's tool rounds are kept), a
+    bridge between them still reads it (:func:`~pioneer.providers.caching.bridge_position`).
+    ``head`` is the number of tool and system blocks before the conversation.
     """
-    if turns and turns[-1]["role"] == "assistant":
+    users = [i for i in history if messages[i].role == "user"]
+    if not users:
+        return None
+    positions = [(t, b) for t, turn in enumerate(turns) for b in range(len(turn["content"]))]
+    index = {place: head + number for number, place in enumerate(positions)}
+    earlier = [i for i in history if i < users[-1]]
+    before = index[last_block[earlier[-1]]] if earlier else head - 1
+    at = bridge_position(before, index[last_block[history[-1]]]) if before >= 0 else None
+    if at is None or at < head:
+        return None
+    return ("block", *positions[at - head])
+
+
+def _prefill(request: ChatRequest, turns: list[dict[str, Any]]) -> None:
+    """A final assistant turn is a prefill the model continues: refused for a model that
+    does not take one (Claude 4.6 and later), else its trailing whitespace is stripped,
+    which the API refuses there.
+
+    Its final block is text: a tool call at the end would be unanswered, which the
+    request refuses already.
+    """
+    ends_with_assistant = bool(turns) and turns[-1]["role"] == "assistant"
+    check_prefill(request, "anthropic", ends_with_assistant)
+    if ends_with_assistant:
         block = turns[-1]["content"][-1]
         if block.get("type") == "text":
             block["text"] = block["text"].rstrip()
@@ -181,9 +225,9 @@ def _cache_first_turns(
 ) -> tuple[list[dict[str, Any]], dict[int, tuple[int, int]]]:
     """Turns with the dynamic text before the current user text, and each message's last block.
 
-    System messages of the history went to ``system``; one inside this turn (a retry
-    note between tool rounds) stays in its place as user text, so it never moves what
-    comes before it.
+    The system messages that open the conversation (the summary) went to ``system``; a
+    later one (a retry note between tool rounds, in this turn or an earlier one) stays in
+    its place as user text, so it never moves what comes before it.
     """
     turns: list[dict[str, Any]] = []
     last_block: dict[int, tuple[int, int]] = {}
@@ -197,7 +241,7 @@ def _cache_first_turns(
         if index == plan.turn_start and plan.dynamic:
             add("user", [{"type": "text", "text": plan.dynamic}])
         if message.role == "system":
-            if not plan.in_turn(index):
+            if plan.leading(index):
                 continue
             blocks = [{"type": "text", "text": clean(message.content).strip()}]
             role = "user"
@@ -215,7 +259,7 @@ def _system_placement(request: ChatRequest, cache_conversation: bool) -> dict[st
     """The body earlier versions sent (``dynamic_placement = "system"``)."""
     system = system_parts(request)
     turns, last_block = _turns(request.messages)
-    _trim_prefill(turns)
+    _prefill(request, turns)
     tools: list[dict[str, Any]] = [
         {"name": tool.name, **({"description": tool.description} if tool.description else {}),
          "input_schema": tool.parameters}

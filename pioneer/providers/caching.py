@@ -12,7 +12,11 @@ and how many tokens its prefix holds) and :func:`plan_breakpoints` picks at most
 3. the last block, so the next tool round of this turn reads the whole turn;
 4. the end of the stable part (the stable text, or the tools when there is none), which
    still reads when the history changes (a new summary, a truncation cut);
-5. the end of the history summary.
+5. a bridge: when the end of the history is more than :data:`LOOKBACK_BLOCKS` blocks past
+   the end of the previous turn's history (the entry the previous turn wrote, which a
+   history that keeps tool rounds leaves far behind), a mark within reach of both
+   (:func:`bridge_position`), so the request still reads that entry;
+6. the end of the history summary.
 
 A candidate whose prefix is shorter than the model's minimum
 (:func:`minimum_cacheable_tokens`, read from the model table) is dropped: it would cache
@@ -31,10 +35,12 @@ from .models import model_facts
 
 __all__ = [
     "DEFAULT_MINIMUM_TOKENS",
+    "LOOKBACK_BLOCKS",
     "MAX_CACHE_BREAKPOINTS",
     "MarkCandidate",
     "MarkReason",
     "allot_breakpoints",
+    "bridge_position",
     "cache_control",
     "count_breakpoints",
     "marked_blocks",
@@ -49,10 +55,12 @@ MAX_CACHE_BREAKPOINTS = 4
 #: catch-all row of ``models/models.toml``).
 DEFAULT_MINIMUM_TOKENS = 1024
 
-MarkReason = Literal["caller", "history", "last", "stable", "tools", "summary"]
+MarkReason = Literal["caller", "history", "last", "stable", "tools", "bridge", "summary"]
 _ORDER: dict[MarkReason, int] = {
-    "caller": 0, "history": 1, "last": 2, "stable": 3, "tools": 3, "summary": 4,
+    "caller": 0, "history": 1, "last": 2, "stable": 3, "tools": 3, "bridge": 4, "summary": 5,
 }
+#: Anthropic looks for an entry at a mark and up to this many blocks before it.
+LOOKBACK_BLOCKS = 20
 
 K = TypeVar("K", bound=Hashable)
 
@@ -102,6 +110,20 @@ def plan_breakpoints(
             places.add(candidate.place)
             granted.append(candidate)
     return tuple(granted)
+
+
+def bridge_position(written: int, wanted: int, lookback: int = LOOKBACK_BLOCKS) -> int | None:
+    """Where a bridge mark goes (block positions in request order), or None when none is
+    needed: ``wanted`` (a mark) is at most ``lookback`` blocks past ``written`` (an entry an
+    earlier request wrote), so it reads that entry itself.
+
+    The bridge is ``lookback`` blocks before ``wanted`` when that still reaches back to
+    ``written``, so both marks are within reach of an entry; on a longer gap it is as far
+    as one mark can be from ``written`` and still read it.
+    """
+    if wanted - written <= lookback:
+        return None
+    return min(written + lookback, max(written, wanted - lookback))
 
 
 def allot_breakpoints(wanted: Iterable[K], limit: int = MAX_CACHE_BREAKPOINTS) -> frozenset[K]:

@@ -1,10 +1,11 @@
 """Gemini generateContent: a :class:`ChatRequest` as the body of ``models/{model}:generateContent``.
 
 Cache-first (the default, see :mod:`~pioneer.providers.layout`): ``systemInstruction``
-holds one text part for the stable text and one for each system message of the history
-(the summary first), so Gemini's implicit prefix cache sees the stable part first; this
-turn's dynamic text is a text part of the current user turn, just before the user's own
-text, and a system message inside this turn stays in its place as a user text part.
+holds one text part for the stable text and one for each system message that opens the
+conversation (the summary), so Gemini's implicit prefix cache sees the stable part first;
+this turn's dynamic text is a text part of the current user turn, just before the user's
+own text, and a later system message (a note between tool rounds) stays in its place as
+a user text part, on this turn and the next.
 Tools are sorted by name. With ``dynamic_placement = "system"`` the dynamic text is a
 part of ``systemInstruction`` after the stable text, as earlier versions sent it.
 ``contents`` uses the ``user`` and
@@ -15,7 +16,9 @@ Consecutive messages of one role merge into one turn, except that function respo
 keep a content of their own. The model is not part of the body; it names the endpoint
 (:func:`endpoint`).
 
-Refused: a request with no user or assistant message. Mapped: a conversation opening
+Refused: a request with no user or assistant message, a request whose last turn is the
+model's (Gemini answers a user turn or function responses), more than 5 stop sequences.
+Mapped: a conversation opening
 with a function call turn gets a short user turn first (:data:`LEAD_TEXT`), and for
 Gemini 3 and later a function call turn without a signature gets Google's placeholder
 (:data:`PLACEHOLDER_SIGNATURE`) on its first call. Why is told in docs/providers.md,
@@ -29,7 +32,7 @@ from typing import Any
 
 from .layout import Layout, layout
 from .request import ChatMessage, ChatRequest, clean, model_facing
-from .rules import check_not_empty
+from .rules import check_not_empty, check_prefill, check_stop_count
 from .system import system_parts
 
 __all__ = [
@@ -54,13 +57,18 @@ def endpoint(request: ChatRequest) -> str:
 
 @model_facing
 def to_gemini(request: ChatRequest) -> dict[str, Any]:
-    """The generateContent body."""
+    """The generateContent body.
+
+    Refused: a request with no user or assistant message, one that ends with a model
+    turn, more stop sequences than the model takes (5). Mapped: see the module.
+    """
+    check_stop_count(request, "gemini")
     plan = layout(request)
     body: dict[str, Any] = {}
     if plan.cache_first:
         texts = [plan.stable] if plan.stable else []
         texts += [clean(m.content).strip() for i, m in enumerate(request.messages)
-                  if m.role == "system" and not plan.in_turn(i)]
+                  if m.role == "system" and plan.leading(i)]
         parts = [{"text": text} for text in texts]
     else:
         parts = [{"text": part.text} for part in system_parts(request)]
@@ -82,13 +90,14 @@ def to_gemini(request: ChatRequest) -> dict[str, Any]:
         if index == plan.turn_start and dynamic:
             add("user", dynamic)
         if message.role == "system":
-            if plan.cache_first and plan.in_turn(index):
+            if plan.cache_first and not plan.leading(index):
                 add("user", [{"text": clean(message.content).strip()}])
             continue
         add("model" if message.role == "assistant" else "user", _parts(message, names, plan))
     if plan.turn_start == len(request.messages) and dynamic:
         add("user", dynamic)
     check_not_empty("gemini", not contents)
+    check_prefill(request, "gemini", bool(contents) and contents[-1]["role"] == "model")
     if contents and contents[0]["role"] == "model" and _calls(contents[0]):
         # A function call turn must follow a user turn: a history that opens with one
         # (its summary went to systemInstruction) gets a short user turn before it.

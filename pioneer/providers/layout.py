@@ -72,10 +72,20 @@ class Layout:
     turn_start: int
     #: The tools in the order they are sent.
     tools: tuple[ToolSpec, ...]
+    #: Index of the first message that is not a system message: the system messages
+    #: before it (the history summary) open the conversation.
+    lead: int = 0
 
     def in_turn(self, index: int) -> bool:
         """Whether message ``index`` belongs to this turn rather than to the history."""
         return index >= self.turn_start
+
+    def leading(self, index: int) -> bool:
+        """Whether message ``index`` is one of the system messages that open the
+        conversation (the summary), which APIs with a system part send there; a system
+        message after the conversation began (a note between tool rounds) keeps its place,
+        on this turn and on every later one, so it never moves what comes before it."""
+        return index < self.lead
 
     def schema(self, value: dict[str, Any]) -> dict[str, Any]:
         """A tool schema or call arguments as sent: keys in stable order when cache-first."""
@@ -91,4 +101,6 @@ def layout(request: ChatRequest) -> Layout:
     tools = tuple(request.tools)
     if cache_first and request.cache.tool_order == "by_name":
         tools = tuple(sorted(tools, key=lambda tool: tool.name))
-    return Layout(cache_first, stable, dynamic, turn_start(request.messages), tools)
+    messages = request.messages
+    lead = next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
+    return Layout(cache_first, stable, dynamic, turn_start(messages), tools, lead)

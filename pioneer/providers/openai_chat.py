@@ -7,11 +7,12 @@ this turn's dynamic text is one more system message placed just before the curre
 message, so it never sits before the history. Tools are sorted by name and their schemas
 and call arguments sent with their keys in a stable order. With ``dynamic_placement =
 "system"`` the leading message is the stable text, a blank line and the dynamic text, as
-earlier versions sent it. OpenAI caches matching prompt prefixes on its own;
-``prompt_cache_key`` (derived from ``fingerprint_stable``) sends every request with the
-same stable text to the same cache, and ``prompt_cache_retention`` is passed when set.
-Tool calls and tool messages map one to one; arguments are sent as the JSON text the
-API expects.
+earlier versions sent it. Models before GPT-5.6 cache matching prompt prefixes on their
+own; ``prompt_cache_key`` (derived from ``fingerprint_stable``) sends every request with
+the same stable text to the same cache, and ``prompt_cache_retention`` is passed when set.
+GPT-5.6 and later get planned breakpoints and ``prompt_cache_options`` instead
+(:mod:`~pioneer.providers.breakpoints`). Tool calls and tool messages map one to one;
+arguments are sent as the JSON text the API expects.
 """
 
 from __future__ import annotations
@@ -19,9 +20,17 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+from .breakpoints import (
+    BREAKPOINT_KEY,
+    Slot,
+    breakpoint_mark,
+    cache_option_fields,
+    plan_slots,
+    uses_breakpoints,
+)
 from .layout import Layout, layout
 from .request import ChatMessage, ChatRequest, clean, model_facing, not_finite_error
-from .rules import OPENAI_CHAT_CALL_IDS, OPENAI_CHAT_MAX_STOP, check_stop_count, map_call_ids
+from .rules import OPENAI_CHAT_CALL_IDS, check_stop_count, map_call_ids
 from .system import joined_prompt, prompt_cache_key
 
 __all__ = ["SystemRole", "arguments_json", "to_openai_chat"]
@@ -33,23 +42,32 @@ SystemRole = Literal["system", "developer"]
 def to_openai_chat(request: ChatRequest, *, system_role: SystemRole = "system") -> dict[str, Any]:
     """The Chat Completions body; ``system_role="developer"`` for models that want it.
 
-    Refused: more than 4 stop sequences. Mapped: call ids longer than 40 characters
-    (:func:`~pioneer.providers.rules.map_call_ids`).
+    Refused: more stop sequences than the model takes (4); ``prompt_cache_retention`` for
+    GPT-5.6 and later, ``prompt_cache_ttl`` for older models or other than ``30m``.
+    Mapped: call ids longer than 40 characters (:func:`~pioneer.providers.rules.map_call_ids`).
+    For GPT-5.6 and later, the breakpoints of :mod:`~pioneer.providers.breakpoints`.
     """
-    check_stop_count(request, "openai-chat", OPENAI_CHAT_MAX_STOP)
+    check_stop_count(request, "openai-chat")
     request = map_call_ids(request, OPENAI_CHAT_CALL_IDS)
     plan = layout(request)
-    messages: list[dict[str, Any]] = []
+    parts = uses_breakpoints(request, "openai-chat")
+    slots: list[Slot] = []
     prompt = plan.stable if plan.cache_first else joined_prompt(request)
     if prompt:
-        messages.append({"role": system_role, "content": prompt})
+        slots.append(Slot(_text_message(system_role, prompt, parts), True, "stable"))
+    # With breakpoints the dynamic text follows the current user message (see breakpoints).
+    at = plan.turn_start + 1 if parts and plan.turn_start < len(request.messages) \
+        else plan.turn_start
+    dynamic: int | None = None
     for index, message in enumerate(request.messages):
-        if plan.cache_first and index == plan.turn_start and plan.dynamic:
-            messages.append({"role": system_role, "content": plan.dynamic})
-        messages.append(_message(message, system_role, plan))
-    if plan.cache_first and plan.turn_start == len(request.messages) and plan.dynamic:
-        messages.append({"role": system_role, "content": plan.dynamic})
-    body: dict[str, Any] = {"model": request.model, "messages": messages}
+        if plan.cache_first and index == at and plan.dynamic:
+            dynamic = len(slots)
+            slots.append(Slot(_text_message(system_role, plan.dynamic, parts), True))
+        slots.append(_slot(index, message, system_role, plan, parts))
+    if plan.cache_first and at >= len(request.messages) and plan.dynamic:
+        dynamic = len(slots)
+        slots.append(Slot(_text_message(system_role, plan.dynamic, parts), True))
+    body: dict[str, Any] = {"model": request.model, "messages": [s.body for s in slots]}
     if plan.tools:
         body["tools"] = [
             {"type": "function", "function": {
@@ -59,11 +77,15 @@ def to_openai_chat(request: ChatRequest, *, system_role: SystemRole = "system") 
             }}
             for tool in plan.tools
         ]
+    marks = plan_slots(slots, head=body.get("tools", []), dynamic=dynamic, request=request,
+                       provider="openai-chat") if parts else []
+    for index, mark in marks:
+        slots[index].body["content"][-1][BREAKPOINT_KEY] = breakpoint_mark(
+            long_ttl=request.cache.long_ttl and mark.prefix_part)
     key = prompt_cache_key(request)
     if key is not None:
         body["prompt_cache_key"] = key
-    if request.cache.prompt_cache_retention is not None:
-        body["prompt_cache_retention"] = request.cache.prompt_cache_retention
+    body.update(cache_option_fields(request, "openai-chat", marked=bool(marks)))
     sampling = request.sampling
     if sampling.max_tokens is not None:
         body["max_completion_tokens"] = sampling.max_tokens
@@ -85,15 +107,30 @@ def arguments_json(arguments: dict[str, Any], plan: Layout, *, call_id: str = ""
         raise not_finite_error(arguments, f'tool call "{call_id}" → arguments') from None
 
 
-def _message(message: ChatMessage, system_role: SystemRole, plan: Layout) -> dict[str, Any]:
+def _text_message(role: str, text: str, parts: bool) -> dict[str, Any]:
+    """A message of text: a list of one text part when breakpoints are used (a part is
+    what carries one), else the plain string."""
+    if parts and text:
+        return {"role": role, "content": [{"type": "text", "text": text}]}
+    return {"role": role, "content": text}
+
+
+def _slot(index: int, message: ChatMessage, system_role: SystemRole, plan: Layout,
+          parts: bool) -> Slot:
+    caller = message.cache_breakpoint
     if message.tool_result is not None:
-        return {"role": "tool", "tool_call_id": message.tool_result.call_id,
-                "content": clean(message.tool_result.content)}
+        text = clean(message.tool_result.content)
+        sent = _text_message("tool", text, parts)
+        return Slot({"role": "tool", "tool_call_id": message.tool_result.call_id,
+                     "content": sent["content"]}, parts and bool(text), caller=caller)
     if message.role == "system":
-        return {"role": system_role, "content": clean(message.content).strip()}
+        role = "leading" if plan.leading(index) else "message"
+        return Slot(_text_message(system_role, clean(message.content).strip(), parts), parts,
+                    role, caller)
     text = clean(message.content)
     if message.role == "user":
-        return {"role": "user", "content": text}
+        role = "turn" if index == plan.turn_start and plan.cache_first else "message"
+        return Slot(_text_message("user", text, parts), parts, role, caller)
     out: dict[str, Any] = {"role": "assistant", "content": text if text.strip() else None}
     if message.tool_calls:
         out["tool_calls"] = [
@@ -103,4 +140,4 @@ def _message(message: ChatMessage, system_role: SystemRole, plan: Layout) -> dic
             }}
             for call in message.tool_calls
         ]
-    return out
+    return Slot(out, False)

@@ -7,8 +7,10 @@ turn's dynamic text one more such message just before the current user message. 
 ``dynamic_placement = "system"`` the instructions are the stable text, a blank line and
 the dynamic text, as earlier versions sent them. ``prompt_cache_key`` is derived from
 ``fingerprint_stable`` as for Chat Completions and ``prompt_cache_retention`` passed when
-set. ``store`` is sent as false unless the request asks to store (the whole conversation
-is sent on every round, so nothing needs keeping server-side); the ``system`` placement
+set; GPT-5.6 and later get planned breakpoints and ``prompt_cache_options`` instead, with
+the stable text as the first input message (:mod:`~pioneer.providers.breakpoints`).
+``store`` is sent as false unless the request asks to store (the whole conversation is
+sent on every round, so nothing needs keeping server-side); the ``system`` placement
 sends it only when asked. Each tool call is a ``function_call`` item and each result a
 ``function_call_output`` item. Tools are function tools with ``strict``
 off, because a tool's JSON Schema need not follow the strict-mode subset. The Responses
@@ -21,9 +23,18 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError, Problem
+from .breakpoints import (
+    BREAKPOINT_KEY,
+    Slot,
+    breakpoint_mark,
+    cache_option_fields,
+    plan_slots,
+    uses_breakpoints,
+)
 from .layout import Layout, layout
 from .openai_chat import SystemRole, arguments_json
 from .request import ChatMessage, ChatRequest, clean, model_facing
+from .rules import OPENAI_RESPONSES_CALL_IDS, map_call_ids
 from .system import joined_prompt, prompt_cache_key
 
 __all__ = ["to_openai_responses"]
@@ -33,26 +44,42 @@ __all__ = ["to_openai_responses"]
 def to_openai_responses(
     request: ChatRequest, *, system_role: SystemRole = "system"
 ) -> dict[str, Any]:
-    """The Responses body; ``system_role`` is the role of system messages kept in ``input``."""
+    """The Responses body; ``system_role`` is the role of system messages kept in ``input``.
+
+    Refused: stop sequences; ``prompt_cache_retention`` for GPT-5.6 and later,
+    ``prompt_cache_ttl`` for older models. Mapped: call ids longer than 64 characters.
+    For GPT-5.6 and later, the breakpoints of :mod:`~pioneer.providers.breakpoints`, and
+    the stable text as the first input message (``instructions`` takes no breakpoint).
+    """
     sampling = request.sampling
     if sampling.stop:
         raise InputError(Problem(
             "openai-responses has no stop sequences; leave sampling.stop empty",
             path="sampling → stop",
         ))
+    request = map_call_ids(request, OPENAI_RESPONSES_CALL_IDS)
     plan = layout(request)
+    parts = uses_breakpoints(request, "openai-responses")
     body: dict[str, Any] = {"model": request.model}
+    slots: list[Slot] = []
     prompt = plan.stable if plan.cache_first else joined_prompt(request)
-    if prompt:
+    if prompt and parts:
+        slots.append(Slot(_text_item(system_role, prompt, parts), True, "stable"))
+    elif prompt:
         body["instructions"] = prompt
-    items: list[dict[str, Any]] = []
+    # With breakpoints the dynamic text follows the current user message (see breakpoints).
+    at = plan.turn_start + 1 if parts and plan.turn_start < len(request.messages) \
+        else plan.turn_start
+    dynamic: int | None = None
     for index, message in enumerate(request.messages):
-        if plan.cache_first and index == plan.turn_start and plan.dynamic:
-            items.append({"role": system_role, "content": plan.dynamic})
-        items += _items(message, system_role, plan)
-    if plan.cache_first and plan.turn_start == len(request.messages) and plan.dynamic:
-        items.append({"role": system_role, "content": plan.dynamic})
-    body["input"] = items
+        if plan.cache_first and index == at and plan.dynamic:
+            dynamic = len(slots)
+            slots.append(Slot(_text_item(system_role, plan.dynamic, parts), True))
+        slots += _slots(index, message, system_role, plan, parts)
+    if plan.cache_first and at >= len(request.messages) and plan.dynamic:
+        dynamic = len(slots)
+        slots.append(Slot(_text_item(system_role, plan.dynamic, parts), True))
+    body["input"] = [slot.body for slot in slots]
     if plan.tools:
         body["tools"] = [
             {"type": "function", "name": tool.name,
@@ -60,12 +87,18 @@ def to_openai_responses(
              "parameters": plan.schema(tool.parameters), "strict": False}
             for tool in plan.tools
         ]
+    marks = plan_slots(slots, head=body.get("tools", []), dynamic=dynamic, request=request,
+                       provider="openai-responses") if parts else []
+    for index, mark in marks:
+        item = slots[index].body
+        content = item["output"] if item.get("type") == "function_call_output" else item["content"]
+        content[-1][BREAKPOINT_KEY] = breakpoint_mark(
+            long_ttl=request.cache.long_ttl and mark.prefix_part)
     key = prompt_cache_key(request)
     if key is not None:
         body["prompt_cache_key"] = key
     cache = request.cache
-    if cache.prompt_cache_retention is not None:
-        body["prompt_cache_retention"] = cache.prompt_cache_retention
+    body.update(cache_option_fields(request, "openai-responses", marked=bool(marks)))
     if cache.store is not None or plan.cache_first:
         body["store"] = bool(cache.store)
     if sampling.max_tokens is not None:
@@ -77,19 +110,36 @@ def to_openai_responses(
     return body
 
 
-def _items(message: ChatMessage, system_role: SystemRole, plan: Layout) -> list[dict[str, Any]]:
+def _text_item(role: str, text: str, parts: bool) -> dict[str, Any]:
+    """An input message of text: a list of one ``input_text`` part when breakpoints are
+    used (a part is what carries one), else the plain string."""
+    if parts and text:
+        return {"role": role, "content": [{"type": "input_text", "text": text}]}
+    return {"role": role, "content": text}
+
+
+def _slots(index: int, message: ChatMessage, system_role: SystemRole, plan: Layout,
+           parts: bool) -> list[Slot]:
+    caller = message.cache_breakpoint
     if message.tool_result is not None:
-        return [{"type": "function_call_output", "call_id": message.tool_result.call_id,
-                 "output": clean(message.tool_result.content)}]
+        text = clean(message.tool_result.content)
+        output: Any = [{"type": "input_text", "text": text}] if parts and text else text
+        return [Slot({"type": "function_call_output", "call_id": message.tool_result.call_id,
+                      "output": output}, parts and bool(text), caller=caller)]
     if message.role == "system":
-        return [{"role": system_role, "content": clean(message.content).strip()}]
-    items: list[dict[str, Any]] = []
+        role = "leading" if plan.leading(index) else "message"
+        return [Slot(_text_item(system_role, clean(message.content).strip(), parts), parts,
+                     role, caller)]
+    slots: list[Slot] = []
     text = clean(message.content)
-    if text.strip():
-        items.append({"role": message.role, "content": text})
-    items += [
-        {"type": "function_call", "call_id": call.id, "name": call.name,
-         "arguments": arguments_json(call.arguments, plan, call_id=call.id)}
+    if text.strip() and message.role == "user":
+        role = "turn" if index == plan.turn_start and plan.cache_first else "message"
+        slots.append(Slot(_text_item("user", text, parts), parts, role, caller))
+    elif text.strip():
+        slots.append(Slot({"role": message.role, "content": text}, False))
+    slots += [
+        Slot({"type": "function_call", "call_id": call.id, "name": call.name,
+              "arguments": arguments_json(call.arguments, plan, call_id=call.id)}, False)
         for call in message.tool_calls
     ]
-    return items
+    return slots

@@ -36,6 +36,7 @@ __all__ = [
     "TOOL_NAME_PATTERN",
     "CacheOptions",
     "CacheRetention",
+    "CacheTtl",
     "ChatMessage",
     "ChatRequest",
     "DynamicPlacement",
@@ -59,8 +60,10 @@ DynamicPlacement = Literal["cache-first", "system"]
 #: Tools sorted by name (a byte-stable prefix whatever order the caller built them in),
 #: or kept in the order the caller gave.
 ToolOrder = Literal["by_name", "as_given"]
-#: OpenAI's ``prompt_cache_retention`` values.
+#: OpenAI's ``prompt_cache_retention`` values (models before GPT-5.6).
 CacheRetention = Literal["in_memory", "24h"]
+#: OpenAI's ``prompt_cache_options.ttl`` values (GPT-5.6 and later).
+CacheTtl = Literal["30m", "12h"]
 #: Tool names every supported provider accepts: the strictest of their rules together
 #: (Gemini: a letter or _ first; OpenAI and Gemini: at most 64 characters; all three:
 #: letters, digits, _ and -). Each provider's own rule is listed in docs/providers.md,
@@ -250,8 +253,9 @@ class ChatMessage(EdgeModel):
     )
     cache_breakpoint: bool = Field(
         default=False,
-        description="Ask providers with explicit caching (Anthropic) to cache the "
-        "conversation up to this message; others ignore it.",
+        description="Ask providers with explicit caching (Anthropic; OpenAI GPT-5.6 and "
+        "later, on a message that is not the assistant's) to cache the conversation up to "
+        "this message; others ignore it.",
     )
 
     @model_validator(mode="after")
@@ -350,10 +354,18 @@ class CacheOptions(EdgeModel):
     long_ttl: bool = Field(
         default=False,
         description="Anthropic: cache the tools, stable text and summary for 1 hour "
-        "instead of 5 minutes (a write costs 2x input instead of 1.25x).",
+        "instead of 5 minutes (a write costs 2x input instead of 1.25x); OpenAI GPT-5.6 "
+        "and later: the breakpoints on the stable text and summary live 12 hours.",
     )
     prompt_cache_retention: CacheRetention | None = Field(
-        default=None, description="OpenAI: how long cached prefixes are kept (in_memory or 24h)."
+        default=None,
+        description="OpenAI before GPT-5.6: how long cached prefixes are kept (in_memory or "
+        "24h); deprecated for GPT-5.6 and later, which take prompt_cache_ttl.",
+    )
+    prompt_cache_ttl: CacheTtl | None = Field(
+        default=None,
+        description="OpenAI GPT-5.6 and later: the least lifetime of the cache entries the "
+        "request writes, sent as prompt_cache_options.ttl (30m, or 12h on Responses).",
     )
     store: bool | None = Field(
         default=None,

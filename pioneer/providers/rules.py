@@ -5,10 +5,15 @@ everywhere (tool names, call/result pairing, no empty stop sequence). What diffe
 lives here, for the adapters to apply:
 
 - :func:`map_call_ids`: a tool call id one API would refuse (Anthropic takes letters,
-  digits, ``_`` and ``-`` only; Chat Completions at most 40 characters) is replaced, in the
+  digits, ``_`` and ``-`` only; Chat Completions at most 40 characters, Responses at most
+  64) is replaced, in the
   call and in its result, by a safe form derived from the id alone, so a thread moved
   between providers keeps working and the same id is always sent the same way;
-- :func:`check_stop_count`: Chat Completions takes at most 4 stop sequences;
+- :func:`check_stop_count`: the most stop sequences the model takes (its row of the model
+  table: Chat Completions 4, Gemini 5);
+- :func:`check_stop_text`: Anthropic refuses a stop sequence of whitespace only;
+- :func:`check_prefill`: a request that ends with an assistant message, for a model that
+  does not continue one (Claude 4.6 and later; Gemini, which wants a user turn last);
 - :func:`refuse_empty`: Anthropic and Gemini need at least one conversation message.
 
 Every rule and its reason is listed in docs/providers.md,
@@ -25,22 +30,27 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from ..errors import InputError, Problem
+from .models import model_facts
 from .request import ChatMessage, ChatRequest, ToolResult
 
 __all__ = [
     "ANTHROPIC_CALL_IDS",
     "OPENAI_CHAT_CALL_IDS",
     "OPENAI_CHAT_MAX_STOP",
+    "OPENAI_RESPONSES_CALL_IDS",
     "CallIdRule",
     "check_not_empty",
+    "check_prefill",
     "check_stop_count",
+    "check_stop_text",
     "map_call_ids",
     "previewing",
     "refuse_empty",
     "safe_call_id",
 ]
 
-#: Chat Completions refuses more stop sequences than this.
+#: Chat Completions refuses more stop sequences than this (its rows of the model table
+#: say the same; a deployment's row can change it).
 OPENAI_CHAT_MAX_STOP = 4
 
 _DIGEST = 24  # hex digits of SHA-256 kept in a mapped id (96 bits)
@@ -69,6 +79,8 @@ class CallIdRule:
 ANTHROPIC_CALL_IDS = CallIdRule("anthropic", pattern=re.compile(r"[A-Za-z0-9_-]+"))
 #: Chat Completions: ``tool_calls[].id`` of at most 40 characters.
 OPENAI_CHAT_CALL_IDS = CallIdRule("openai-chat", max_length=40)
+#: Responses: a ``function_call`` item's ``call_id`` of at most 64 characters.
+OPENAI_RESPONSES_CALL_IDS = CallIdRule("openai-responses", max_length=64)
 
 
 def safe_call_id(call_id: str, rule: CallIdRule) -> str:
@@ -121,14 +133,51 @@ def _renamed(message: ChatMessage, rename: Callable[[str], str]) -> ChatMessage:
     return message
 
 
-def check_stop_count(request: ChatRequest, provider: str, limit: int) -> None:
-    """Refuse more stop sequences than ``provider`` takes."""
+def check_stop_count(request: ChatRequest, provider: str, limit: int | None = None) -> None:
+    """Refuse more stop sequences than ``provider`` takes: ``limit``, else the model's row
+    of the model table (no check when it states no limit)."""
+    if limit is None:
+        limit = model_facts(request.model, provider).max_stop_sequences
     count = len(request.sampling.stop)
-    if count > limit:
+    if limit is not None and count > limit:
         raise InputError(Problem(
             f"{provider} takes at most {limit} stop sequences; sampling.stop has {count}",
             path="sampling → stop",
         ))
+
+
+def check_stop_text(request: ChatRequest, provider: str) -> None:
+    """Refuse a stop sequence of whitespace only (``"\n"``), which Anthropic refuses."""
+    for index, stop in enumerate(request.sampling.stop):
+        if not stop.strip():
+            raise InputError(Problem(
+                f"{provider} refuses a stop sequence of whitespace only (got {stop!r}); each "
+                "must contain another character",
+                path=f"sampling → stop[{index}]",
+            ))
+
+
+def check_prefill(request: ChatRequest, provider: str, ends_with_assistant: bool) -> None:
+    """Refuse a body that ends with an assistant message when the model does not continue
+    one: Claude 4.6 and later refuse an assistant prefill, and Gemini a request whose last
+    turn is the model's. Which models do is the ``prefill_allowed`` of the model table."""
+    if not ends_with_assistant or _PREVIEW.get():
+        return
+    facts = model_facts(request.model, provider)
+    if facts.prefill_allowed:
+        return
+    which = "" if facts.matched else f" (as the model table's {facts.family} family)"
+    if provider == "gemini":
+        rule = f"a gemini request may not end with a model turn; {request.model!r}{which} " \
+            "answers only a user turn or function responses"
+    else:
+        rule = f"{request.model!r}{which} does not support an assistant message prefill " \
+            "(Claude 4.6 and later refuse one)"
+    raise InputError(Problem(
+        f"{provider}: {rule}; the conversation ends with an assistant message: end it with "
+        "a user message or a tool result",
+        path="messages",
+    ))
 
 
 _PREVIEW: ContextVar[bool] = ContextVar("pioneer_provider_preview", default=False)
@@ -136,10 +185,12 @@ _PREVIEW: ContextVar[bool] = ContextVar("pioneer_provider_preview", default=Fals
 
 @contextmanager
 def previewing() -> Iterator[None]:
-    """Build bodies that are looked at, not sent: a request with no conversation is allowed.
+    """Build bodies that are looked at, not sent: a request with no conversation, or one
+    that ends with an assistant message, is allowed.
 
-    ``pioneer inspect --html`` maps the prompt of a request that has no message yet; the
-    body it lays out is never sent, so the empty-conversation refusal does not apply.
+    ``pioneer inspect --html`` maps the prompt of a request that has no message yet, and
+    a cache plan lays out the history alone (which ends with the model's last answer);
+    those bodies are never sent, so the refusals that protect a sent body do not apply.
     """
     token = _PREVIEW.set(True)
     try:
