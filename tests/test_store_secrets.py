@@ -120,9 +120,12 @@ def test_the_summary_key_is_not_sent_over_plain_http_unless_allowed(
     monkeypatch.chdir(tmp_path)
     db = tmp_path / "history.db"
     with SqliteStore(db) as store:
-        store.ensure_thread("demo", model="demo-model")
-        for n in range(4):
-            store.add_turn("demo", user_text=f"Question {n}?", assistant_text=f"Answer {n}.")
+        # Two threads alike: the refused summary stores a truncation cut on the first.
+        for thread in ("demo", "again"):
+            store.ensure_thread(thread, model="demo-model")
+            for n in range(4):
+                store.add_turn(thread, user_text=f"Question {n}?",
+                               assistant_text=f"Answer {n}.")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-the-wire")
     server = ChatServer()
     try:
@@ -135,13 +138,14 @@ def test_the_summary_key_is_not_sent_over_plain_http_unless_allowed(
         assert (f"summarizer failed: {server.base_url}/chat/completions: the key in "
                 "OPENAI_API_KEY is not sent over plain http") in out.getvalue()
         monkeypatch.setenv("PIONEER_SUMMARY_ALLOW_HTTP", "true")
+        argv[1] = "again"
         assert main(argv, stdout=io.StringIO(), stderr=err) == 0
         assert [headers["Authorization"] for _, headers, _ in server.requests] == [
             "Bearer sk-not-for-the-wire"]
     finally:
         server.close()
     with SqliteStore(db, read_only=True) as store:
-        assert store.get_thread_summary("demo") is not None
+        assert store.get_thread_summary("again") is not None
 
 
 # -- the runtime home and the database ----------------------------------------------
