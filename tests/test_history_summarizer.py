@@ -149,6 +149,14 @@ def test_prompt(golden: Callable[[Path, str], None]) -> None:
     golden(GOLDENS / "summary-prompt.txt", REQUEST.prompt())
 
 
+@pytest.mark.parametrize("kept", ["decision", "technical detail", "file path",
+                                  "stated preference", "correction the user made", "open task",
+                                  "error"])
+def test_the_prompt_names_what_a_summary_must_keep(kept: str) -> None:
+    instruction = REQUEST.prompt().split("\n\n", 1)[0]
+    assert kept in instruction
+
+
 @pytest.mark.parametrize(("length", "cut"), [(3000, False), (3001, True)])
 def test_long_assistant_text_is_cut_at_3000_chars(length: int, cut: bool) -> None:
     text = "y" * length

@@ -173,6 +173,15 @@ def test_the_system_defaults_to_this_machine(quiet: PromptCompiler) -> None:
     assert runtime_block(quiet, now=NOW).endswith(f"\n- Operating system: {shown}")
 
 
+@pytest.mark.parametrize(("system", "shown"), [
+    ("Darwin", "macOS"), ("Linux", "Linux"), ("Windows", "Windows"), ("", "unknown"),
+])
+def test_a_given_system_is_shown_as_users_know_it(quiet: PromptCompiler, system: str,
+                                                   shown: str) -> None:
+    block = runtime_block(quiet, now=NOW, system=system)
+    assert block.endswith(f"\n- Operating system: {shown}")
+
+
 # -- the setting ---------------------------------------------------------------------------
 
 

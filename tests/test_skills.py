@@ -434,3 +434,13 @@ def test_front_matter_at_the_nesting_limit_still_parses(tmp_path: Path) -> None:
     _write(tmp_path, "deep", f"---\nname: Deep\ndescription: d\nx: {nested}\n---\n")
     found = discover_skills(tmp_path)
     assert found.problems == () and [s.name for s in found.skills] == ["Deep"]
+
+
+def test_task_orchestration_names_skills_as_read_skill_takes_them(home: Path) -> None:
+    payload = PromptCompiler().compile({"workspace_root": home, "profile": "full",
+                                        "include_task_orchestration_policy": True})
+    (text,) = [s.text for s in payload.sections if s.id == "task_orchestration_policy"]
+    named = re.findall(r"`([^`]+/[^`]+)`", text)
+    expected = [Skill(slug, "", "", "", source="system").skill_id
+                for slug in ("pioneer/subagents", "pioneer/tasks")]
+    assert named == expected  # {source}:{slug}, the form the Skills section asks for

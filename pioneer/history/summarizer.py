@@ -49,10 +49,13 @@ MAX_REPLY_BYTES = 4 << 20
 ASSISTANT_TEXT_LIMIT = 3000
 TRUNCATION_MARK = "...[truncated]"
 
+#: What a summary must keep (docs/history.md, "Summarizers"): a later turn can act only on
+#: what it holds, so the exact file paths and what the user corrected are named outright.
 _INSTRUCTION = (
     "Summarise the conversation below in about {target} tokens, as notes for whoever "
-    "carries it on. Keep every decision, technical detail, stated preference, open task "
-    "and error; leave out greetings and repetition."
+    "carries it on. Keep every decision, technical detail, file path (exactly as written), "
+    "stated preference, correction the user made, open task and error; leave out "
+    "greetings and repetition."
 )
 
 

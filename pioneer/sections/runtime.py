@@ -51,7 +51,8 @@ def runtime_block(
 
     ``now`` defaults to the current local time; a naive ``now`` is taken as local time.
     ``granularity`` defaults to the compiler's ``clock_granularity`` setting and
-    ``system`` to this machine's operating system.
+    ``system`` to this machine's operating system; either way it is a ``platform.system()``
+    name, shown under the name users know (``Darwin`` as ``macOS``).
     """
     if granularity is None:
         granularity = compiler.settings.clock_granularity
@@ -70,7 +71,7 @@ def runtime_block(
     return call_macro(
         compiler.templates.env, RUNTIME_TEMPLATE, "block",
         local.date().isoformat(), _WEEKDAYS[local.weekday()], time, zone, granularity,
-        system if system is not None else _system_name(),
+        _system_name(platform.system() if system is None else system),
     )
 
 
@@ -115,6 +116,5 @@ def _cut(moment: datetime, granularity: ClockGranularity) -> datetime:
     return moment.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-def _system_name() -> str:
-    name = platform.system()
+def _system_name(name: str) -> str:
     return _SYSTEM_NAMES.get(name, name) or "unknown"
