@@ -50,7 +50,7 @@ RECALL = MemoryRecall(tools=["memory_search", "memory_remember"], recalled=[
 ])
 SNIPPETS = [
     ThreadSnippet(f"t{n}", "i", "c", "user", "user_visible_thread_item", 0.9 - n / 10,
-                  "An earlier message about the project plan. " * 5)
+                  "An earlier message about the project plan. " * 5, thread_id="bench")
     for n in range(8)
 ]
 SKILLS = [ActiveSkill(Skill(f"ws/s{n}", f"Skill {n}", "Does a thing.", f"/skills/s{n}",

@@ -16,6 +16,7 @@ from stores import make_store
 from pioneer import StoreError
 from pioneer.episodic import (
     CHUNK_CHARS,
+    SMALL_INDEX,
     EpisodicIndex,
     Recall,
     Retained,
@@ -84,9 +85,9 @@ def test_writing_a_turn_indexes_both_messages_in_the_full_text_index(
 ) -> None:
     add(store, "turn-1", "We moved the billing service to Frankfurt.", "Good, noted.")
     assert [(s.source_id, s.role, s.context, s.text) for s in index.snippets("t1")] == [
-        ("thread:turn-1/turn-1-u/c0", "user", "user_visible_thread_item",
+        ("thread:t1/turn-1/turn-1-u/c0", "user", "user_visible_thread_item",
          "We moved the billing service to Frankfurt."),
-        ("thread:turn-1/turn-1-a/c0", "assistant", "user_visible_thread_item", "Good, noted."),
+        ("thread:t1/turn-1/turn-1-a/c0", "assistant", "user_visible_thread_item", "Good, noted."),
     ]
     if store_target.dialect == "postgresql":  # a tsvector column under a GIN index
         (method,), (vectors,) = store.read(lambda tx: (
@@ -117,7 +118,7 @@ def test_recall_finds_the_turn_after_reopening_the_store(store_target: StoreTarg
     with make_store(store_target.target, read_only=True) as again, \
             EpisodicIndex(again) as reopened:
         assert sources(reopened, "billing in frankfurt?") == [
-            "thread:turn-b/turn-b-u/c0"
+            "thread:t1/turn-b/turn-b-u/c0"
         ]
 
 
@@ -179,7 +180,7 @@ def test_non_ascii_text_is_recalled(store: SqlStore, index: EpisodicIndex, store
                                     query: str, label: str) -> None:
     fill(store)
     add(store, "turn-x", stored, "Okay.")
-    assert sources(index, query) == ["thread:turn-x/turn-x-u/c0"]
+    assert sources(index, query) == ["thread:t1/turn-x/turn-x-u/c0"]
     assert index.snippets("t1")[-2].text == stored  # shown as written, not as indexed
 
 
@@ -205,7 +206,7 @@ def test_fts_syntax_in_user_text_is_only_words(store: SqlStore, index: EpisodicI
     query = fts_query(text)
     assert query is not None
     assert all(part.startswith('"') and part.endswith('"') for part in query.split(" OR "))
-    assert sources(index, text) == ["thread:turn-b/turn-b-u/c0"]
+    assert sources(index, text) == ["thread:t1/turn-b/turn-b-u/c0"]
 
 
 def test_lone_surrogates_are_replaced_not_raised(store: SqlStore,
@@ -216,7 +217,7 @@ def test_lone_surrogates_are_replaced_not_raised(store: SqlStore,
     texts = [s.text for s in index.snippets("t1") if s.turn_id == "turn-b"]
     assert texts == ["The billing\ufffd service.", "Done.", "Audited\ufffd invoices."]
     assert sources(index, "billing\ud800 invoices") == [
-        "thread:turn-b/task-1/c0", "thread:turn-b/turn-b-u/c0"]
+        "thread:t1/turn-b/task-1/c0", "thread:t1/turn-b/turn-b-u/c0"]
 
 
 def test_query_terms() -> None:
@@ -321,7 +322,7 @@ def test_only_the_current_compaction_summary_is_indexed(store: SqlStore,
     store.set_thread_summary("t1", "The trip moved to Porto.", through_turn_id="filler-5")
     summaries = [s for s in index.snippets("t1") if s.role == "generated_summary"]
     assert [(s.source_id, s.context, s.text) for s in summaries] == [
-        ("thread:filler-5/summary/c0", "thread_compaction_summary", "The trip moved to Porto.")
+        ("thread:t1/filler-5/summary/c0", "thread_compaction_summary", "The trip moved to Porto.")
     ]
 
 
@@ -332,10 +333,10 @@ def test_task_summaries_are_indexed_and_replaced(store: SqlStore,
     index.add_task_summary("t1", "filler-1", "task-1", "Compared four risotto recipes.")
     tasks = [s for s in index.snippets("t1") if s.role == "task_summary"]
     assert [(s.source_id, s.context, s.text) for s in tasks] == [
-        ("thread:filler-1/task-1/c0", "user_visible_task_summary",
+        ("thread:t1/filler-1/task-1/c0", "user_visible_task_summary",
          "Compared four risotto recipes.")
     ]
-    assert sources(index, "risotto") == ["thread:filler-1/task-1/c0"]
+    assert sources(index, "risotto") == ["thread:t1/filler-1/task-1/c0"]
 
 
 @pytest.mark.parametrize(
@@ -363,17 +364,17 @@ def test_retained_turns_are_left_out_but_their_task_summaries_are_not(
     add(store, "turn-b", "The billing service runs in Frankfurt.", "Billing is stable.")
     index.add_task_summary("t1", "turn-b", "task-1", "Audited the billing invoices.")
     everything = sources(index, "billing")
-    assert set(everything) == {"thread:turn-b/turn-b-u/c0", "thread:turn-b/turn-b-a/c0",
-                               "thread:turn-b/task-1/c0"}
+    assert set(everything) == {"thread:t1/turn-b/turn-b-u/c0", "thread:t1/turn-b/turn-b-a/c0",
+                               "thread:t1/turn-b/task-1/c0"}
     assert sources(index, "billing", retained=Retained(frozenset({"turn-b"}))) == [
-        "thread:turn-b/task-1/c0"
+        "thread:t1/turn-b/task-1/c0"
     ]
 
 
 def test_a_sent_summary_is_left_out(store: SqlStore, index: EpisodicIndex) -> None:
     fill(store)
     store.set_thread_summary("t1", "The user is moving to Lisbon.", through_turn_id="filler-2")
-    assert sources(index, "lisbon") == ["thread:filler-2/summary/c0"]
+    assert sources(index, "lisbon") == ["thread:t1/filler-2/summary/c0"]
     assert sources(index, "lisbon", retained=Retained(summary=True)) == []
 
 
@@ -424,7 +425,7 @@ def test_only_snippets_above_the_threshold_are_kept(store: SqlStore,
     assert common.kept == ()
     found = recall(index, "t1", "the project zebra")
     assert [hit.source_id for hit in found.kept] == [
-        "thread:turn-0/turn-0-a/c0", "thread:turn-0/turn-0-u/c0"]
+        "thread:t1/turn-0/turn-0-a/c0", "thread:t1/turn-0/turn-0-u/c0"]
     assert all(hit.score >= 1.0 for hit in found.kept)
     scores = [hit.score for hit in found.candidates]
     assert scores == sorted(scores, reverse=True)
@@ -432,7 +433,7 @@ def test_only_snippets_above_the_threshold_are_kept(store: SqlStore,
 
 def snippet(score: float) -> ThreadSnippet:
     return ThreadSnippet("turn", "item", f"c{score}", "user", "user_visible_thread_item",
-                         score, "text")
+                         score, "text", thread_id="t1")
 
 
 @pytest.mark.parametrize(
@@ -485,6 +486,66 @@ def test_other_threads_are_never_searched(store: SqlStore, index: EpisodicIndex)
     store.ensure_thread("t2")
     store.add_turn("t2", user_text="Secret billing plans.", assistant_text="Hidden.")
     assert sources(index, "billing") == []
+
+
+def test_a_hits_provenance_names_its_thread(store: SqlStore, index: EpisodicIndex) -> None:
+    store.ensure_thread("team/ops")
+    for n, (user, reply) in enumerate(FILLER):
+        store.add_turn("team/ops", user_text=user, assistant_text=reply, turn_id=f"f{n}")
+    store.add_turn("team/ops", user_text="Rotate the billing keys.", assistant_text="Done.",
+                   turn_id="turn-z", user_item_id="u", assistant_item_id="a")
+    (hit,) = recall(index, "team/ops", "billing keys").kept
+    assert (hit.thread_id, hit.source_id) == ("team/ops", "thread:team/ops/turn-z/u/c0")
+    assert [s.source_id for s in index.snippets("team/ops")][-2:] == [
+        "thread:team/ops/turn-z/u/c0", "thread:team/ops/turn-z/a/c0"]
+
+
+def test_small_index_is_where_one_occurrence_stops_being_chance() -> None:
+    def once_at_most(n: int) -> float:  # a word in one snippet of four, in n snippets
+        return 0.75 ** n + n * 0.25 * 0.75 ** (n - 1)
+
+    assert SMALL_INDEX == 18
+    assert once_at_most(SMALL_INDEX - 1) > 0.05 >= once_at_most(SMALL_INDEX)
+
+
+SMALL = [  # six turns: twelve snippets, fewer than SMALL_INDEX
+    ("How slow is the gateway in Frankfurt?", "p50 is 40 ms in Frankfurt."),
+    ("Plot the gateway latency.", "Here is the latency chart."),
+    ("What should I cook tonight?", "A simple pasta would do."),
+    ("Remind me to call my sister.", "I will keep that in mind."),
+    ("Is it going to rain today?", "Probably in the afternoon."),
+    ("Any good books lately?", "Try a short novel for the weekend."),
+]
+
+
+@pytest.mark.parametrize(("text", "kept"), [
+    # one shared word, its other words new to the thread: nothing is recalled
+    ("How do I size the connection pool for the weekend batch?", []),
+    ("Thanks, is the weekend free?", []),
+    # the word alone is the whole message: its snippet is recalled
+    ("weekend?", ["turn-5/turn-5-a"]),
+    ("会議", []), ("pasta", ["turn-2/turn-2-a"]),
+    # two shared words: the best is a yardstick, and half of it is the cut
+    ("Redo the latency chart for Maria with new colours", ["turn-1/turn-1-a"]),
+])
+def test_in_a_small_index_one_shared_word_of_several_recalls_nothing(
+    store: SqlStore, index: EpisodicIndex, text: str, kept: list[str],
+) -> None:
+    for n, (user, reply) in enumerate(SMALL):
+        add(store, f"turn-{n}", user, reply)
+    found = recall(index, "t1", text)
+    assert found.small_index
+    assert [hit.source_id.removeprefix("thread:t1/").removesuffix("/c0")
+            for hit in found.kept] == kept
+
+
+def test_a_larger_index_recalls_on_one_rare_word(store: SqlStore, index: EpisodicIndex) -> None:
+    for n, (user, reply) in enumerate(SMALL + FILLER):
+        add(store, f"turn-{n}", user, reply)
+    add(store, "turn-x", "We moved the billing service to Frankfurt.", "Done.")
+    found = recall(index, "t1", "Where did the billing service move again?")
+    assert not found.small_index
+    assert "thread:t1/turn-x/turn-x-u/c0" in [hit.source_id for hit in found.kept]
 
 
 def test_missing_and_closed_indexes(tmp_path: Path, index: EpisodicIndex) -> None:

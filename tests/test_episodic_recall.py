@@ -128,8 +128,8 @@ def test_recalled_snippets_become_the_thread_context_section(
     # The same snippets on both stores; the scores printed are each store's own.
     name = "thread-context-section" + ("" if index.dialect == "sqlite" else "-postgresql")
     golden(GOLDENS / f"{name}.txt", text + "\n")
-    assert "- [thread:turn-0/turn-0-u/c0, role=user, context=user_visible_thread_item, " in text
-    assert "Available artifacts for thread:turn-0/turn-0-a/c0:" in text
+    assert "- [thread:t1/turn-0/turn-0-u/c0, role=user, context=user_visible_thread_item, " in text
+    assert "Available artifacts for thread:t1/turn-0/turn-0-a/c0:" in text
     assert "artifact_references" in payload.manifest.section_ids  # the refs count
     (entry,) = [e for e in payload.manifest.hook_sources if e.source.hook_id == HOOK]
     assert (entry.section_id, entry.contribution_kind, entry.source_count, entry.truncation) == (
@@ -178,7 +178,7 @@ def test_without_a_decision_the_keep_window_is_left_out(
                              through_turn_id="turn-2")
     recalled = thread_context(run_turn(compiler, base, index, text))
     assert recalled is not None
-    assert "thread:turn-0/turn-0-u/c0" in recalled
+    assert "thread:t1/turn-0/turn-0-u/c0" in recalled
     assert "role=generated_summary" not in recalled  # the summary is in the history
 
 
@@ -238,7 +238,7 @@ def test_recall_hits_below_the_threshold_make_no_section(
     candidates = index.search("t1", "Frankfurt billing export?",
                               retained=Retained.from_decision(decision)).candidates
     assert [c.source_id for c in candidates][:2] == [
-        "thread:turn-0/turn-0-u/c0", "thread:turn-0/turn-0-a/c0"]
+        "thread:t1/turn-0/turn-0-u/c0", "thread:t1/turn-0/turn-0-a/c0"]
 
 
 def test_docs_example_prints_what_it_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -265,7 +265,8 @@ def _renderer_calls(compiler: PromptCompiler) -> list[Callable[[], object]]:
             task=[item]), env),
         lambda: render_thread_context([ThreadSnippet(
             turn_id="3", item_id="1", chunk_id="0", role="user",
-            context="user_visible_thread_item", score=2.5, text="the gateway is slow")], env),
+            context="user_visible_thread_item", score=2.5, text="the gateway is slow",
+            thread_id="t1")], env),
         lambda: render_current_permissions(PermissionProfile(
             mode="restricted", network="deny", allowed_tools=("read",)), env),
         lambda: render_hidden_tool_domains(DEFAULT_TOOL_DOMAINS, env),

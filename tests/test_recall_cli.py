@@ -32,7 +32,7 @@ def test_hits_with_provenance_and_scores(db: Path, golden: Callable[[Path, str],
     code, out, err = run("demo", "gateway latency chart?", "--db", str(db))
     assert (code, err) == (0, "")
     golden(GOLDENS / "cli-recall.txt", out)
-    assert "thread:turn-1/a1/c0  role=assistant  context=user_visible_thread_item" in out
+    assert "thread:demo/turn-1/a1/c0  role=assistant  context=user_visible_thread_item" in out
     assert '- artifactId=art-7, versionId=v2, name="latency chart.png"' in out
 
 
@@ -40,10 +40,10 @@ def test_all_shows_candidates_below_the_threshold(db: Path) -> None:
     code, out, _ = run("demo", "gateway latency chart", "--db", str(db), "--all")
     assert code == 0
     assert out.count("(below threshold)") == 1
-    assert ("thread:turn-0/u0/c0  role=user  context=user_visible_thread_item  "
+    assert ("thread:demo/turn-0/u0/c0  role=user  context=user_visible_thread_item  "
             "(below threshold)") in out
     kept = run("demo", "gateway latency chart", "--db", str(db))[1]
-    assert "thread:turn-0/u0/c0" not in kept
+    assert "thread:demo/turn-0/u0/c0" not in kept
 
 
 @pytest.mark.parametrize(("options", "kept"), [
@@ -63,9 +63,11 @@ def test_json(db: Path) -> None:
         "demo", '"latency" OR "chart"', 1.0, 0.5)
     assert data["threshold"] == round(data["hits"][0]["score"] / 2, 4)
     first = data["hits"][0]
-    assert set(first) == {"source_id", "turn_id", "item_id", "chunk_id", "role", "context",
-                          "score", "kept", "text", "artifacts"}
-    assert first["source_id"] == "thread:turn-1/a1/c0"
+    assert set(first) == {"source_id", "thread_id", "turn_id", "item_id", "chunk_id", "role",
+                          "context", "score", "shared_terms", "kept", "text", "artifacts"}
+    assert (first["thread_id"], first["shared_terms"]) == ("demo", 2)
+    assert (data["words"], data["small_index"]) == (2, True)
+    assert first["source_id"] == "thread:demo/turn-1/a1/c0"
     assert first["artifacts"][0]["artifact_id"] == "art-7"
 
 
@@ -73,6 +75,21 @@ def test_no_hits(db: Path) -> None:
     code, out, _ = run("demo", "volcanoes", "--db", str(db))
     assert code == 0
     assert out.endswith("no hits\n")
+
+
+def test_one_shared_word_in_a_small_index_is_not_recalled(db: Path) -> None:
+    code, out, _ = run("demo", "How do I size the connection pool for the weekend batch?",
+                       "--db", str(db))
+    assert code == 0
+    assert out.endswith("kept none: the index has fewer than 18 snippets and no candidate "
+                        "holds two of the message's words\nno hits\n")
+    shown = run("demo", "How do I size the connection pool for the weekend batch?", "--db",
+                str(db), "--all")[1]
+    assert "thread:demo/turn-5/a5/c0" in shown  # the candidate, shown with --all
+    data = json.loads(run("demo", "weekend batch", "--db", str(db), "--json")[1])
+    assert (data["small_index"], data["words"], [h["kept"] for h in data["hits"]]) == (
+        True, 2, [False])
+    assert json.loads(run("demo", "weekend", "--db", str(db), "--json")[1])["hits"][0]["kept"]
 
 
 def test_exclude_history_leaves_out_what_history_sends(db: Path) -> None:

@@ -146,8 +146,8 @@ CHART = ArtifactRef("art-2", "chart.png", "image", size_bytes=2048, turn_item_id
 
 def _snippet(text: str, role: str = "user", **extra: object) -> ThreadSnippet:
     fields: dict[str, object] = {
-        "turn_id": "t", "item_id": "i", "chunk_id": "c", "role": role, "context": "unknown",
-        "score": 0.0, "text": text, **extra,
+        "thread_id": "h", "turn_id": "t", "item_id": "i", "chunk_id": "c", "role": role,
+        "context": "unknown", "score": 0.0, "text": text, **extra,
     }
     return ThreadSnippet(**fields)  # type: ignore[arg-type]
 
@@ -157,11 +157,12 @@ def test_thread_context_golden(env: jinja2.Environment,
     snippets = [
         ThreadSnippet("turn-3", "item-1", "0", "user", "user_visible_thread_item", 0.914,
                       "  Here is the quarterly report.  ",
-                      snippet_artifacts("user", "item-1", [REPORT, CHART, REPORT], [])),
+                      snippet_artifacts("user", "item-1", [REPORT, CHART, REPORT], []),
+                      thread_id="demo"),
         ThreadSnippet("turn-4", "item-2", "1", "assistant", "user_visible_thread_item", 0.5,
-                      "Revenue grew 4% on the quarter."),
+                      "Revenue grew 4% on the quarter.", thread_id="demo"),
         ThreadSnippet("turn-1", "item-0", "0", "generated_summary", "thread_compaction_summary",
-                      0.125, "Earlier, the user set up the project."),
+                      0.125, "Earlier, the user set up the project.", thread_id="demo"),
     ]
     rendered = render_thread_context(snippets, env)
     assert rendered is not None
@@ -181,16 +182,16 @@ def test_thread_context_ids_and_artifact_fields_keep_to_their_lines(
     escaped = forged.replace("\n", "\\n")
     body = rendered.text.split("Relevant thread context:\n", 1)[1]
     assert body.splitlines() == [
-        f"- [thread:t{escaped}/i/c, role=user, context=unknown, score=0.00] Here it is.",
+        f"- [thread:h/t{escaped}/i/c, role=user, context=unknown, score=0.00] Here it is.",
         "",
-        f"Available artifacts for thread:t{escaped}/i/c:",
+        f"Available artifacts for thread:h/t{escaped}/i/c:",
         f'- artifactId=art{escaped}, versionId=null, name="n{escaped}", '
         f"kind=document{escaped}, mime=text/plain{escaped}.",
     ]
 
 
 def _entry_prefix() -> int:
-    return len("- [thread:t/i/c, role=user, context=unknown, score=0.00] ")
+    return len("- [thread:h/t/i/c, role=user, context=unknown, score=0.00] ")
 
 
 @pytest.mark.parametrize(("count", "kept"), [(5, 5), (6, 5)])
@@ -251,7 +252,7 @@ def test_thread_context_contribution(env: jinja2.Environment) -> None:
         "memory.active_recall.thread_context", "thread_context", 480, True, 1
     )
     assert [(r.kind, r.label) for r in contribution.source_refs][:1] == [
-        ("thread_episodic", "user thread:t/i/c")
+        ("thread_episodic", "user thread:h/t/i/c")
     ]
     assert len(contribution.source_refs) == 5
     assert thread_context_contribution([], env) is None

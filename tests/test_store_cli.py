@@ -89,7 +89,8 @@ def test_recall_on_postgresql_finds_the_golden_hits(stores: tuple[Path, str],
     # The same hits; the order of the two that tie on PostgreSQL (ts_rank does not weigh
     # snippet length) is the newer snippet first.
     assert sorted(kept) == sorted(hit["source_id"] for hit in on_sqlite["hits"] if hit["kept"])
-    assert kept == ["thread:turn-1/a1/c0", "thread:turn-1/summary/c0", "thread:turn-1/u1/c0"]
+    assert kept == ["thread:demo/turn-1/a1/c0", "thread:demo/turn-1/summary/c0",
+                    "thread:demo/turn-1/u1/c0"]
     code, text, _ = run_cli("recall", "demo", "gateway latency chart", "--all", "--db", url)
     assert code == 0
     golden(GOLDENS / "cli-recall-postgresql.txt", text)

@@ -81,8 +81,8 @@ def test_a_session_ended_inside_a_write_is_retried_once_and_written_once(
         assert _ids(store) == ["turn-0", "turn-1", "mid"]
         assert entry == store.get_thread_conversation_history("t1")[-1]
         mine = [s.source_id for s in index.snippets("t1") if s.turn_id == "mid"]
-        assert mine == [f"thread:mid/{entry.user_item_id}/c0",
-                        f"thread:mid/{entry.assistant_item_id}/c0"]  # indexed once
+        assert mine == [f"thread:t1/mid/{entry.user_item_id}/c0",
+                        f"thread:t1/mid/{entry.assistant_item_id}/c0"]  # indexed once
 
 
 def test_a_write_the_server_keeps_ending_is_a_store_error_with_nothing_written(

@@ -70,7 +70,7 @@ def _registry(root: Path, *, refs: bool = True) -> HookRegistry:
     def thread(context: HookContext) -> object:
         snippet = ThreadSnippet("turn-2", "item-1", "0", "user", "user_visible_thread_item",
                                 0.72, "Please use the attached report.",
-                                [REPORT] if refs else [])
+                                [REPORT] if refs else [], thread_id="t1")
         return thread_context_contribution([snippet], context.env)
 
     @registry.hook("acme.flaky", phase="turn.post_preflight_prompt_context",

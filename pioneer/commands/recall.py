@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from typing import Any, TextIO
 
-from ..episodic.index import MAX_CANDIDATES, EpisodicIndex, Retained
+from ..episodic.index import MAX_CANDIDATES, SMALL_INDEX, EpisodicIndex, Retained
 from ..episodic.recall import MIN_SCORE, MIN_SHARE_OF_BEST, Recall, recall
-from ..errors import InputError, StoreError
+from ..errors import InputError, StoreError, counted
 from ..sections.artifacts import ref_line
-from ..sections.thread_context import ThreadSnippet
 from ..terminal import progress
 from ._common import add_store_options, make_settings, open_command_store
 
@@ -57,6 +57,13 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         found = recall(index, args.thread, args.query, retained=retained,
                        min_score=args.min_score, min_share_of_best=args.min_share,
                        max_candidates=args.limit)
+        unindexed = 0 if args.reindex else index.unindexed_turns(args.thread)
+    if unindexed:  # written through a store with no index attached: recall cannot see them
+        one = unindexed == 1
+        print(f"warning: {counted(unindexed, 'turn')} of thread {args.thread!r} "
+              f"{'is' if one else 'are'} not indexed, so recall cannot find "
+              f"{'it' if one else 'them'}: run `pioneer recall {shlex.quote(args.thread)} "
+              "QUERY --reindex` once to index the thread", file=err)
     if found.query is None:
         raise InputError(f"nothing to search for in {args.query!r}: only stopwords, "
                          "one-letter words or punctuation")
@@ -67,12 +74,14 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def _hit(snippet: ThreadSnippet, threshold: float) -> dict[str, Any]:
+def _hit(found: Recall, index: int) -> dict[str, Any]:
+    snippet = found.candidates[index]
     return {
-        "source_id": snippet.source_id, "turn_id": snippet.turn_id,
-        "item_id": snippet.item_id, "chunk_id": snippet.chunk_id, "role": snippet.role,
-        "context": snippet.context, "score": round(snippet.score, 4),
-        "kept": snippet.score >= threshold, "text": snippet.text,
+        "source_id": snippet.source_id, "thread_id": snippet.thread_id,
+        "turn_id": snippet.turn_id, "item_id": snippet.item_id, "chunk_id": snippet.chunk_id,
+        "role": snippet.role, "context": snippet.context, "score": round(snippet.score, 4),
+        "shared_terms": found.shared[index] if index < len(found.shared) else None,
+        "kept": found.keeps(index), "text": snippet.text,
         "artifacts": [ref.to_dict() for ref in snippet.artifacts],
     }
 
@@ -81,8 +90,9 @@ def _as_json(thread_id: str, found: Recall) -> dict[str, Any]:
     return {
         "thread_id": thread_id, "query": found.query, "min_score": found.min_score,
         "min_share_of_best": found.min_share_of_best, "threshold": round(found.threshold, 4),
+        "words": found.words, "small_index": found.small_index,
         "candidates": len(found.candidates),
-        "hits": [_hit(c, found.threshold) for c in found.candidates],
+        "hits": [_hit(found, n) for n in range(len(found.candidates))],
     }
 
 
@@ -96,6 +106,9 @@ def render_recall(thread_id: str, found: Recall, *, show_all: bool = False) -> s
         f"{found.min_share_of_best:g} of the best)",
         f"query  {found.query}",
     ]
+    if found.one_word and found.candidates:
+        lines.append(f"kept none: the index has fewer than {SMALL_INDEX} snippets and no "
+                     "candidate holds two of the message's words")
     if not shown:
         lines.append("no hits")
     for snippet in shown:

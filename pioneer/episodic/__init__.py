@@ -20,7 +20,7 @@ from .extractor import (
     parse_memory_extraction,
     store_extraction,
 )
-from .index import MAX_CANDIDATES, EpisodicIndex, Retained, SearchResult
+from .index import MAX_CANDIDATES, SMALL_INDEX, EpisodicIndex, Retained, SearchResult
 from .recall import (
     DEADLINE_MS,
     HISTORY_KEY,
@@ -39,6 +39,7 @@ __all__ = [
     "MAX_CANDIDATES",
     "MIN_SCORE",
     "MIN_SHARE_OF_BEST",
+    "SMALL_INDEX",
     "EpisodicIndex",
     "ExtractionError",
     "MemoryExtraction",

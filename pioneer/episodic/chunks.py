@@ -4,7 +4,7 @@ Takes a turn's user and assistant texts (or a thread summary, or a task summary)
 returns :class:`Snippet` values, each with its provenance (turn, item, chunk id), role
 and context label. Long texts are split by :func:`split_text`, a pure function of the
 text: the same text always gives the same chunks, so re-indexing a thread reproduces the
-same provenance ids ``thread:<turn_id>/<item_id>/c<n>``. A chunk is at most
+same provenance ids ``thread:<thread_id>/<turn_id>/<item_id>/c<n>``. A chunk is at most
 :data:`CHUNK_CHARS` characters, cut at the last paragraph break, line break, sentence end
 or space that leaves it at least half full, and hard-cut only inside one long word.
 """
@@ -68,8 +68,8 @@ class Snippet:
 
     @property
     def source_id(self) -> str:
-        """``thread:<turn>/<item>/<chunk>``."""
-        return f"thread:{self.turn_id}/{self.item_id}/{self.chunk_id}"
+        """``thread:<thread>/<turn>/<item>/<chunk>``."""
+        return f"thread:{self.thread_id}/{self.turn_id}/{self.item_id}/{self.chunk_id}"
 
 
 def _cut(text: str, limit: int) -> int:

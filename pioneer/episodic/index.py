@@ -37,14 +37,18 @@ from ..history.store import MAX_TURNS, DatabaseStore, StoreTimeout, StoreTransac
 from ..sections.artifacts import ArtifactRef
 from ..sections.thread_context import ThreadSnippet, snippet_artifacts
 from ..text import utf8_text
-from .chunks import CONTEXTS, Snippet, task_summary_snippets
-from .terms import TS_CONFIG, fts_query, ts_operands, ts_query
+from .chunks import CONTEXTS, Snippet, task_summary_snippets, turn_snippets
+from .terms import TS_CONFIG, fts_query, query_terms, query_words, ts_operands, ts_query
 from .writer import delete_snippets, index_thread_summary, index_turn, insert_snippets, write_hook
 
-__all__ = ["MAX_CANDIDATES", "EpisodicIndex", "Retained", "SearchResult"]
+__all__ = ["MAX_CANDIDATES", "SMALL_INDEX", "EpisodicIndex", "Retained", "SearchResult"]
 
 #: Candidates one search returns at most (docs/recall.md, "The recall hook").
 MAX_CANDIDATES = 40
+#: An index of fewer snippets is too small for BM25 to tell a rare word from an everyday
+#: one: the fewest snippets among which a word found in one snippet of four (what the
+#: recall floor of 1.0 stands for) turns up at most once less than one time in twenty.
+SMALL_INDEX = next(n for n in range(2, 100) if 0.75 ** n + n * 0.25 * 0.75 ** (n - 1) <= 0.05)
 _REF_KINDS = ("text", "text", "text", "text?", "text?", "int?", "text?", "text?", "text?",
               "text?")
 _REF_COLUMNS = (
@@ -54,8 +58,10 @@ _REF_COLUMNS = (
 _SNIPPET_COLUMNS = "thread_id, turn_id, item_id, chunk_id, role, seq, text"
 _SNIPPET_KINDS = ("text", "text", "text", "text", "text", "int", "text")
 _HIT_COLUMNS = "turn_id, item_id, chunk_id, role, text"
+# The last column counts the query's terms a snippet holds: one membership test per term.
 _SEARCH_SQLITE = """
-SELECT s.turn_id, s.item_id, s.chunk_id, s.role, s.text, -bm25(episodic_fts) AS score
+SELECT s.turn_id, s.item_id, s.chunk_id, s.role, s.text, -bm25(episodic_fts) AS score,
+       {shared}
 FROM episodic_fts JOIN episodic_snippets AS s ON s.id = episodic_fts.rowid
 WHERE episodic_fts MATCH ? AND s.thread_id = ?
   AND NOT (s.role IN ('user', 'assistant')
@@ -73,9 +79,12 @@ LIMIT ?
 _TS_RANK_ONE = 0.0607927  # ts_rank of a single occurrence against a one-term query
 _COUNTS_POSTGRESQL = ("SELECT count(*), COALESCE(avg(length(search)), 1)::float8{terms} "
                       "FROM episodic_snippets WHERE thread_id = ?")
+_SHARED_SQLITE = "(s.id IN (SELECT rowid FROM episodic_fts WHERE episodic_fts MATCH ?))"
+# BM25 on SQLite counts over the whole index: is it smaller than SMALL_INDEX? (bounded)
+_SMALL_SQLITE = "SELECT count(*) < ? FROM (SELECT 1 FROM episodic_snippets LIMIT ?)"
 _SEARCH_POSTGRESQL = f"""
 SELECT s.turn_id, s.item_id, s.chunk_id, s.role, s.text,
-       ({{score}})::float8 / {_TS_RANK_ONE} AS score
+       ({{score}})::float8 / {_TS_RANK_ONE} AS score, {{shared}}
 FROM episodic_snippets AS s
 WHERE s.search @@ to_tsquery('{TS_CONFIG}', ?) AND s.thread_id = ?
   AND NOT (s.role IN ('user', 'assistant') AND s.turn_id = ANY(CAST(? AS TEXT[])))
@@ -106,10 +115,20 @@ class Retained:
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
-    """One search: the FTS5 query it ran (``None``: nothing searchable) and the hits."""
+    """One search: the FTS5 query it ran (``None``: nothing searchable) and the hits.
+
+    ``small_index`` is whether the scores were counted over fewer than
+    :data:`SMALL_INDEX` snippets, and then ``shared[i]`` is how many of the query's terms
+    candidate ``i`` holds (empty otherwise: nothing reads it); ``words`` is how many words
+    the message has (:func:`~.terms.query_words`). The recall threshold reads all three
+    (docs/recall.md, "The recall hook").
+    """
 
     query: str | None
     candidates: tuple[ThreadSnippet, ...]
+    shared: tuple[int, ...] = ()
+    words: int = 0
+    small_index: bool = False
 
 
 class EpisodicIndex:
@@ -197,38 +216,47 @@ class EpisodicIndex:
         retained = retained or Retained()
         excluded = sorted(retained.turn_ids)
 
-        def work(tx: StoreTransaction) -> tuple[list[Any], dict[tuple[str, str],
-                                                                   list[ArtifactRef]]]:
+        def work(tx: StoreTransaction) -> tuple[list[Any], bool,
+                                                dict[tuple[str, str], list[ArtifactRef]]]:
             params: tuple[object, ...]
             with tx.time_limit(timeout_ms):
                 if tx.dialect == "postgresql":
-                    sql, params = _postgres_search(tx, text, query, thread_id, excluded,
-                                                   retained.summary, limit)
+                    sql, params, small = _postgres_search(
+                        tx, text, query, thread_id, excluded, retained.summary, limit)
                 else:
-                    sql, params = _SEARCH_SQLITE, (query, thread_id, json.dumps(excluded),
-                                                   int(retained.summary), limit)
+                    small = bool(tx.execute(_SMALL_SQLITE, (SMALL_INDEX, SMALL_INDEX)
+                                            ).fetchone()[0])
+                    # Only a small index's rule reads the shared terms (recall.py).
+                    phrases = query_terms(utf8_text(text)) if small else []
+                    sql = _SEARCH_SQLITE.format(
+                        shared=" + ".join([_SHARED_SQLITE] * len(phrases)) or "0")
+                    params = (*phrases, query, thread_id, json.dumps(excluded),
+                              int(retained.summary), limit)
                 rows = tx.execute(sql, params).fetchall()
             for row in rows:
                 check_row(row[:5], _HIT_COLUMNS, ("text",) * 5, where=self.path,
                           what=f"episodic snippet of turn {row[0]!r}")
-            return rows, _refs(tx, sorted({str(row[0]) for row in rows}), self.path)
+            return rows, small, _refs(tx, sorted({str(row[0]) for row in rows}), self.path)
 
         try:
-            rows, refs = self._store.read(work)
+            rows, small, refs = self._store.read(work)
         except StoreTimeout:
             raise StoreError(
                 f"{self.path}: episodic search stopped at its {timeout_ms} ms time limit"
             ) from None
         candidates = tuple(
             ThreadSnippet(
-                turn_id=turn_id, item_id=item_id, chunk_id=chunk_id, role=role,
+                thread_id=thread_id, turn_id=turn_id, item_id=item_id, chunk_id=chunk_id,
+                role=role,
                 context=CONTEXTS[role], score=float(score), text=text_,
                 artifacts=snippet_artifacts(role, item_id, refs.get((turn_id, "user"), ()),
                                             refs.get((turn_id, "assistant"), ())),
             )
-            for turn_id, item_id, chunk_id, role, text_, score in rows
+            for turn_id, item_id, chunk_id, role, text_, score, _ in rows
         )
-        return SearchResult(query, candidates)
+        return SearchResult(query, candidates,
+                            tuple(int(row[6]) for row in rows) if small else (),
+                            query_words(utf8_text(text)), small)
 
     def default_retained(self, thread_id: str, limit: int = MAX_TURNS) -> Retained:
         """What a ``keep`` history pass would send: the summary and the turns after it.
@@ -258,6 +286,25 @@ class EpisodicIndex:
         """Whether the store has this thread."""
         self._check_open()
         return self._store.get_thread(thread_id) is not None
+
+    def unindexed_turns(self, thread_id: str) -> int:
+        """How many of the thread's turns have text to index and no snippet: turns written
+        through a store with no index attached, which :meth:`reindex_thread` fills in."""
+        self._check_open()
+
+        def work(tx: StoreTransaction) -> int:
+            rows = tx.execute(
+                "SELECT t.turn_id, t.seq, t.user_item_id, t.user_text, t.assistant_item_id, "
+                "t.assistant_text FROM turns AS t WHERE t.thread_id = ? AND NOT EXISTS "
+                "(SELECT 1 FROM episodic_snippets AS s WHERE s.turn_id = t.turn_id "
+                "AND s.role IN ('user', 'assistant'))", (thread_id,)
+            ).fetchall()
+            return sum(1 for turn_id, seq, user_item, user, reply_item, reply in rows
+                       if turn_snippets(thread_id, str(turn_id), int(seq),
+                                        user_item_id=user_item, user_text=user,
+                                        assistant_item_id=reply_item, assistant_text=reply))
+
+        return self._store.read(work)
 
     def snippets(self, thread_id: str) -> tuple[Snippet, ...]:
         """Every indexed snippet of a thread, in store order."""
@@ -363,9 +410,10 @@ class EpisodicIndex:
 
 def _postgres_search(tx: StoreTransaction, text: str, query: str, thread_id: str,
                      excluded: list[str], summary: bool,
-                     limit: int) -> tuple[str, tuple[object, ...]]:
+                     limit: int) -> tuple[str, tuple[object, ...], bool]:
     """The search statement and its parameters, with each term weighed by how rare it is
-    in the thread (counted in one pass over the thread's snippets)."""
+    in the thread (counted in one pass over the thread's snippets), and whether the
+    thread has fewer than :data:`SMALL_INDEX` snippets."""
     operands = ts_operands(utf8_text(text))
     counts = tx.execute(
         _COUNTS_POSTGRESQL.format(terms="".join(
@@ -384,8 +432,11 @@ def _postgres_search(tx: StoreTransaction, text: str, query: str, thread_id: str
     # ts_rank's normalisation 1 divides by 1 + ln(lexemes of the snippet); multiplying by
     # the same for the thread's average snippet keeps an average snippet's score as is.
     score = f"({score}) * {1 + math.log(average)!r}"
-    return (_SEARCH_POSTGRESQL.format(score=score),
-            (*weighed, query, thread_id, excluded, summary, limit))
+    small = total < SMALL_INDEX
+    shared = operands if small else []  # only a small index's rule reads them (recall.py)
+    return (_SEARCH_POSTGRESQL.format(score=score, shared=" + ".join(
+                f"(s.search @@ to_tsquery('{TS_CONFIG}', ?))::int" for _ in shared) or "0"),
+            (*weighed, *shared, query, thread_id, excluded, summary, limit), small)
 
 
 def idf(snippets: int, matching: int) -> float:

@@ -27,6 +27,15 @@ index (``ln N``): a floor high enough to stop incidental matches in a long threa
 stop real ones in a short one. Counts are over the whole index, so a database of a handful
 of snippets recalls little: with so few, no word is uncommon.
 
+Both rules weigh a word by how rare it is in the index, which a small index cannot
+tell: among a dozen snippets an everyday word ("weekend") is found once and scores like a
+rare name, and when it is the best candidate the share of the best keeps it. So in an
+index of fewer than :data:`~.index.SMALL_INDEX` = 18 snippets (the fewest among which a
+word found in one snippet of four turns up at most once less than one time in twenty),
+recall needs a candidate that holds two of the message's words; when none does, nothing
+is recalled. A message of one word is judged by the two scores alone, and so is any
+message in a larger index.
+
 On PostgreSQL the score is built from ``ts_rank`` (which knows no term rarity) weighed by
 the same inverse document frequency, counted over the thread's snippets, so that the
 same two rules and numbers apply; docs/stores.md has the rule and its measurements.
@@ -72,12 +81,20 @@ HISTORY_KEY = "history"
 
 @dataclass(frozen=True, slots=True)
 class Recall:
-    """One recall: the FTS5 query, every candidate (best first), and the threshold."""
+    """One recall: the FTS5 query, every candidate (best first), and the threshold.
+
+    ``shared``, ``words`` and ``small_index`` are the search's
+    (:class:`~.index.SearchResult`): how many of the message's terms each candidate holds,
+    how many words the message has, and whether the index is too small to weigh words.
+    """
 
     query: str | None
     candidates: tuple[ThreadSnippet, ...]
     min_score: float = MIN_SCORE
     min_share_of_best: float = MIN_SHARE_OF_BEST
+    shared: tuple[int, ...] = ()
+    words: int = 0
+    small_index: bool = False
 
     @property
     def threshold(self) -> float:
@@ -86,10 +103,20 @@ class Recall:
         return max(self.min_score, self.min_share_of_best * best)
 
     @property
+    def one_word(self) -> bool:
+        """Whether nothing is recalled because the index is small and no candidate holds
+        more than one word of a message of several."""
+        return self.small_index and self.words > 1 and max(self.shared, default=0) <= 1
+
+    def keeps(self, index: int) -> bool:
+        """Whether candidate ``index`` is recalled: at or above the threshold, unless
+        :attr:`one_word` holds."""
+        return self.candidates[index].score >= self.threshold and not self.one_word
+
+    @property
     def kept(self) -> tuple[ThreadSnippet, ...]:
-        """The candidates at or above the threshold, best first."""
-        threshold = self.threshold
-        return tuple(c for c in self.candidates if c.score >= threshold)
+        """The candidates recalled (:meth:`keeps`), best first."""
+        return tuple(c for n, c in enumerate(self.candidates) if self.keeps(n))
 
 
 def recall(
@@ -106,7 +133,8 @@ def recall(
     """Search the thread for ``user_text``; the threshold is applied by :attr:`Recall.kept`."""
     result = index.search(thread_id, user_text, retained=retained, limit=max_candidates,
                           timeout_ms=timeout_ms)
-    return Recall(result.query, result.candidates, min_score, min_share_of_best)
+    return Recall(result.query, result.candidates, min_score, min_share_of_best,
+                  result.shared, result.words, result.small_index)
 
 
 def retained_for(context: HookContext, index: EpisodicIndex, thread_id: str) -> Retained:

@@ -25,6 +25,7 @@ __all__ = [
     "TS_CONFIG",
     "fts_query",
     "query_terms",
+    "query_words",
     "search_form",
     "ts_operands",
     "ts_query",
@@ -85,6 +86,21 @@ def query_terms(text: str) -> list[str]:
         ordered = sorted(ordered, key=lambda term: (-_weight(term), found[term]))
         ordered = sorted(ordered[:MAX_QUERY_TERMS], key=found.__getitem__)
     return ordered
+
+
+def query_words(text: str) -> int:
+    """How many words the :func:`query_terms` of ``text`` come from: a searchable word
+    counts once, and so does a run of ideographs or kana, whatever its pairs."""
+    words: set[str] = set()
+    for match in _WORD.finditer(text):
+        word = match.group()
+        position = 0
+        for run in _CJK_RUN.finditer(word):
+            words.update(_plain(word[position:run.start()]))
+            words.add(run.group())
+            position = run.end()
+        words.update(_plain(word[position:]))
+    return len(words)
 
 
 def _weight(term: str) -> int:

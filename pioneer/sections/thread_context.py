@@ -2,7 +2,7 @@
 
 Data in (:class:`ThreadSnippet` values, best first), text out
 (:func:`render_thread_context`, or ``None`` when nothing remains). Each snippet is one
-entry ``- [thread:<turn>/<item>/<chunk>, role=..., context=..., score=0.00] text``; the
+entry ``- [thread:<thread>/<turn>/<item>/<chunk>, role=..., context=..., score=0.00] text``; the
 section keeps at most 5 entries and 2400 characters, dropping whole entries
 (docs/hooks-and-sections.md, "Built-in structured sections"). A snippet's artifact refs
 are scoped to it: they follow its text under ``Available artifacts for <source id>:``
@@ -13,7 +13,7 @@ inside the same entry, never as a loose list. The words come from
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import jinja2
@@ -61,7 +61,7 @@ SnippetContext = Literal[
 
 @dataclass(frozen=True, slots=True)
 class ThreadSnippet:
-    """One recalled chunk of an earlier turn."""
+    """One recalled chunk of an earlier turn of thread ``thread_id``."""
 
     turn_id: str
     item_id: str
@@ -72,11 +72,13 @@ class ThreadSnippet:
     text: str
     #: Artifact refs that belong to this snippet (see :func:`snippet_artifacts`).
     artifacts: Sequence[ArtifactRef] = ()
+    #: The thread the turn belongs to (keyword only, so that no positional call can shift it).
+    thread_id: str = field(kw_only=True)
 
     @property
     def source_id(self) -> str:
-        """``thread:<turn>/<item>/<chunk>``."""
-        return f"thread:{self.turn_id}/{self.item_id}/{self.chunk_id}"
+        """``thread:<thread>/<turn>/<item>/<chunk>``."""
+        return f"thread:{self.thread_id}/{self.turn_id}/{self.item_id}/{self.chunk_id}"
 
 
 @dataclass(frozen=True, slots=True)
