@@ -84,7 +84,7 @@ def test_pioneer_compile_with_a_non_file_at_soul_md_gives_a_diagnostic(
         0, f"warning: bootstrap file `SOUL.md` could not be read: {reason} [file_read_error]"
     )
     assert json.loads(out)["diagnostics"][0] == {
-        "code": "file_read_error", "file": str(home / "SOUL.md"),
+        "code": "file_read_error", "file": str(home / "SOUL.md"), "level": "warning",
         "message": f"bootstrap file `SOUL.md` could not be read: {reason}",
     }
 
@@ -271,3 +271,31 @@ def test_a_heading_shows_the_home_folded_to_a_tilde(
     assert fold_home(home + "/notes/SOUL.md") == "~/notes/SOUL.md"
     assert fold_home(home + "-other/SOUL.md") == home + "-other/SOUL.md"
     assert fold_home("relative/SOUL.md") == "relative/SOUL.md"
+
+
+@pytest.mark.parametrize(("limits", "clamped"), [
+    ({"max_chars_per_file": 20_001}, ["limits.max_chars_per_file = 20001 is above the 20000"]),
+    ({"max_chars_total": 150_001, "max_chars_per_file": 10},
+     ["limits.max_chars_total = 150001 is above the 150000"]),
+    ({"max_chars_per_file": 20_000, "max_chars_total": 5}, []),  # at or below: obeyed quietly
+], ids=["per-file", "total", "within"])
+def test_a_limit_above_the_profiles_budget_is_clamped_with_a_diagnostic(
+    home: Path, limits: dict[str, int], clamped: list[str]
+) -> None:
+    (home / "SOUL.md").write_text("s" * 30_000)
+    payload = PromptCompiler().compile({"workspace_root": home, "limits": limits})
+    found = [d for d in payload.manifest.diagnostics if d.code == "limit_clamped"]
+    assert [d.message.split(" of profile", 1)[0] for d in found] == clamped
+    assert all(d.level == "warning" and d.message.endswith(
+        "(a limit can only lower a budget)") for d in found)
+    assert payload.manifest.diagnostics[:len(found)] == found  # first: before the reads
+    soul = next(e for e in payload.manifest.source_manifest if e.file == "SOUL.md")
+    assert soul.chars == min(20_000, limits.get("max_chars_per_file", 20_000),
+                             limits.get("max_chars_total", 150_000))
+
+
+def test_only_a_missing_optional_file_is_info(home: Path) -> None:
+    payload = PromptCompiler().compile({"workspace_root": home})
+    levels = {d.file: d.level for d in payload.manifest.diagnostics}
+    assert levels == {str(home / "SOUL.md"): "warning", str(home / "IDENTITY.md"): "warning",
+                      str(home / "USER.md"): "info"}

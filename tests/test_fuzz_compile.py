@@ -82,7 +82,7 @@ STABLE = st.fixed_dictionaries({}, optional={
     "profile": st.sampled_from(["full", "minimal", "none", "assistant_full"]),
     "include_tool_recovery_policy": st.booleans(),
     "limits": st.fixed_dictionaries({}, optional={
-        "max_chars_per_file": st.integers(-1, 50_000), "max_chars_total": st.integers(-1, 90_000),
+        "max_chars_per_file": st.integers(-1, 50_000), "max_chars_total": st.integers(-1, 200_000),
     }),
 })
 FILES = st.dictionaries(st.sampled_from(["SOUL.md", "IDENTITY.md", "USER.md"]),
@@ -129,6 +129,12 @@ def _check_budgets(payload: Any, compile_input: PromptCompileInput) -> None:
     entries = payload.manifest.source_manifest
     assert all(entry.chars <= per_file for entry in entries)
     assert sum(entry.chars for entry in entries) <= total
+    above = [f"limits.{name} = " for name, asked, budget in (
+        ("max_chars_per_file", limits.max_chars_per_file, 20_000),
+        ("max_chars_total", limits.max_chars_total, 150_000)) if asked is not None
+        and asked > budget]  # each one clamped, and said so
+    assert [d.message[:len(d.message.split("=")[0]) + 2] for d in payload.manifest.diagnostics
+            if d.code == "limit_clamped"] == above
     for prefix, pool in (("runtime:", 24_000), ("hook:", 16_000)):
         group = [s for s in payload.sections if s.source.startswith(prefix)]
         bodies = [s.text[len(f"## {s.title}\n"):] for s in group]  # titles may hold \n

@@ -35,8 +35,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="put the runtime block (local date and time, cut to the clock_granularity "
         "setting, and the OS) in extra_system, before any extra_system of the input",
     )
-    parser.add_argument("-q", "--quiet", action="store_true",
-                        help="do not print the compile's diagnostics as warnings on stderr")
+    noise = parser.add_mutually_exclusive_group()
+    noise.add_argument("-q", "--quiet", action="store_true",
+                       help="do not print the compile's warnings on stderr")
+    noise.add_argument("-v", "--verbose", action="store_true",
+                       help="also print the compile's info diagnostics (a missing optional "
+                       "USER.md) on stderr")
     parser.add_argument("--locked", action="store_true",
                         help="refuse to compile when the profile's sources differ from the lock")
     parser.add_argument("--lock", type=Path, default=Path(DEFAULT_LOCK_FILE), metavar="FILE",
@@ -83,5 +87,6 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(payload.full_system_text + "\n")
     if not args.quiet:  # after the output: a failure above is not mixed with warnings
         for diagnostic in payload.manifest.diagnostics:
-            print(f"warning: {diagnostic.message} [{diagnostic.code}]", file=err)
+            if diagnostic.level == "warning" or args.verbose:
+                print(f"{diagnostic.level}: {diagnostic.message} [{diagnostic.code}]", file=err)
     return 0

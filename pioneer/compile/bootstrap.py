@@ -381,9 +381,10 @@ class BootstrapResult:
     diagnostics: tuple[Diagnostic, ...]
 
 
-def _diag(code: str, name: str, path: str, message: str) -> Diagnostic:
+def _diag(code: str, name: str, path: str, message: str, level: str = "warning") -> Diagnostic:
     return Diagnostic.model_validate(
-        {"code": code, "message": f"bootstrap file `{name}` {message}", "file": path}
+        {"code": code, "message": f"bootstrap file `{name}` {message}", "file": path,
+         "level": level}
     )
 
 
@@ -427,7 +428,7 @@ def _load(
     path_of = {name: path for (name, _), path in zip(
         files, paths or [str(root / name) for name, _ in files], strict=True)}
     with Beneath(root) as beneath:
-        for index, (name, _keep_empty) in enumerate(files):
+        for index, (name, kept_when_empty) in enumerate(files):
             path = path_of[name]
             signature = probes[index][0] if probes is not None else None
             try:
@@ -438,7 +439,9 @@ def _load(
             except _ReadFailure as failure:
                 as_probed = as_probed and signature == (MISSING if failure.missing else None)
                 if failure.missing:
-                    load_diags.append(_diag("missing_file", name, path, "is missing"))
+                    # A file whose section is left out when empty (USER.md) is optional.
+                    load_diags.append(_diag("missing_file", name, path, "is missing",
+                                            "warning" if kept_when_empty else "info"))
                     status[name] = ("missing", 0)
                 else:
                     load_diags.append(_diag("file_read_error", name, path,

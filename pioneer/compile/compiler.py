@@ -400,7 +400,8 @@ class PromptCompiler:
             dynamic += renderer.unplaced()
         ignored = _ignored_inputs(plan, compile_input)
         # The dynamic sections' diagnostics and omissions join these in _assemble's pass.
-        diagnostics = [*boot.diagnostics, *pool_diagnostics, *stable.diagnostics]
+        diagnostics = [*_clamped_limits(profile, compile_input), *boot.diagnostics,
+                       *pool_diagnostics, *stable.diagnostics]
         omissions = [*pool_omissions, *stable.omissions]
         return self._assemble(profile, stable, dynamic, boot, diagnostics, omissions,
                               renderer.placements(), ignored)
@@ -562,6 +563,22 @@ def _load_error(problems: list[Problem], file: str) -> PioneerError:
 
 def _lower(profile_value: int, override: int | None) -> int:
     return profile_value if override is None else min(profile_value, override)
+
+
+def _clamped_limits(profile: LoadedProfile, compile_input: PromptCompileInput) -> list[Diagnostic]:
+    """A ``limit_clamped`` diagnostic for each ``limits`` value above the profile's budget:
+    a limit can only lower a budget (:func:`_lower`), so the budget applies instead."""
+    limits, budgets = compile_input.limits, profile.spec.budgets
+    return [
+        Diagnostic(code="limit_clamped", message=f"limits.{name} = {asked} is above the "
+                   f"{budget} of profile `{profile.spec.name}`, so it is clamped to {budget} "
+                   "(a limit can only lower a budget)")
+        for name, asked, budget in (
+            ("max_chars_per_file", limits.max_chars_per_file, budgets.max_chars_per_file),
+            ("max_chars_total", limits.max_chars_total, budgets.max_chars_total),
+        )
+        if asked is not None and asked > budget
+    ]
 
 
 def _ignored_inputs(plan: ProfilePlan, compile_input: PromptCompileInput) -> list[str]:

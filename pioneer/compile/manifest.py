@@ -116,6 +116,7 @@ DiagnosticCode = Literal[
     "hook_diagnostic",
     "hook_best_effort_failed",
     "capability_rejected",
+    "limit_clamped",
 ]
 
 
@@ -129,6 +130,11 @@ class Diagnostic(CheckedModel):
     file: str | None = Field(default=None, description="File the diagnostic is about, when any.")
     section_id: str | None = Field(default=None, description="Section the diagnostic is about.")
     hook_source: str | None = Field(default=None, description="Hook id that produced it, when any.")
+    level: Literal["info", "warning"] = Field(
+        default="warning",
+        description="info: worth knowing, nothing is wrong (an optional identity file such as "
+        "USER.md is missing); warning: something the author may need to fix.",
+    )
 
 
 class SourceManifestEntry(CheckedModel):
