@@ -466,13 +466,16 @@ def run_interleaved(
         update(turn + 1, rounds)
 
 
-STARTUP = {
-    "pioneer compile (text)": None,  # the console script, filled in by startup()
+#: Row → the console script's arguments (a tuple; None: the text compile, filled in by
+#: startup()) or the code of a ``python -c`` run. The second row is the baseline.
+STARTUP: dict[str, str | tuple[str, ...] | None] = {
+    "pioneer compile (text)": None,
     "python -c 'import jinja2, pydantic, jsonschema'": "import jinja2, pydantic, jsonschema",
     # What any program on pioneer's stack loads: BaseModel and pydantic-settings (the
     # baseline's `import pydantic` is lazy and loads neither).
     "python -c 'import jinja2, pydantic_settings; from pydantic import BaseModel'":
         "import jinja2, pydantic_settings; from pydantic import BaseModel",
+    "pioneer --version": ("--version",),
 }
 
 
@@ -486,9 +489,9 @@ def startup(home: Path, runs: int) -> dict[str, list[int]]:
     script = Path(sys.executable).with_name("pioneer")
     pioneer = [str(script)] if script.exists() else [sys.executable, "-m", "pioneer"]
     commands = {
-        # -q: the seeded home has no USER.md, a warning the table has no use for
-        name: [sys.executable, "-c", code] if code else [*pioneer, "compile", "-q", "--home",
-                                                         str(home)]
+        # -q: the compile's warnings are nothing the table has a use for
+        name: [sys.executable, "-c", code] if isinstance(code, str) else [
+            *pioneer, *(code or ("compile", "-q", "--home", str(home)))]
         for name, code in STARTUP.items()
     }
     # No deployment file and no PIONEER_* variables: the built-in defaults only.

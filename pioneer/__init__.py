@@ -21,8 +21,9 @@ __all__ = [*__all__, "__version__"]
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        version: str = _getattr("COMPILER_VERSION")
-        return version
+        from ._version import VERSION
+
+        return VERSION
     try:
         return _getattr(name)
     except AttributeError:

@@ -40,6 +40,8 @@ __all__ = [
 ]
 
 EXIT_OK, EXIT_USER, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+#: Values of ``--color``.
+COLOUR_CHOICES = ("auto", "always", "never")
 _FOOTER = re.compile(r"^error: \d+ problems?( |$)")
 
 
@@ -67,16 +69,26 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _Version(argparse.Action):
-    """``--version``: the package version, looked up only when asked for."""
+    """``-V``/``--version``: the package version, from a module that imports nothing."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any):
         super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> NoReturn:
-        from .compile.manifest import COMPILER_VERSION
+        from ._version import VERSION
 
-        print(f"pioneer {COMPILER_VERSION}")
+        print(f"pioneer {VERSION}")
         parser.exit()
+
+
+def _add_colour_option(parser: argparse.ArgumentParser) -> None:
+    # Accepted before the command and after it; SUPPRESS keeps a subcommand's missing
+    # option from overwriting the value given before the command.
+    parser.add_argument(
+        "--color", choices=COLOUR_CHOICES, default=argparse.SUPPRESS, metavar="WHEN",
+        help="colour the output: auto (on a terminal, unless NO_COLOR is set; FORCE_COLOR "
+        "forces it), always or never (default auto)",
+    )
 
 
 class Output(io.TextIOBase):
@@ -90,6 +102,8 @@ class Output(io.TextIOBase):
 
     def __init__(self, stream: TextIO | None, name: str, *, quiet_failure: bool = False):
         self._stream, self._name, self._quiet = stream, name, quiet_failure
+        #: ``--color``: auto, always or never (read by :func:`pioneer.terminal.colour_enabled`).
+        self.colour = "auto"
 
     def writable(self) -> bool:
         return True
@@ -176,17 +190,37 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     imports that one module instead of all of them (start-up time).
     """
     parser = _Parser(prog="pioneer", description="Compile what an LLM agent sees each turn.")
-    parser.add_argument("--version", action=_Version)
+    parser.add_argument("-V", "--version", action=_Version)
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    _add_colour_option(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 parser_class=_Parser)
-    names = sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if m.name[0] != "_")
-    for name in [only] if only in names else names:
+    names = command_names()
+    for name in [only] if only in names else names if only != "" else []:
         module = importlib.import_module(f"{commands.__name__}.{name}")
         command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.configure(command)
+        _add_colour_option(command)
         command.set_defaults(_run=module.run)
     return parser
+
+
+def command_names() -> list[str]:
+    """The subcommands, one per module of :mod:`pioneer.commands`, in name order."""
+    return sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if m.name[0] != "_")
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The first word of ``argv`` that is not an option or the value of ``--color``."""
+    value_next = False
+    for arg in argv:
+        if value_next:
+            value_next = False
+        elif arg == "--color":
+            value_next = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
 
 
 def main(
@@ -201,15 +235,24 @@ def main(
     debug = "--debug" in args_list
     if debug:  # accepted after the command too
         args_list = ["--debug", *(a for a in args_list if a != "--debug")]
+    name = _command_of(args_list)
+    command = name if name is not None and name in command_names() else None
     try:
-        parser = build_parser(next((a for a in args_list if not a.startswith("-")), None))
+        asks = {"-h", "--help", "-V", "--version"} & set(args_list)
+        if name is None and not asks:  # no command: the help, as a usage error (as ruff does)
+            err.write(build_parser().format_help())
+            return EXIT_USAGE
+        # -V/--version before any command needs no command module (start-up time).
+        parser = build_parser("" if name is None and asks - {"-h", "--help"} else name)
         with contextlib.redirect_stdout(out):  # --help writes to the caller's stream
             args = parser.parse_args(args_list)
+        out.colour = err.colour = getattr(args, "color", "auto")
         code: int = args._run(args, out, err)
         out.flush()
         return code
     except UsageError as error:
-        print(f"{report(error)}\n(run `pioneer --help` for usage)", file=err)
+        usage = f"pioneer {command} --help" if command else "pioneer --help"
+        print(f"{report(error)}\n(run `{usage}` for usage)", file=err)
         return EXIT_USAGE
     except PioneerError as error:
         print(report(error), file=err)

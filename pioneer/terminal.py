@@ -1,8 +1,12 @@
 """The terminal: colour for tables and a progress bar, only where a person watches.
 
-Colour is on when the stream is a terminal, ``NO_COLOR`` is unset or empty and ``TERM``
-is not ``dumb`` (https://no-color.org); anything piped or redirected gets plain text,
-byte for byte what the tables print without colour. Cells are padded before they are
+Colour follows ``--color`` when the stream carries one (the CLI's streams do: ``always``
+or ``never``); otherwise (``auto``) it is off when ``NO_COLOR`` is set to anything but
+the empty string (https://no-color.org), on when ``FORCE_COLOR`` is
+(https://force-color.org), off when ``TERM`` is ``dumb``, and else on for a terminal
+only, the order CPython's own colour check uses (docs/cli.md, "Colour and progress").
+Anything piped or redirected gets plain text, byte for byte what the tables print
+without colour. Cells are padded before they are
 painted, so the escape codes never disturb the alignment. The palette keeps to blue and
 orange for the two cache sides (told apart by the common forms of colour blindness),
 with bold and dim for cut and omitted rows, so no state is carried by hue alone.
@@ -37,9 +41,17 @@ STYLES: dict[str, str] = {
 
 
 def colour_enabled(stream: IO[str] | Any) -> bool:
-    """Whether ``stream`` is a terminal that wants colour."""
-    return not (os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb") \
-        and _tty(stream)
+    """Whether to colour what is written to ``stream``: its ``colour`` attribute
+    (``always``, ``never``; ``auto`` when missing), then the environment, then whether it
+    is a terminal."""
+    choice = getattr(stream, "colour", "auto")
+    if choice in ("always", "never"):
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return os.environ.get("TERM") != "dumb" and _tty(stream)
 
 
 def plain(text: str, style: str) -> str:

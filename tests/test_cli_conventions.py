@@ -35,20 +35,23 @@ def test_version() -> None:
 
 
 @pytest.mark.parametrize(
-    ("argv", "message"),
+    ("argv", "message", "usage"),
     [
         (["compil"], "pioneer: argument COMMAND: invalid choice: 'compil' (choose from 'check', "
          "'compile', 'diff', 'explain', 'history', 'init', 'inspect', 'lock', 'recall') "
-         '(did you mean "compile"?)'),
-        (["compile", "--jsn"], 'pioneer: unrecognized arguments: --jsn (did you mean "--json"?)'),
-        (["diff", "a.json"], "pioneer diff: the following arguments are required: B.json"),
-        (["diff", "-", "-"], "only one of A.json and B.json can be - (standard input)"),
+         '(did you mean "compile"?)', "pioneer --help"),
+        (["compile", "--jsn"], 'pioneer: unrecognized arguments: --jsn (did you mean "--json"?)',
+         "pioneer compile --help"),
+        (["diff", "a.json"], "pioneer diff: the following arguments are required: B.json",
+         "pioneer diff --help"),
+        (["diff", "-", "-"], "only one of A.json and B.json can be - (standard input)",
+         "pioneer diff --help"),
     ],
     ids=["command", "option", "missing-argument", "two-stdins"],
 )
-def test_usage_errors_exit_2_with_the_footer(argv: list[str], message: str) -> None:
+def test_usage_errors_exit_2_with_the_footer(argv: list[str], message: str, usage: str) -> None:
     assert run(*argv) == (
-        2, "", f"{message}\nerror: 1 problem\n(run `pioneer --help` for usage)\n"
+        2, "", f"{message}\nerror: 1 problem\n(run `{usage}` for usage)\n"
     )
 
 

@@ -283,7 +283,7 @@ def test_messages_without_html_is_a_usage_error(case: Path) -> None:
     assert run_cli("inspect", "--home", str(case / "home"), "--messages",
                    str(CASE / "messages.json")) == (2, "", (
         "--model and --messages need --html\nerror: 1 problem\n"
-        "(run `pioneer --help` for usage)\n"))
+        "(run `pioneer inspect --help` for usage)\n"))
 
 
 # -- explain --html: a stored turn, one row per provider round --------------------------

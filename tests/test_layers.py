@@ -10,9 +10,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # telemetry: the span helpers both the turn stage and the audit use; terminal: colour and
 # progress for the review tables, the commands and the benchmarks; files: opening a file
 # beneath a root (the compile and sections stages share it); deadline: running a callable
-# with a deadline (hooks and summaries).
-BASICS = {"__init__", "__main__", "cli", "deadline", "errors", "files", "resources",
-          "settings", "telemetry", "terminal", "text", "tokens"}
+# with a deadline (hooks and summaries); _version: the version, which --version prints
+# without importing a stage.
+BASICS = {"__init__", "__main__", "_version", "cli", "deadline", "errors", "files",
+          "resources", "settings", "telemetry", "terminal", "text", "tokens"}
 
 
 def test_the_layers_contract_is_kept() -> None:

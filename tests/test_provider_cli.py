@@ -83,13 +83,13 @@ def test_provider_needs_a_model(tmp_path: Path) -> None:
     code, out, err = run("compile", "-q", "--home", str(tmp_path / "home"), "--provider", "gemini")
     assert (code, out) == (2, "")
     assert err == ('--provider needs --model (or a --messages file that sets "model")\n'
-                   "error: 1 problem\n(run `pioneer --help` for usage)\n")
+                   "error: 1 problem\n(run `pioneer compile --help` for usage)\n")
 
 
 def test_model_needs_a_provider(tmp_path: Path) -> None:
     code, _, err = run("compile", "-q", "--home", str(tmp_path / "home"), "--model", "m")
     assert (code, err) == (2, "--model and --messages need --provider\nerror: 1 problem\n"
-                              "(run `pioneer --help` for usage)\n")
+                              "(run `pioneer compile --help` for usage)\n")
 
 
 def test_provider_excludes_other_outputs(tmp_path: Path) -> None:
@@ -164,7 +164,7 @@ def test_dynamic_placement_needs_a_provider(tmp_path: Path) -> None:
     code, _, err = run("compile", "-q", "--home", str(tmp_path / "home"),
                        "--dynamic-placement", "system")
     assert (code, err) == (2, "--dynamic-placement needs --provider\nerror: 1 problem\n"
-                              "(run `pioneer --help` for usage)\n")
+                              "(run `pioneer compile --help` for usage)\n")
 
 
 _NOT_JSON = ("is not a JSON number; a request body cannot carry NaN or an infinity (in a "

@@ -379,10 +379,11 @@ def test_the_cli_refuses_a_system_role_elsewhere(tmp_path: Path, chat: Path) -> 
                          "--model", "m", "--messages", str(chat), "--system-role", "developer")
     assert (code, out, err) == (
         2, "", "--system-role applies to openai-chat and openai-responses, not anthropic"
-        "\nerror: 1 problem\n(run `pioneer --help` for usage)\n")
+        "\nerror: 1 problem\n(run `pioneer compile --help` for usage)\n")
     code, _, err = run("compile", "--home", str(tmp_path / "home"), "--system-role", "system")
     assert (code, err) == (
-        2, "--system-role needs --provider\nerror: 1 problem\n(run `pioneer --help` for usage)\n")
+        2, "--system-role needs --provider\nerror: 1 problem\n"
+        "(run `pioneer compile --help` for usage)\n")
     request = ChatRequest(model="m", messages=[ChatMessage.user("hi")])
     assert refusal(lambda: build_request_body("gemini", request, system_role="developer")) == (
         "gemini has no system role option; leave system_role unset")

@@ -52,6 +52,17 @@ def test_a_named_command_imports_only_its_module(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.parametrize("flag", ["-V", "--version"])
+def test_the_version_imports_no_command_and_no_stage(flag: str) -> None:
+    loaded = _loaded_after(
+        "import io, contextlib\nfrom pioneer.cli import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()):\n    assert main([{flag!r}]) == 0"
+    )
+    ours = {name for name in loaded if name.startswith("pioneer.")}
+    assert ours == {"pioneer.cli", "pioneer.commands", "pioneer.errors", "pioneer._version"}
+    assert not {"pydantic", "jinja2", "tiktoken", "jsonschema"} & loaded
+
+
 def test_command_modules_are_named_after_their_command() -> None:
     import importlib
     import pkgutil

@@ -144,9 +144,35 @@ def test_colour_follows_no_color_and_term(
     monkeypatch: pytest.MonkeyPatch, env: dict[str, str], expected: bool,
 ) -> None:
     monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
     monkeypatch.setenv("TERM", "xterm")
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert colour_enabled(_Terminal()) is expected
     assert colour_enabled(io.StringIO()) is False
     assert (painter(_Terminal()) is plain) is not expected
+
+
+class _Choosing(io.StringIO):
+    def __init__(self, colour: str):
+        super().__init__()
+        self.colour = colour
+
+
+@pytest.mark.parametrize(("env", "choice", "expected"), [
+    ({"FORCE_COLOR": "1"}, "auto", True),  # even piped
+    ({"FORCE_COLOR": "1", "TERM": "dumb"}, "auto", True),
+    ({"FORCE_COLOR": "1", "NO_COLOR": "1"}, "auto", False),  # NO_COLOR first, as CPython
+    ({"FORCE_COLOR": ""}, "auto", False),
+    ({"NO_COLOR": "1"}, "always", True),  # --color wins over the environment
+    ({"FORCE_COLOR": "1"}, "never", False),
+], ids=["force", "force-dumb", "no-color-first", "empty", "always", "never"])
+def test_colour_choice_then_force_color(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], choice: str, expected: bool,
+) -> None:
+    for name in ("NO_COLOR", "FORCE_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert colour_enabled(_Choosing(choice)) is expected

@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from .._version import VERSION
 from ..text import EDGE_CONFIG, CheckedModel, utf8_text
 from .boundary import join_full_text
 
@@ -44,7 +45,7 @@ __all__ = [
     "built",
 ]
 
-COMPILER_VERSION = "0.1.0"
+COMPILER_VERSION = VERSION
 
 _Record = TypeVar("_Record", bound=BaseModel)
 _Shape = tuple[int, dict[str, Any], tuple[tuple[str, Any], ...], frozenset[str]]
