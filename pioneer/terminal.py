@@ -37,6 +37,11 @@ STYLES: dict[str, str] = {
     "changed": "1;38;5;208",
     "breaks": "1;4;38;5;208",  # bold underlined: the provider cache breaks
     "heading": "1",
+    # diff --text: what was added blue, what was removed orange, hunk headers dim (the +
+    # and - that open each line say it without colour)
+    "added": "38;5;33",
+    "removed": "38;5;208",
+    "hunk": "2",
 }
 
 

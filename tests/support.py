@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import io
+import os
 import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -51,6 +54,23 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = main(list(argv), stdout=out, stderr=err)
     return code, out.getvalue(), err.getvalue()
+
+
+#: The console script pip installed beside this interpreter: the ``pioneer`` users run.
+SCRIPT = Path(sys.executable).with_name("pioneer")
+
+
+def run_script(*argv: str, cwd: Path | None = None, **env: str) -> tuple[int, str, str]:
+    """The installed ``pioneer`` console script with ``argv``, piped: the exit code, stdout
+    and stderr. The environment is this one without ``PIONEER_*``, ``NO_COLOR`` and
+    ``FORCE_COLOR`` and with an ordinary ``TERM``, plus ``env``."""
+    assert SCRIPT.is_file(), f"{SCRIPT} is missing: pip install -e . writes it"
+    base = {name: value for name, value in os.environ.items()
+            if not name.startswith("PIONEER_") and name not in ("NO_COLOR", "FORCE_COLOR")}
+    done = subprocess.run([str(SCRIPT), *argv], capture_output=True, text=True, cwd=cwd,
+                          env={**base, "TERM": "xterm-256color", **env}, check=False,
+                          timeout=120)
+    return done.returncode, done.stdout, done.stderr
 
 
 def assert_same_as_validated(record: Any) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from support import run_cli as run
+from support import run_script
 
 from pioneer import PromptCompileInput, PromptCompiler, PromptManifest
 from pioneer.review.diff import diff_manifests, read_manifest, render_json, render_text
@@ -111,3 +113,57 @@ def test_not_a_manifest_is_a_located_error(tmp_path: Path) -> None:
     assert code == 1
     assert err == (f"{tmp_path / 'missing.json'}: cannot read manifest: No such file or "
                    "directory\nerror: 1 problem\n")
+
+
+# -- diff --text -------------------------------------------------------------------------
+
+
+def _payloads(tmp_path: Path) -> None:
+    """a.json and b.json (payloads: SOUL.md edited, USER.md added) and a.manifest.json."""
+    home = tmp_path / "home"
+    assert run("init", "--home", str(home))[0] == 0
+    (home / "SOUL.md").write_text("You are calm.\nYou keep answers short.\n")
+    (tmp_path / "a.json").write_text(run("compile", "--home", str(home), "--json")[1])
+    (tmp_path / "a.manifest.json").write_text(
+        run("compile", "--home", str(home), "--manifest")[1])
+    (home / "SOUL.md").write_text("You are calm.\nYou keep answers short and plain.\n")
+    (home / "USER.md").write_text("Ada, who likes tables.\n")
+    (tmp_path / "b.json").write_text(run("compile", "--home", str(home), "--json")[1])
+
+
+def test_diff_text_shows_how_each_section_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, golden: Callable[[Path, str], None],
+) -> None:
+    _payloads(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_script("diff", "a.json", "b.json", "--text", cwd=tmp_path)
+    assert (code, err) == (0, "")
+    golden(GOLDENS / "text-soul-edit.txt", out.replace(str(tmp_path), "$TMP"))
+    assert "\n-You keep answers short.\n+You keep answers short and plain.\n" in out
+    assert "--- /dev/null\n+++ b/user_persona\n" in out
+    assert run("diff", "a.json", "b.json", "--text") == (code, out, err)
+    data = json.loads(run("diff", "a.json", "b.json", "--text", "--json")[1])
+    texts = {entry["id"]: entry["text_diff"] for entry in data["sections"]}
+    assert texts["soul_core"].startswith("--- a/soul_core\n+++ b/soul_core\n@@ ")
+    assert "+Ada, who likes tables." in texts["user_persona"]
+    assert "text_diff" not in json.loads(run("diff", "a.json", "b.json", "--json")[1]
+                                         )["sections"][0]
+
+
+def test_diff_text_colours_its_lines_on_request(tmp_path: Path) -> None:
+    _payloads(tmp_path)
+    plain = run_script("diff", "a.json", "b.json", "--text", cwd=tmp_path)[1]
+    coloured = run_script("diff", "a.json", "b.json", "--text", "--color", "always",
+                          cwd=tmp_path)[1]
+    assert "\x1b[38;5;33m+You keep answers short and plain.\x1b[0m" in coloured
+    assert "\x1b[38;5;208m-You keep answers short.\x1b[0m" in coloured
+    assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == plain
+
+
+def test_diff_text_needs_payloads(tmp_path: Path) -> None:
+    _payloads(tmp_path)
+    code, out, err = run_script("diff", "a.manifest.json", "b.json", "--text", cwd=tmp_path)
+    assert (code, out) == (1, "")
+    assert err == ("a.manifest.json: a manifest holds no section text: --text needs two "
+                   "payloads (what `pioneer compile --json` prints)\nerror: 1 problem\n")
+    assert run_script("diff", "a.manifest.json", "b.json", cwd=tmp_path)[0] == 0

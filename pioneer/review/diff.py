@@ -4,14 +4,18 @@ Takes two manifests (or two ``compile --json`` payloads, whose manifest is used)
 returns the sections added, removed, moved and changed, matched by id, in prompt order;
 whether the stable prefix changed (the text a provider caches, so a change there means
 every cached prefix is lost) and, when it did, the first stable section that broke it.
+Two payloads also hold each section's text, so :func:`text_diffs` can say how a section
+changed: a unified diff of its text (``pioneer diff --text``); a manifest records only
+each text's sha256.
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -19,9 +23,10 @@ from pydantic import ValidationError
 
 from ..compile.manifest import ManifestSection, PromptManifest
 from ..errors import InputError, Problem, format_path, read_document
+from ..terminal import Painter, plain
 
-__all__ = ["Change", "ManifestDiff", "diff_manifests", "read_manifest", "render_json",
-           "render_text"]
+__all__ = ["Change", "Compiled", "ManifestDiff", "TextDiff", "diff_manifests", "read_compiled",
+           "read_manifest", "render_json", "render_text", "text_diffs"]
 
 Kind = Literal["added", "removed", "moved", "changed"]
 _MARKS = {"added": "+", "removed": "-", "moved": ">", "changed": "~"}
@@ -49,21 +54,49 @@ class ManifestDiff:
     dynamic_changed: bool
 
 
-def read_manifest(path: str | os.PathLike[str]) -> PromptManifest:
-    """Read a manifest JSON file, or the manifest of a payload JSON file (``-``: standard
-    input)."""
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """One side of a diff as read from its file: the manifest and, for a payload, each
+    section's text by the sha256 of its UTF-8 (``None`` for a bare manifest)."""
+
+    name: str
+    manifest: PromptManifest
+    texts: Mapping[str, str] | None
+
+
+def read_compiled(path: str | os.PathLike[str]) -> Compiled:
+    """Read a manifest JSON file, or a payload JSON file with its manifest and section
+    texts (``-``: standard input)."""
     data, name = read_document(path, "manifest", "json")
     prefix: list[str | int] = []
+    texts: dict[str, str] | None = None
     if isinstance(data, dict) and isinstance(data.get("manifest"), dict):
+        sections = data.get("sections")
+        texts = {
+            _sha256(section["text"]): section["text"]
+            for section in (sections if isinstance(sections, list) else [])
+            if isinstance(section, dict) and isinstance(section.get("text"), str)
+        }
         data, prefix = data["manifest"], ["manifest"]
     try:
-        return PromptManifest.model_validate(data)
+        manifest = PromptManifest.model_validate(data)
     except ValidationError as error:
         raise InputError([
             Problem("unknown field" if item["type"] == "extra_forbidden" else str(item["msg"]),
                     file=name, path=format_path([*prefix, *item["loc"]]) or "(root)")
             for item in error.errors()
         ], summary=f"{name} is not a pioneer manifest or payload") from None
+    return Compiled(name, manifest, texts)
+
+
+def read_manifest(path: str | os.PathLike[str]) -> PromptManifest:
+    """Read a manifest JSON file, or the manifest of a payload JSON file (``-``: standard
+    input)."""
+    return read_compiled(path).manifest
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _keys(sections: Sequence[ManifestSection]) -> list[str]:
@@ -143,8 +176,64 @@ def _sizes(change: Change) -> str:
     return ", ".join(parts)
 
 
-def render_text(diff: ManifestDiff, names: tuple[str, str]) -> str:
-    """The diff for people: headers, one line per changed section, then the cache verdict."""
+@dataclass(frozen=True, slots=True)
+class TextDiff:
+    """How one section's text changed: a unified diff (``a/ID`` before, ``b/ID`` after;
+    ``/dev/null`` for the missing side of an added or removed section)."""
+
+    change: Change
+    lines: tuple[str, ...]
+
+
+def text_diffs(diff: ManifestDiff, a: Compiled, b: Compiled) -> tuple[TextDiff, ...]:
+    """A unified diff of the text of each section whose text differs, in the order of
+    ``diff.changes``; both sides must be payloads (:class:`~pioneer.errors.InputError`
+    naming each manifest otherwise)."""
+    manifests = [side for side in (a, b) if side.texts is None]
+    if manifests:
+        raise InputError([
+            Problem("a manifest holds no section text: --text needs two payloads (what "
+                    "`pioneer compile --json` prints)", file=side.name)
+            for side in manifests
+        ])
+    assert a.texts is not None and b.texts is not None
+    found = []
+    for change in diff.changes:
+        before = _text_of(change.before, a.texts, a.name)
+        after = _text_of(change.after, b.texts, b.name)
+        if before == after:
+            continue
+        lines = difflib.unified_diff(
+            before.splitlines(), after.splitlines(), lineterm="",
+            fromfile=f"a/{change.id}" if change.before else "/dev/null",
+            tofile=f"b/{change.id}" if change.after else "/dev/null",
+        )
+        found.append(TextDiff(change, tuple(lines)))
+    return tuple(found)
+
+
+def _text_of(section: ManifestSection | None, texts: Mapping[str, str], name: str) -> str:
+    if section is None:
+        return ""
+    text = texts.get(section.sha256)
+    if text is None:
+        raise InputError(Problem(f'the text of section "{section.id}" is missing (no section '
+                                 "of the payload has the sha256 its manifest records)",
+                                 file=name, path="sections"))
+    return text
+
+
+def _paint_line(line: str, paint: Painter) -> str:
+    if line.startswith(("---", "+++")):
+        return paint(line, "heading")
+    style = {"@": "hunk", "+": "added", "-": "removed"}.get(line[:1])
+    return paint(line, style) if style else line
+
+
+def render_text(diff: ManifestDiff, names: tuple[str, str],
+                texts: Sequence[TextDiff] | None = None, paint: Painter = plain) -> str:
+    """The diff for people: headers, one line per changed section, then the cache verdict;
+    with ``texts``, each changed section's unified diff after them."""
     a, b = diff.a, diff.b
     same = a.profile_fingerprint == b.profile_fingerprint
     lines = [
@@ -168,20 +257,30 @@ def render_text(diff: ManifestDiff, names: tuple[str, str]) -> str:
         where = f'at section "{broken}" ({how})' if broken else f"({how})"
         lines.append(f"stable prefix: changed; the provider prompt cache breaks {where}")
     lines.append(f"dynamic part: {'changed' if diff.dynamic_changed else 'unchanged'}")
+    for text in texts or ():
+        lines.append("")
+        lines.extend(_paint_line(line, paint) for line in text.lines)
     return "\n".join(lines)
 
 
-def render_json(diff: ManifestDiff) -> str:
-    """The diff for machines (sorted keys)."""
+def render_json(diff: ManifestDiff, texts: Sequence[TextDiff] | None = None) -> str:
+    """The diff for machines (sorted keys); with ``texts``, each section entry has
+    ``text_diff``: its unified diff, or ``null`` when its text is the same."""
     def side(section: ManifestSection | None) -> dict[str, Any] | None:
         return section.model_dump(mode="json", exclude_none=True) if section else None
 
+    by_change = {id(text.change): "\n".join(text.lines) for text in texts or ()}
+
+    def entry(change: Change) -> dict[str, Any]:
+        found = {"kind": change.kind, "id": change.id, "before": side(change.before),
+                 "after": side(change.after)}
+        if texts is not None:
+            found["text_diff"] = by_change.get(id(change))
+        return found
+
     data = {
         "profile_changed": diff.a.profile_fingerprint != diff.b.profile_fingerprint,
-        "sections": [
-            {"kind": c.kind, "id": c.id, "before": side(c.before), "after": side(c.after)}
-            for c in diff.changes
-        ],
+        "sections": [entry(c) for c in diff.changes],
         "stable_changed": diff.stable_changed,
         "cache_break": None if diff.cache_break is None else {
             "section": diff.cache_break[0] or None, "reason": diff.cache_break[1]
