@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from support import run_cli as run
+from support import run_script
 
 from pioneer import BOUNDARY_MARKER
 
@@ -121,3 +122,44 @@ def test_interrupt_is_exit_130(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
 def test_help_is_exit_0() -> None:
     code, out, _ = run("--help")
     assert code == 0 and "compile" in out
+
+
+def test_init_says_what_it_seeded_and_where_user_md_goes(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    code, out, err = run_script("init", "--home", str(home))
+    assert (code, err) == (0, "")
+    assert out == (
+        f"runtime home {home}\n"
+        f"created  {home / 'SOUL.md'}\n"
+        f"created  {home / 'IDENTITY.md'}\n"
+        f"optional {home / 'USER.md'} (not created: write about the user there, for the User "
+        "Persona section; compiles work without it)\n"
+    )
+    (home / "USER.md").write_text("Ada.\n")
+    assert run_script("init", "--home", str(home))[1].splitlines()[1:] == [
+        f"kept     {home / 'SOUL.md'} (already exists)",
+        f"kept     {home / 'IDENTITY.md'} (already exists)",
+        f"kept     {home / 'USER.md'} (optional, already exists)",
+    ]
+
+
+def test_a_missing_user_md_is_info_kept_in_the_manifest(tmp_path: Path) -> None:
+    home = str(tmp_path / "home")
+    code, _, err = run_script("compile", "--home", home)
+    assert (code, err) == (0, "")  # the README's first command: nothing to warn about
+    code, _, err = run_script("compile", "--home", home, "--verbose")
+    assert (code, err) == (0, "info: bootstrap file `USER.md` is missing [missing_file]\n")
+    code, out, _ = run_script("compile", "--home", home, "--manifest")
+    (diagnostic,) = json.loads(out)["diagnostics"]
+    assert (diagnostic["code"], diagnostic["level"]) == ("missing_file", "info")
+    assert run("compile", "--home", home, "-v")[2] == err
+
+
+def test_warnings_are_still_printed(tmp_path: Path) -> None:
+    (tmp_path / "input.json").write_text('{"limits": {"max_chars_total": 999999}}')
+    argv = ["compile", "--home", str(tmp_path / "home"), "--input", str(tmp_path / "input.json")]
+    code, _, err = run_script(*argv)
+    assert (code, err) == (0, (
+        "warning: limits.max_chars_total = 999999 is above the 150000 of profile `full`, so it "
+        "is clamped to 150000 (a limit can only lower a budget) [limit_clamped]\n"))
+    assert run_script(*argv, "-q")[2] == ""

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from support import run_cli as run
+from support import run_script
 
 from pioneer import __version__
 
@@ -30,16 +31,41 @@ def _pioneer(*argv: str, cwd: Path, **kwargs: object) -> subprocess.CompletedPro
                           **kwargs)  # type: ignore[call-overload]
 
 
-def test_version() -> None:
-    assert run("--version") == (0, f"pioneer {__version__}\n", "")
+@pytest.mark.parametrize("flag", ["-V", "--version"])
+def test_version(flag: str) -> None:
+    assert run(flag) == (0, f"pioneer {__version__}\n", "")
+    assert run_script(flag) == (0, f"pioneer {__version__}\n", "")
+
+
+def test_bare_pioneer_prints_the_help_and_exits_2() -> None:
+    code, out, err = run_script()
+    assert (code, out) == (2, "")
+    assert err.startswith("usage: pioneer [-h] [-V] [--debug] [--color WHEN] COMMAND ...\n")
+    for command in ("check", "compile", "diff", "init", "recall", "schema"):
+        assert re.search(rf"^    {command} ", err, flags=re.M), command
+    assert run() == (2, "", err)
+
+
+@pytest.mark.parametrize(("argv", "usage"), [
+    (["recall", "demo"], "pioneer recall --help"),
+    (["compile", "--json", "--manifest"], "pioneer compile --help"),
+    (["schema", "profil"], "pioneer schema --help"),
+    (["--color", "always", "diff", "a.json"], "pioneer diff --help"),
+    (["nope"], "pioneer --help"),
+])
+def test_the_console_script_points_at_the_commands_help(argv: list[str], usage: str) -> None:
+    code, out, err = run_script(*argv)
+    assert (code, out) == (2, "")
+    assert err.endswith(f"error: 1 problem\n(run `{usage}` for usage)\n")
+    assert run(*argv) == (code, out, err)
 
 
 @pytest.mark.parametrize(
     ("argv", "message", "usage"),
     [
         (["compil"], "pioneer: argument COMMAND: invalid choice: 'compil' (choose from 'check', "
-         "'compile', 'diff', 'explain', 'history', 'init', 'inspect', 'lock', 'recall') "
-         '(did you mean "compile"?)', "pioneer --help"),
+         "'compile', 'diff', 'explain', 'history', 'init', 'inspect', 'lock', 'recall', "
+         '\'schema\') (did you mean "compile"?)', "pioneer --help"),
         (["compile", "--jsn"], 'pioneer: unrecognized arguments: --jsn (did you mean "--json"?)',
          "pioneer compile --help"),
         (["diff", "a.json"], "pioneer diff: the following arguments are required: B.json",
@@ -169,6 +195,7 @@ def _non_ascii_workspace(tmp_path: Path) -> dict[str, list[str]]:
         "history": ["history", "t", "--db", store],
         "recall": ["recall", "t", "café", "--db", store],
         "explain": ["explain", "t", "--db", store],
+        "schema": ["schema", "deployment"],  # its descriptions hold an ellipsis
     }
 
 

@@ -228,7 +228,7 @@ def test_every_command_is_documented() -> None:
     assert documented == names
     overview = README.split("## Command line", 1)[1].split("\n## ", 1)[0]
     assert re.findall(r"^pioneer (\w+)", overview, flags=re.M) == sorted(names, key=[
-        "init", "compile", "check", "inspect", "diff", "lock", "history", "recall",
+        "init", "compile", "check", "inspect", "diff", "lock", "schema", "history", "recall",
         "explain"].index)
 
 

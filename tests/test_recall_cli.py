@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support import add_recall_turns, run_cli
+from support import add_recall_turns, run_cli, run_script
 
 from pioneer.episodic import EpisodicIndex
 from pioneer.history import SqliteStore
@@ -126,3 +126,22 @@ def test_missing_database_is_not_created(tmp_path: Path) -> None:
     assert code == 1
     assert "no conversation store at this path" in err
     assert not path.exists()
+
+
+def test_a_thread_whose_turns_are_not_indexed_says_to_reindex(tmp_path: Path) -> None:
+    db = tmp_path / "plain.db"
+    with SqliteStore(db) as store:  # no index attached: the turns are written unindexed
+        store.ensure_thread("demo")
+        store.add_turn("demo", user_text="Plot the gateway latency.",
+                       assistant_text="Here is the chart.", turn_id="t1")
+        store.add_turn("demo", user_text="Thanks.", assistant_text="Welcome.", turn_id="t2")
+    code, out, err = run_script("recall", "demo", "gateway latency", "--db", str(db))
+    assert code == 0
+    assert out.endswith("no hits\n")
+    assert err == ("warning: 2 turns of thread 'demo' are not indexed, so recall cannot find "
+                   "them: run `pioneer recall demo QUERY --reindex` once to index the thread\n")
+    assert run("demo", "gateway latency", "--db", str(db)) == (code, out, err)
+    code, _, err = run_script("recall", "demo", "gateway latency", "--db", str(db),
+                              "--reindex")
+    assert (code, err) == (0, "reindexed thread demo: 4 snippets\n")
+    assert run_script("recall", "demo", "gateway latency", "--db", str(db))[2] == ""

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from doc_pages import example
+from support import run_cli, run_script
 
 from pioneer import PromptCompileInput, PromptCompiler
 from pioneer.resources import builtin_dir, load_schema
@@ -110,3 +112,74 @@ def test_builtin_profile_tables_match_the_design() -> None:
         "retry_runtime_instruction",
     }
     assert rows["minimal"] == [r for r in rows["full"] if r[0] not in dropped]
+
+
+# -- pioneer schema NAME ---------------------------------------------------------------------
+
+SCHEMA_FILES = {"profile": "profile.schema.json", "compile-input": "compile_input.schema.json",
+                "manifest": "manifest.schema.json", "deployment": "deployment.schema.json"}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMA_FILES))
+def test_pioneer_schema_prints_the_shipped_file(name: str) -> None:
+    code, out, err = run_script("schema", name)
+    assert (code, err) == (0, "")
+    assert out == (SCHEMAS / SCHEMA_FILES[name]).read_text("utf-8")
+    jsonschema.Draft202012Validator.check_schema(json.loads(out))
+    assert run_cli("schema", name) == (code, out, err)
+
+
+def test_every_shipped_schema_has_a_name() -> None:
+    code, out, _ = run_cli("schema", "--help")
+    assert code == 0
+    for path in SCHEMAS.glob("*.schema.json"):
+        assert path.name.removesuffix(".schema.json").replace("_", "-") in out
+
+
+def test_a_misspelt_schema_name_is_suggested() -> None:
+    code, out, err = run_script("schema", "profil")
+    assert (code, out) == (2, "")
+    assert err.startswith("pioneer schema: argument NAME: invalid choice: 'profil'")
+    assert '(did you mean "profile"?)' in err
+
+
+def _validator(name: str) -> jsonschema.Draft202012Validator:
+    code, out, _ = run_cli("schema", name)
+    assert code == 0
+    return jsonschema.Draft202012Validator(json.loads(out))
+
+
+def test_the_printed_schemas_accept_what_pioneer_accepts(tmp_path: Path) -> None:
+    for path in PROFILES:
+        _validator("profile").validate(tomllib.loads(path.read_text("utf-8")))
+    _validator("deployment").validate(
+        {"home": "home", "profile_path": ["profiles"], "clock_granularity": "day"})
+    assert list(_validator("deployment").iter_errors({"profile_paths": ["profiles"]}))
+    case = Path(__file__).parent / "cases" / "full-everything" / "input.json"
+    _validator("compile-input").validate(json.loads(case.read_text("utf-8")))
+    code, manifest, _ = run_cli("compile", "--home", str(tmp_path / "h"), "--manifest")
+    assert code == 0
+    _validator("manifest").validate(json.loads(manifest))
+
+
+def test_a_profile_with_the_schema_directive_of_the_docs(tmp_path: Path) -> None:
+    """docs/profiles.md, "Editor support": the schema written as shown, and a profile that
+    starts with the #:schema line, which pioneer loads and the schema validates."""
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "profiles").mkdir()
+    code, out, _ = run_script("schema", "profile")
+    assert code == 0
+    (tmp_path / "schemas" / "profile.schema.json").write_text(out, encoding="utf-8")
+    body, _ = example("schema-directive", "profiles.md")
+    profile = tmp_path / "profiles" / "mybot.toml"
+    profile.write_text(body, encoding="utf-8")
+    directive = body.splitlines()[0]
+    assert directive.startswith("#:schema ")
+    schema_file = (profile.parent / directive.removeprefix("#:schema ")).resolve()
+    assert schema_file == tmp_path / "schemas" / "profile.schema.json"
+    jsonschema.Draft202012Validator(json.loads(schema_file.read_text("utf-8"))).validate(
+        tomllib.loads(body))
+    code, out, err = run_script("check", "mybot", "--profile-path", str(tmp_path / "profiles"),
+                                cwd=tmp_path)
+    assert (code, err) == (0, "")
+    assert out.endswith("ok: 1 profile (mybot)\n")

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import run_cli
+from support import run_cli, run_script
 
 from pioneer.episodic import EpisodicIndex
 from pioneer.history import SqliteStore
@@ -176,3 +176,31 @@ def test_colour_choice_then_force_color(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert colour_enabled(_Choosing(choice)) is expected
+
+
+@pytest.mark.parametrize(("options", "env", "coloured"), [
+    ([], {}, False),  # piped
+    (["--color", "always"], {}, True),
+    (["--color=always"], {"NO_COLOR": "1"}, True),  # the command line wins
+    ([], {"FORCE_COLOR": "1"}, True),
+    ([], {"FORCE_COLOR": "1", "TERM": "dumb"}, True),
+    ([], {"FORCE_COLOR": "1", "NO_COLOR": "1"}, False),  # as CPython decides
+    ([], {"FORCE_COLOR": ""}, False),
+    (["--color", "never"], {"FORCE_COLOR": "1"}, False),
+    (["--color", "auto"], {"FORCE_COLOR": "1"}, True),
+], ids=["piped", "always", "always-over-no-color", "force-color", "force-color-dumb",
+        "no-color-wins", "empty-force-color", "never", "auto"])
+def test_the_console_script_follows_color_and_the_variables(
+    inspect_args: list[str], options: list[str], env: dict[str, str], coloured: bool,
+) -> None:
+    code, out, err = run_script(*options, *inspect_args, **env)
+    assert (code, err) == (0, "")
+    assert bool(ESCAPE.search(out)) is coloured
+    assert ESCAPE.sub("", out) == run_script(*inspect_args)[1]  # colour is all that differs
+
+
+def test_color_after_the_command_and_a_bad_value(inspect_args: list[str]) -> None:
+    assert ESCAPE.search(run_script(*inspect_args, "--color", "always")[1])
+    code, _, err = run_script(*inspect_args, "--color", "sometimes")
+    assert code == 2
+    assert "argument --color: invalid choice: 'sometimes'" in err

@@ -22,6 +22,7 @@ from ..hooks.models import PromptSectionContribution
 from ..providers.models import ModelTableFile
 from ..providers.request import ChatRequest
 from ..sections.permissions import PermissionProfile
+from ..settings import PioneerSettings
 
 __all__ = ["SCHEMA_MODELS", "generate", "render"]
 
@@ -36,6 +37,7 @@ SCHEMA_MODELS: dict[str, tuple[type[BaseModel], str]] = {
     "turn_record.schema.json": (TurnRecord, "pioneer turn record"),
     "memory_extraction.schema.json": (MemoryExtraction, "pioneer memory extraction reply"),
     "models.schema.json": (ModelTableFile, "pioneer model table"),
+    "deployment.schema.json": (PioneerSettings, "pioneer deployment file (pioneer.toml)"),
 }
 
 
