@@ -194,8 +194,8 @@ def test_skill_outcomes_and_the_security_snapshot_read_back(
 def test_a_version_5_database_keeps_its_records_readable(
     tmp_path: Path, payload: CompiledPromptPayload
 ) -> None:
-    """A record stored before the security column existed reads back after the upgrade,
-    its snapshot not recorded."""
+    """A record stored before the security and section-title columns existed reads back
+    after the upgrade, its snapshot not recorded and its rounds without titles."""
     from pioneer.audit.store import _json
 
     path = tmp_path / "old.db"
@@ -218,7 +218,9 @@ def test_a_version_5_database_keeps_its_records_readable(
         old.write(insert)
     with SqliteStore(path) as upgraded:
         stored = TurnRecords(upgraded).get("u1")
-    assert stored == record.model_copy(update={"security": None})
+    assert round_.section_titles
+    assert stored == record.model_copy(update={"security": None, "rounds": [
+        round_.model_copy(update={"section_titles": {}})]})
     [step] = [s for s in explain_turn(stored).steps if s.name == "permissions"]
     assert step.lines[1] == ("execution security: not recorded (a record written before "
                              "the snapshot was kept)")

@@ -368,6 +368,11 @@ class RoundRecord(CheckedModel):
         description="The reply as read back (None: not given, or a record written before "
         "replies were kept).",
     )
+    section_titles: dict[str, str] = Field(
+        default_factory=dict,
+        description="Each section's title by id, as the compiled prompt had it (empty in "
+        "records written before titles were kept).",
+    )
 
 
 class TurnRecord(CheckedModel):

@@ -158,6 +158,8 @@ class TurnAudit:
                             for d, names in hidden.items()],
             provider=provider_shape(provider, request, body),
             cache=cache,
+            section_titles={s.id: s.title for s in request.compiled_prompt.sections}
+            if request.compiled_prompt is not None else {},
         )
         self._rounds.append(record)
         self._spans[number] = start_round_span(record, request, provider, turn_id=self.turn_id,

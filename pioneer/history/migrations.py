@@ -178,6 +178,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE turn_rounds ADD COLUMN reply TEXT",
         ),
     ),
+    Migration(
+        8,
+        "turn records: the title of each section of a round",
+        ("ALTER TABLE turn_rounds ADD COLUMN section_titles TEXT",),
+    ),
 )
 
 

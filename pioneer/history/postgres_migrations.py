@@ -136,4 +136,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE turn_rounds ADD COLUMN reply TEXT",
         ),
     ),
+    Migration(
+        6,
+        "turn records: the title of each section of a round",
+        ("ALTER TABLE turn_rounds ADD COLUMN section_titles TEXT",),
+    ),
 )
