@@ -1,13 +1,21 @@
-"""The context map: ``inspect --html`` / ``--json`` data (a golden), and the page opened from
+"""The context map: ``inspect --html`` / ``--json`` data (a golden), the page opened from
 disk in headless Chromium (Debian's ``chromium``; .ci/run installs it): blocks, order and
-tokens against the manifest, keyboard and hover details, no console errors, no network,
-readable without JavaScript, and a screenshot that is not blank."""
+tokens against the manifest and the cache plan, every total the sum of its rows (the
+header, the legend, the window by category, the history budget), each block's text
+behind a click and never markup, labelled strip blocks, keyboard and hover details, no
+console errors, no network, readable without JavaScript, a screenshot that is not blank;
+``explain --html`` beside what ``explain`` prints; and text ``inspect`` with
+``--messages`` / ``--tools``."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import shutil
 import struct
+import subprocess
+import sys
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,6 +45,7 @@ from pioneer import (
 )
 from pioneer.audit import HistorySnapshot, TurnRecords
 from pioneer.audit.cache_report import CacheBlock, CachePlan, plan_cache, request_blocks
+from pioneer.compile.manifest import PromptManifest
 from pioneer.providers import load_chat_request
 from pioneer.review import context_map
 from pioneer.tools import ToolCatalog, TurnTools
@@ -44,6 +53,7 @@ from pioneer.tools import ToolCatalog, TurnTools
 CASE = Path(__file__).parent / "context_map"
 GOLDENS = Path(__file__).parent / "goldens" / "context_map"
 CHROMIUM = "/usr/bin/chromium"
+PIONEER = Path(sys.executable).with_name("pioneer")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -68,7 +78,7 @@ def _inspect(case: Path, *extra: str) -> tuple[int, str, str]:
 def test_the_json_data_behind_the_page(case: Path, golden: Callable[[Path, str], None]) -> None:
     code, out, err = _inspect(case, "--json")
     assert code == 0, err
-    assert err == f"wrote {case / 'ctx.html'}: 16 blocks, 5575 tokens (1441 expected from cache)\n"
+    assert err == f"wrote {case / 'ctx.html'}: 17 blocks, 5576 tokens (1441 expected from cache)\n"
     golden(GOLDENS / "inspect.json", out.replace(str(case), "<case>"))
     page = (case / "ctx.html").read_text("utf-8")
     embedded = page.split('<script type="application/json" id="context-map-data">')[1]
@@ -94,17 +104,32 @@ def _expected(case: Path) -> tuple[list[dict[str, Any]], ChatRequest, CachePlan]
         return request_blocks("anthropic", of, build_request_body("anthropic", of))
 
     plan = plan_cache("anthropic", request.model, blocks(request), [blocks(before)])
-    status = {"cached": "read", "written": "written", "uncached": "uncached"}
+    return _rows(plan, payload.manifest), request, plan
+
+
+_STATUS = {"cached": "read", "written": "written", "uncached": "uncached"}
+
+
+def _rows(plan: CachePlan, manifest: PromptManifest) -> list[dict[str, Any]]:
+    """The plan's blocks, the stable and dynamic ones opened into the manifest's sections
+    and, where the block counted whole has more tokens than its sections counted one by
+    one, a framing row with the difference."""
     rows: list[dict[str, Any]] = []
     for block in plan.blocks:
         if block.kind in ("stable", "dynamic"):
+            inside = [s for s in manifest.sections if s.stability == block.kind]
             rows += [{"kind": s.stability, "id": s.id, "tokens": s.tokens,
-                      "truncated": s.truncated, "cache": status[block.status]}
-                     for s in payload.manifest.sections if s.stability == block.kind]
+                      "truncated": s.truncated, "cache": _STATUS[block.status]}
+                     for s in inside]
+            rest = block.tokens - sum(s.tokens or 0 for s in inside)
+            if rest:
+                rows.append({"kind": "framing", "id": f"{block.label} framing",
+                             "tokens": rest, "truncated": False,
+                             "cache": _STATUS[block.status]})
         else:
             rows.append({"plan_kind": block.kind, "id": block.label.removeprefix("tool "),
-                         "tokens": block.tokens, "cache": status[block.status]})
-    return rows, request, plan
+                         "tokens": block.tokens, "cache": _STATUS[block.status]})
+    return rows
 
 
 @pytest.fixture(scope="module")
@@ -169,14 +194,14 @@ def test_the_page_shows_every_block_in_provider_order_with_its_tokens(
     # the table has the same blocks, in the same order, with the same numbers
     rows = opened.page.eval_on_selector_all(
         "#blocks tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
-    assert [(r[1], r[2], r[6]) for r in rows] == [(b["kind"], b["id"], b["tokens"])
-                                                  for b in shown]
+    assert [(r[1], r[2], r[3], r[6]) for r in rows] == [
+        (b["kind"], b["title"], b["id"], b["tokens"]) for b in shown]
     total = sum(int(b["tokens"]) for b in shown)
     assert opened.page.text_content("#total-tokens") == str(total)
     history = sum(int(b["tokens"]) for b in shown if b["kind"] in ("summary", "history"))
     assert opened.page.text_content("#history-tokens") == str(history)
     assert opened.page.get_attribute("#history-window .line", "style") == "left:80%"
-    reserve = opened.page.get_attribute("#window .reserve", "style")
+    reserve = opened.page.get_attribute("#window .part-reserve", "style")
     assert reserve == f"width:{100 * 16_000 / 128_000:.2f}%"
     assert opened.console == [] and _only_the_file(opened.requests, case)
 
@@ -238,8 +263,8 @@ def test_without_javascript_the_picture_and_the_table_are_there(
         assert page.evaluate("1") == 1  # evaluate still runs; the page's own script did not
         assert page.get_attribute("html", "class") is None
         shown = _blocks(page)
-        assert len(shown) == 16 and all(b["width"] >= 4 for b in shown)
-        assert page.locator("#blocks tbody tr").count() == 16
+        assert len(shown) == 17 and all(b["width"] >= 4 for b in shown)
+        assert page.locator("#blocks tbody tr").count() == 17
         title = page.get_attribute(".block[data-id='soul_core']", "title") or ""
         assert "template bootstrap_file.md.j2" in title and "cache read" in title
 
@@ -279,11 +304,82 @@ def test_an_unwritable_page_is_a_clear_error(case: Path) -> None:
                    "No such file or directory\nerror: 1 problem\n")
 
 
-def test_messages_without_html_is_a_usage_error(case: Path) -> None:
-    assert run_cli("inspect", "--home", str(case / "home"), "--messages",
-                   str(CASE / "messages.json")) == (2, "", (
-        "--model and --messages need --html\nerror: 1 problem\n"
-        "(run `pioneer inspect --help` for usage)\n"))
+def _console(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``pioneer ARGV...`` through the installed console script."""
+    return subprocess.run([str(PIONEER), *argv], cwd=cwd, text=True, capture_output=True,
+                          timeout=120, check=False)
+
+
+def test_messages_without_a_model_say_that_the_model_is_missing(case: Path) -> None:
+    conversation = json.loads((CASE / "messages.json").read_text())
+    del conversation["model"]
+    (case / "messages.json").write_text(json.dumps(conversation))
+    for extra in ([], ["--html", "ctx.html"]):
+        done = _console("inspect", "--home", "home", "--messages", "messages.json", *extra,
+                        cwd=case)
+        assert (done.returncode, done.stdout) == (2, "")
+        assert done.stderr == ('--messages needs --model: messages.json sets no "model"\n'
+                               "error: 1 problem\n(run `pioneer --help` for usage)\n")
+    assert run_cli("inspect", "--home", "home", "--messages", "messages.json", "--model",
+                   "claude-sonnet-4-5")[0] == 0
+
+
+def _columns(line: str) -> list[str]:
+    return line.split()
+
+
+def test_text_inspect_prints_the_tools_and_messages_of_the_request(
+    case: Path, golden: Callable[[Path, str], None],
+) -> None:
+    code, out, err = run_cli("inspect", "--home", "home", "--input", str(CASE / "input.json"),
+                             "--messages", str(CASE / "messages.json"))
+    assert (code, err) == (0, "")
+    golden(GOLDENS / "inspect-messages.txt", out)
+    table, _, request = out.partition("\n\nrequest for anthropic, model claude-sonnet-4-5: ")
+    lines = request.splitlines()
+    cut = lines[1].index("KIND")  # the BLOCK column holds titles with spaces
+    rows = [(line[:cut].strip(), *_columns(line[cut:])[:2]) for line in
+            itertools.takewhile(lambda line: not line.startswith("cache:"), lines[2:])]
+    assert {title for title, _, _ in rows} >= {
+        "tool grep", "tool read_file", "history summary", "user (history)",
+        "user message (this turn)"}
+    # each category of the summary is the sum of its rows: the sections of the table
+    # above (and their framing), the tools, the history, this turn
+    section_rows = itertools.takewhile(lambda line: not line.startswith("stable   "),
+                                       table.splitlines()[2:])
+    sections = sum(int(_columns(line)[3]) for line in section_rows
+                   if _columns(line)[3].isdigit())
+    by_kind: dict[str, int] = {}
+    for _, kind, tokens in rows:
+        by_kind[kind] = by_kind.get(kind, 0) + int(tokens)
+    summary = {line[:25].strip(): int(_columns(line[25:])[0])
+               for line in lines if line.startswith("  ")}
+    assert summary["system prompt"] == sections + by_kind.get("framing", 0)
+    assert summary["tools"] == by_kind["tools"]
+    assert summary["history"] == by_kind["summary"] + by_kind["history"]
+    assert summary["this turn"] == by_kind["current"] + by_kind["round"]
+    assert sum(summary.values()) == 128_000
+
+
+def test_tools_of_their_own_replace_those_of_the_messages_file(case: Path) -> None:
+    (case / "tools.json").write_text(json.dumps([
+        {"name": "deploy", "description": "Roll out a build.",
+         "parameters": {"type": "object", "properties": {"build": {"type": "integer"}}}}]))
+    code, out, err = run_cli("inspect", "--home", "home", "--messages",
+                             str(CASE / "messages.json"), "--tools", "tools.json", "--json")
+    assert (code, err) == (0, "")
+    blocks = json.loads(out)["request"]["blocks"]
+    tools = [b for b in blocks if b["kind"] == "tools"]
+    assert [(b["id"], b["text"]) for b in tools] == [("deploy", json.dumps(
+        {"description": "Roll out a build.", "input_schema": {
+            "properties": {"build": {"type": "integer"}}, "type": "object"},
+         "name": "deploy"}, sort_keys=True))]
+    code, out, _ = run_cli("inspect", "--home", "home", "--tools", "tools.json", "--model",
+                           "claude-sonnet-4-5")
+    assert code == 0 and "\ntool deploy  tools" in out
+    (case / "tools.json").write_text('[{"name": "1deploy"}]')
+    code, _, err = run_cli("inspect", "--home", "home", "--tools", "tools.json", "--model", "m")
+    assert code == 1 and err.startswith("tools.json: tools[0] → name: must match")
 
 
 # -- explain --html: a stored turn, one row per provider round --------------------------
@@ -339,13 +435,7 @@ def test_explain_html_maps_the_stored_turn_round_by_round(
     last = record.rounds[-1]
     assert last.cache is not None and record.rounds[0].cache is not None
     sections = {s.id: s.tokens for s in last.manifest.sections}
-    expected: list[tuple[str, int | None]] = []
-    for block in last.cache.blocks:
-        if block.kind in ("stable", "dynamic"):
-            expected += [(s.id, s.tokens) for s in last.manifest.sections
-                         if s.stability == block.kind]
-        else:
-            expected.append((block.label.removeprefix("tool "), block.tokens))
+    expected = [(row["id"], row["tokens"]) for row in _rows(last.cache, last.manifest)]
     for opened in _open(browser, case / "turn.html", javascript=True):
         page = opened.page
         shown = _blocks(page)
@@ -398,17 +488,175 @@ def test_a_section_names_its_template_and_the_folder_it_came_from(case: Path) ->
         "origin": "built-in", "file": "home/SOUL.md", "file_status": "loaded"}
 
 
-def test_a_partly_cached_block_is_named_in_the_notes(case: Path) -> None:
+def test_a_partly_cached_block_is_split_row_by_row(case: Path) -> None:
     # OpenAI caches in 128-token steps: the stable message is read up to the last step.
     code, out, err = run_cli("inspect", "--home", "home", "--provider", "openai-chat",
                              "--model", "gpt-5", "--html", str(case / "ctx.html"), "--json")
     data = json.loads(out)
     read = data["plan"]["read"]
     assert code == 0 and read % 128 == 0 and read >= 1024
-    assert {b["cache"] for b in data["blocks"]} == {"uncached"}
+    blocks = data["blocks"]
+    # a row wholly inside the read prefix is read, the one it ends in is read in part
+    start = 0
+    for block in blocks:
+        end = start + block["tokens"]
+        assert block["cache"] == ("read" if end <= read else "uncached"), block["id"]
+        assert block["split"]["read"] == max(0, min(end, read) - start), block["id"]
+        start = end
+    assert len([b for b in blocks if 0 < b["split"]["read"] < b["tokens"]]) == 1
+    assert sum(b["split"]["read"] for b in blocks) == read == data["totals"]["by_cache"]["read"]
+    assert data["totals"]["by_cache"] == data["plan"]
     assert f"the first {read} tokens of messages[0] (system) are read from cache too" in (
         data["notes"][0])
     assert err.endswith(f"({read} expected from cache)\n")
+
+
+# -- every figure a sum of its rows; texts; labels; explain text beside its page ---------
+
+
+def _cells(page: Page, selector: str) -> list[list[str]]:
+    found: list[list[str]] = page.eval_on_selector_all(
+        selector, "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
+    return found
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat"])
+def test_every_total_on_the_page_is_the_sum_of_its_rows(
+    case: Path, browser: Browser, provider: str,
+) -> None:
+    # openai-chat frames each message as JSON (a framing row) and reads its cache in
+    # 128-token steps (a row read in part)
+    code, _, err = _inspect(case, "--provider", provider)
+    assert code == 0, err
+    for opened in _open(browser, case / "ctx.html", javascript=True):
+        page = opened.page
+        shown = _blocks(page)
+        total = sum(int(b["tokens"]) for b in shown)
+        assert int(page.text_content("#total-tokens") or "") == total
+        assert int(page.text_content("#blocks-tokens") or "") == total
+        rows = _cells(page, "#blocks tbody tr")
+        assert sum(int(r[6]) for r in rows) == total
+        for status in ("read", "written", "uncached"):
+            assert int(page.text_content(f"#plan-{status}") or "") == sum(
+                int(b[status]) for b in shown)
+        assert all(int(b["read"]) + int(b["written"]) + int(b["uncached"]) == int(b["tokens"])
+                   for b in shown)
+        categories = {page.get_attribute(f"#categories tbody tr:nth-child({n})",
+                                         "data-category"): int(cells[1])
+                      for n, cells in enumerate(_cells(page, "#categories tbody tr"), 1)}
+        for name in ("system", "tools", "history", "turn"):
+            assert categories[name] == sum(int(b["tokens"]) for b in shown
+                                           if b["category"] == name), name
+        assert categories["reserve"] == 16_000
+        window = int(page.text_content("#context-window") or "")
+        assert sum(categories.values()) == window == int(
+            page.text_content("#categories-total") or "")
+        history = [int(cells[1]) for cells in _cells(page, "#history-rows tbody tr")]
+        assert int(page.text_content("#history-tokens") or "") == sum(history) == sum(
+            int(b["tokens"]) for b in shown if b["category"] == "history")
+        if provider == "openai-chat":
+            assert any(b["kind"] == "framing" for b in shown)
+            assert any(0 < int(b["read"]) < int(b["tokens"]) for b in shown)
+        assert opened.console == []
+
+
+_HOSTILE = ("# Soul\n\nI keep <b>markup</b> & entities (&amp;) as text.\n"
+            "</script><script>window.pwned = 1</script>\n"
+            '<img src="x" onerror="window.pwned = 2"><!-- a comment -->\n')
+
+
+def test_a_sections_text_is_behind_a_click_and_never_markup(
+    case: Path, browser: Browser,
+) -> None:
+    (case / "home" / "SOUL.md").write_text(_HOSTILE)
+    assert _inspect(case)[0] == 0
+    payload = PromptCompiler().compile(load_compile_input(CASE / "input.json").model_copy(
+        update={"workspace_root": Path("home")}))
+    soul = next(s.text for s in payload.sections if s.id == "soul_core")
+    assert "</script><script>window.pwned = 1</script>" in soul
+    for opened in _open(browser, case / "ctx.html", javascript=True):
+        page = opened.page
+        index = page.get_attribute(".block[data-id='soul_core']", "data-index")
+        panel = f"#text-{index}"
+        assert not page.is_visible(f"{panel} pre")
+        page.click(".block[data-id='soul_core']")
+        assert page.get_attribute(panel, "open") == ""
+        assert page.is_visible(f"{panel} pre")
+        assert page.text_content(f"{panel} pre") == soul
+        assert page.eval_on_selector(f"{panel} pre", "pre => pre.children.length") == 0
+        assert page.evaluate("window.pwned") is None
+        # every block of the request has its text, the tools and messages too
+        texts = page.eval_on_selector_all("details.text", "ds => ds.map(d => d.id)")
+        assert texts == [f"text-{b['index']}" for b in _blocks(page) if b["kind"] != "framing"]
+        assert opened.console == [] and _only_the_file(opened.requests, case)
+    for opened in _open(browser, case / "ctx.html", javascript=False):
+        page = opened.page
+        page.click(f"#text-{index} summary")  # the browser's own disclosure, no script
+        assert page.text_content(f"#text-{index} pre") == soul
+
+
+def test_each_block_of_the_strip_is_labelled(opened: Opened) -> None:
+    page = opened.page
+    labels = page.eval_on_selector_all(".strip .block", """els => els.map(e => ({
+        name: e.querySelector('.name').textContent,
+        count: e.querySelector('.count').textContent,
+        whole: e.querySelector('.name').scrollWidth <= e.querySelector('.name').clientWidth,
+        tall: e.querySelector('.name').getBoundingClientRect().height > 0}))""")
+    shown = _blocks(page)
+    assert [(label["name"], label["count"]) for label in labels] == [
+        (b["title"], b["tokens"]) for b in shown]
+    wide = [label for label, b in zip(labels, shown, strict=True) if int(b["tokens"]) > 1000]
+    assert [label["name"] for label in wide] == ["Soul Core", "Release Notes"]
+    assert all(label["whole"] and label["tall"] for label in wide)
+
+
+def _explain_text_figures(text: str) -> dict[str, Any]:
+    """The numbers ``pioneer explain`` prints: the history sent, each section's tokens
+    and each round's cache plan."""
+    history = re.search(r"sent \d+ turns in \d+ messages, (\d+) tokens", text)
+    assert history is not None
+    sections = {m[1]: int(m[2]) for m in re.finditer(
+        r"^ {5}(?:stable|dynamic) +(\S+) +\d+ chars +(\d+) tokens", text, re.MULTILINE)}
+    plans = [tuple(int(n.replace(",", "")) for n in m.groups()) for m in re.finditer(
+        r"cache plan: ([\d,]+) of ([\d,]+) tokens cached \(\d+%\), ([\d,]+) written, "
+        r"([\d,]+) uncached", text)]
+    return {"history": int(history[1]), "sections": sections, "plans": plans}
+
+
+def test_explain_says_on_its_page_what_it_prints(case: Path, browser: Browser) -> None:
+    record = _stored_turn(case)
+    code, text, _ = run_cli("explain", "turn-9", "--db", str(case / "pioneer.db"))
+    assert code == 0
+    said = _explain_text_figures(text)
+    assert len(said["plans"]) == len(record.rounds) == 2 and said["sections"]
+    assert run_cli("explain", "turn-9", "--db", str(case / "pioneer.db"), "--html",
+                   str(case / "turn.html"))[0] == 0
+    for opened in _open(browser, case / "turn.html", javascript=True):
+        page = opened.page
+        assert int(page.text_content("#history-tokens") or "") == said["history"]
+        rows = {r[3]: r for r in _cells(page, "#blocks tbody tr")}
+        # explain prints round 1's manifest, the page draws round 2, which no longer has
+        # the hidden tool domains (round 1 granted them)
+        shared = [name for name in said["sections"] if name in rows]
+        assert set(said["sections"]) - set(shared) == {"request_tools.hidden_domains"}
+        assert {name: int(rows[name][6]) for name in shared} == {
+            name: said["sections"][name] for name in shared}
+        rounds = [[int(cell) for cell in r[1:4]] for r in _cells(page, "#rounds tbody tr")]
+        assert rounds == [[read, written, uncached]
+                          for read, _, written, uncached in said["plans"]]
+        read, total, written, uncached = said["plans"][-1]  # the blocks are the last round's
+        assert int(page.text_content("#total-tokens") or "") == total
+        assert [int(page.text_content(f"#plan-{s}") or "") for s in (
+            "read", "written", "uncached")] == [read, written, uncached]
+        # titles, not ids, in the title column
+        titles = {s.id: s.title for s in compile_turn(PromptCompiler(), PromptCompileInput(
+            workspace_root=Path("home"), dynamic_context="Monday.")).sections}
+        assert {name: rows[name][2] for name in shared} == {
+            name: titles[name] for name in shared}
+        assert rows["soul_core"][2] == "Soul Core"
+        assert page.text_content("#no-text") == (
+            "No text: a turn record keeps counts and digests, not text: `pioneer inspect "
+            "--html` with the turn's input shows each section's text.")
 
 
 def test_markup_in_an_id_or_title_cannot_swallow_the_page_script(

@@ -50,6 +50,7 @@ __all__ = [
     "CachePlan",
     "FirstDifference",
     "SectionDigest",
+    "block_texts",
     "plan_cache",
     "request_blocks",
 ]
@@ -290,6 +291,13 @@ def request_blocks(
             marked=raw.marked, sections=sections if kind in ("stable", "prompt") else [],
         ))
     return blocks
+
+
+def block_texts(provider: str, body: Mapping[str, Any]) -> list[str]:
+    """The text each block of ``body`` is counted from, in the order of
+    :func:`request_blocks` (a tool or message that is not plain text as its JSON)."""
+    head, conversation = _raw_blocks(provider, body)
+    return [_text_of(raw.content) for raw in (*head, *conversation)]
 
 
 def _has_conversation(provider: str, request: ChatRequest) -> bool:

@@ -40,11 +40,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                                  "recorded when its agent loop saves a TurnRecord)",
                                  file=where))
     if args.html is not None:
-        from ..review import context_map
+        from ..review import context_map, map_page
 
         cmap = context_map.map_turn(
             record, budget=(settings.max_context_tokens, settings.response_reserve_tokens))
-        context_map.write_page(args.html, cmap)
+        map_page.write_page(args.html, map_page.render_html(cmap))
         if args.json:
             out.write(context_map.render_json(cmap))
         print(f"wrote {args.html}: {counted(len(cmap.blocks), 'block')}, "

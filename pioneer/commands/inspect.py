@@ -1,19 +1,26 @@
-"""``pioneer inspect``: one row per section (kept, truncated or omitted, and why), or the
+"""``pioneer inspect``: one row per section (kept, truncated or omitted, and why), with
+``--messages`` / ``--tools`` the rest of the request and the window by category, or the
 context map of the whole request (``--html``)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from ..compile.compiler import PromptCompiler
 from ..compile.inputs import PromptCompileInput, load_compile_input
-from ..errors import UsageError
+from ..errors import InputError, Problem, UsageError, read_document
 from ..review.inspect import inspect_prompt, render_json, render_table
 from ..terminal import painter
 from ._common import add_compiler_options, make_compiler
 from ._provider import PROVIDER_NAMES
+
+if TYPE_CHECKING:
+    from ..compile.compiler import PromptCompiler
+    from ..compile.manifest import CompiledPromptPayload
+    from ..providers.request import ChatRequest
+    from ..review.context_map import ContextMap
 
 NAME = "inspect"
 HELP = "show each section's stability, chars, tokens, source and why it was cut or omitted"
@@ -29,15 +36,43 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--html", type=Path, metavar="FILE",
                         help="write the context map of the whole request as one HTML page")
     parser.add_argument("--provider", choices=list(PROVIDER_NAMES), default="anthropic",
-                        help="provider API the map lays the request out for (default anthropic)")
-    parser.add_argument("--model", help="model name for the map (default: the messages file's)")
+                        help="provider API the request is laid out for (default anthropic)")
+    parser.add_argument("--model", help="model name (default: the messages file's)")
     parser.add_argument("--messages", type=Path, metavar="FILE",
-                        help="conversation and tools for the map, as for compile --messages")
+                        help="conversation (and tools) of the request, as for compile --messages")
+    parser.add_argument("--tools", type=Path, metavar="FILE",
+                        help="tool definitions of the request as JSON (a list, as the tools "
+                        "of a messages file); replaces the messages file's tools")
     add_compiler_options(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Compile without touching the runtime home, then explain every section."""
+    request = _request(args)
+    compiler, compile_input = _setup(args)
+    if args.html is not None:
+        return _context_map(args, compiler, compile_input, request, out, err)
+    if request is None:
+        inspection = inspect_prompt(compiler, compile_input)
+        text = render_json(inspection) if args.json else render_table(inspection, painter(out))
+        out.write(text + "\n")
+        return 0
+    from ..review import context_map
+
+    payload = _compile(compiler, compile_input, request)
+    inspection = inspect_prompt(compiler, compile_input, payload=payload)
+    cmap = _map(args, compiler, request, payload, compile_input.profile)
+    if args.json:
+        data = json.loads(render_json(inspection))
+        data["request"] = context_map.as_data(cmap)
+        out.write(json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
+    else:
+        out.write(render_table(inspection, painter(out)) + "\n\n"
+                  + context_map.render_text(cmap, sections=False))
+    return 0
+
+
+def _setup(args: argparse.Namespace) -> tuple[PromptCompiler, PromptCompileInput]:
     compiler = make_compiler(args)
     compile_input = load_compile_input(args.input) if args.input else PromptCompileInput()
     updates: dict[str, object] = {}
@@ -45,43 +80,82 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         updates["profile"] = args.profile
     if compile_input.workspace_root is None:
         updates["workspace_root"] = compiler.settings.home
-    compile_input = compile_input.model_copy(update=updates)
-    if args.html is not None:
-        return _context_map(args, compiler, compile_input, out, err)
-    if args.messages is not None or args.model:
-        raise UsageError("--model and --messages need --html")
-    inspection = inspect_prompt(compiler, compile_input)
-    text = render_json(inspection) if args.json else render_table(inspection, painter(out))
-    out.write(text + "\n")
-    return 0
+    return compiler, compile_input.model_copy(update=updates)
+
+
+def _request(args: argparse.Namespace) -> ChatRequest | None:
+    """The request around the prompt: ``--messages`` and ``--tools`` (with ``--model``),
+    without the compiled prompt; None for the plain section table."""
+    if args.messages is None and args.tools is None and args.html is None:
+        if args.model:
+            raise UsageError("--model needs --messages, --tools or --html")
+        return None
+    from ..providers.request import ChatRequest, parse_chat_request
+
+    fields: dict[str, Any] = {}
+    name = None
+    if args.messages is not None:
+        data, name = read_document(args.messages, "messages", "json")
+        if isinstance(data, list):
+            data = {"messages": data}
+        if not isinstance(data, dict):
+            raise InputError(Problem("expected a JSON object or a list of messages", file=name))
+        fields.update(data)
+    if args.tools is not None:
+        tools, tools_name = read_document(args.tools, "tools", "json")
+        if isinstance(tools, dict) and set(tools) == {"tools"}:
+            tools = tools["tools"]
+        if not isinstance(tools, list):
+            raise InputError(Problem("expected a JSON list of tool definitions",
+                                     file=tools_name))
+        fields["tools"] = parse_chat_request({"model": "-", "tools": tools},
+                                             file=tools_name).tools
+    if args.model:
+        fields["model"] = args.model
+    if "model" not in fields:
+        if name is not None:
+            raise UsageError(f'--messages needs --model: {name} sets no "model"')
+        if args.tools is not None:
+            raise UsageError("--tools needs --model")
+        fields["model"] = "unspecified"
+    return parse_chat_request({**fields, "compiled_prompt": None}, file=name) \
+        if name is not None else ChatRequest(**fields)
+
+
+def _compile(compiler: PromptCompiler, compile_input: PromptCompileInput,
+             request: ChatRequest) -> CompiledPromptPayload:
+    # The messages are read first: the refs they carry count towards the Artifact
+    # References policy, as they do for the request compile --provider prints.
+    return compiler.compile(compile_input,
+                            history=(message.content for message in request.messages))
+
+
+def _map(args: argparse.Namespace, compiler: PromptCompiler, request: ChatRequest,
+         payload: CompiledPromptPayload, profile: str) -> ContextMap:
+    from ..review import context_map
+
+    settings = compiler.settings
+    return context_map.map_request(
+        compiler, request.model_copy(update={"compiled_prompt": payload}), args.provider,
+        profile=profile, budget=(settings.max_context_tokens, settings.response_reserve_tokens))
 
 
 def _context_map(args: argparse.Namespace, compiler: PromptCompiler,
-                 compile_input: PromptCompileInput, out: TextIO, err: TextIO) -> int:
-    from ..providers.request import ChatRequest, load_chat_request
-    from ..review import context_map
+                 compile_input: PromptCompileInput, request: ChatRequest | None,
+                 out: TextIO, err: TextIO) -> int:
+    from ..review import context_map, map_page
 
-    fields: dict[str, object] = {"compiled_prompt": None}
-    if args.model:
-        fields["model"] = args.model
-    if args.messages is not None:
-        request = load_chat_request(args.messages, **fields)
-    else:
-        request = ChatRequest(model=args.model or "unspecified")
-    # The messages are read first: the refs they carry count towards the Artifact
-    # References policy, as they do for the request compile --provider prints.
-    payload = compiler.compile(compile_input,
-                               history=(message.content for message in request.messages))
-    request = request.model_copy(update={"compiled_prompt": payload})
-    settings = compiler.settings
-    cmap = context_map.map_request(
-        compiler, request, args.provider, profile=compile_input.profile,
-        budget=(settings.max_context_tokens, settings.response_reserve_tokens))
-    context_map.write_page(args.html, cmap)
+    assert request is not None
+    cmap = _map(args, compiler, request, _compile(compiler, compile_input, request),
+                compile_input.profile)
+    map_page.write_page(args.html, map_page.render_html(cmap))
     if args.json:
         out.write(context_map.render_json(cmap))
-    totals = cmap.totals()
-    read = (cmap.plan or totals["by_cache"])["read"]
-    print(f"wrote {args.html}: {len(cmap.blocks)} blocks, {totals['tokens']} tokens "
-          f"({read} expected from cache)", file=err)
+    print(_wrote(args.html, cmap), file=err)
     return 0
+
+
+def _wrote(path: Path, cmap: ContextMap) -> str:
+    totals = cmap.totals()
+    return (f"wrote {path}: {len(cmap.blocks)} blocks, {totals['tokens']} tokens "
+            f"({totals['by_cache']['read']} expected from cache)")

@@ -5,29 +5,34 @@ and gives a :class:`ContextMap`: the request block by block in the order the pro
 receives it (tools, stable sections, history summary, history turns, then this turn: the
 dynamic sections, the current user message and its tool rounds; with the ``system``
 placement the dynamic sections follow the stable ones), each with its tokens, stability,
-source and expected cache status. :func:`map_turn` does the same for a stored turn from
-its record, one map per provider round. :func:`render_json` is the data,
-:func:`render_html` one self-contained page drawn from exactly that data.
+source, text and expected cache status. :func:`map_turn` does the same for a stored turn
+from its record, one row per provider round. :func:`render_json` is the data and
+:func:`render_text` its rows and category summary for a terminal;
+:mod:`pioneer.review.map_page` draws one self-contained page from exactly that data.
 
-The expected cache status of a block is ``read`` (the provider serves it from its cache),
-``written`` (Anthropic writes it into the cache at its marks, billed above the input
-price) or ``uncached``; how it is worked out is in docs/context-map.md.
+Every figure is a sum of rows: a block the provider caches as one piece (the stable
+system text) is opened into its sections, and what the block holds beyond them (the
+separators, a message's JSON wrapper) is a ``framing`` row of its own, so the sections
+and that row add up to the block as the cache plan counts it. Each row carries its
+tokens read from cache, written to it and sent uncached (a row the provider reads in
+part has some of each), so the per-status totals are the plan's own. The expected cache
+status is ``read``, ``written`` (Anthropic writes it into the cache at its marks, billed
+above the input price) or ``uncached``; docs/context-map.md says how it is worked out.
 """
 
 from __future__ import annotations
 
-import html
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ..audit.cache_report import CacheBlock, CachePlan, plan_cache, request_blocks
+from ..audit.cache_report import CacheBlock, CachePlan, block_texts, plan_cache, request_blocks
 from ..audit.record import ReportedUsage, RoundRecord, TurnRecord
 from ..compile.compiler import LoadedProfile, PromptCompiler
 from ..compile.manifest import CompiledPromptPayload, Diagnostic, ManifestSection
-from ..errors import InputError, Problem
+from ..errors import counted
 from ..providers import build_request_body
 from ..providers.caching import DEFAULT_MINIMUM_TOKENS
 from ..providers.layout import turn_start
@@ -37,25 +42,33 @@ from ..resources import builtin_dir
 from ..tokens import TokenCounter, default_counter
 
 __all__ = [
+    "CATEGORIES",
     "Block",
     "BlockKind",
     "Budget",
     "CacheStatus",
     "ContextMap",
     "RoundRow",
+    "as_data",
     "map_request",
     "map_turn",
-    "render_html",
     "render_json",
-    "write_page",
+    "render_text",
 ]
 
-BlockKind = Literal["tools", "stable", "summary", "history", "dynamic", "current", "round"]
+BlockKind = Literal["tools", "stable", "framing", "summary", "history", "dynamic", "current",
+                    "round"]
 CacheStatus = Literal["read", "written", "uncached"]
+#: The summary's categories, as Claude Code's ``/context`` groups a request: name → label.
+CATEGORIES: dict[str, str] = {"system": "system prompt", "tools": "tools",
+                              "history": "history", "turn": "this turn"}
+_CATEGORY: dict[str, str] = {"tools": "tools", "stable": "system", "framing": "system",
+                             "dynamic": "system", "summary": "history", "history": "history",
+                             "current": "turn", "round": "turn"}
+_STATUSES: tuple[CacheStatus, ...] = ("read", "written", "uncached")
 
 #: Providers whose cache is written only at marks in the request (billed as a write).
 _MARKED = frozenset({"anthropic"})
-_SUMMARY_PREFIX = "Summary of earlier conversation:\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,18 +87,38 @@ class Block:
     truncated: bool = False
     diagnostics: tuple[str, ...] = ()
     fingerprint: str = ""
+    #: Its tokens read from cache, written to it and sent uncached (they sum to ``tokens``).
+    split: tuple[int, int, int] = (0, 0, 0)
+    #: The text the block was counted from, when the map was drawn from one.
+    text: str | None = None
+
+    @property
+    def category(self) -> str:
+        """``system``, ``tools``, ``history`` or ``turn`` (see :data:`CATEGORIES`)."""
+        return _CATEGORY[self.kind]
 
 
 @dataclass(frozen=True, slots=True)
 class Budget:
-    """The context window and the history budget with its summarising threshold."""
+    """The context window, the reply's reserve, and the history budget with its rows."""
 
     context_window: int
+    #: Where the window comes from: the model table, or the max_context_tokens setting.
+    window_from: str
     response_reserve: int
     history_budget: int
     history_threshold: int
-    history_tokens: int
+    #: The history as the budget counts it: (message, tokens), oldest first.
+    history: tuple[tuple[str, int], ...]
+    #: ``budgeter`` (the turn's history decision, per-message overhead included) or
+    #: ``request`` (the history blocks of the request, as the cache plan counts them).
+    history_counted: Literal["budgeter", "request"]
     history_mode: str | None = None
+
+    @property
+    def history_tokens(self) -> int:
+        """The sum of the history rows."""
+        return sum(tokens for _, tokens in self.history)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,23 +146,74 @@ class ContextMap:
     rounds: tuple[RoundRow, ...] = ()
     diagnostics: tuple[dict[str, str], ...] = ()
     notes: tuple[str, ...] = field(default=())
+    #: The shortest prefix the provider caches for this model, when a cache plan said.
+    minimum_tokens: int | None = None
+    #: Why the blocks carry no text (a turn record keeps none), when they do not.
+    no_text: str = ""
     #: The cache plan's read / written / uncached tokens for the request shown, when the
-    #: map was drawn from one (the plan counts the body's blocks as sent).
+    #: map was drawn from one: the sums of the blocks' splits, as ``totals`` has them.
     plan: dict[str, int] | None = None
 
     def totals(self) -> dict[str, Any]:
-        """Tokens per kind and per cache status, and in all."""
+        """Tokens per kind, per category and per cache status, and in all: each a sum of
+        the blocks' own figures."""
         by_kind: dict[str, int] = {}
-        by_cache: dict[str, int] = {"read": 0, "written": 0, "uncached": 0}
+        by_category = dict.fromkeys(CATEGORIES, 0)
+        by_cache = dict.fromkeys(_STATUSES, 0)
         for block in self.blocks:
             tokens = block.tokens or 0
             by_kind[block.kind] = by_kind.get(block.kind, 0) + tokens
-            by_cache[block.cache] += tokens
-        total = sum(by_cache.values())
-        return {"tokens": total, "by_kind": by_kind, "by_cache": by_cache,
+            by_category[block.category] += tokens
+            for status, part in zip(_STATUSES, block.split, strict=True):
+                by_cache[status] += part
+        total = sum(b.tokens or 0 for b in self.blocks)
+        window = self.budget.context_window
+        return {"tokens": total, "by_kind": by_kind, "by_category": by_category,
+                "by_cache": by_cache,
                 "unknown_blocks": sum(1 for b in self.blocks if b.tokens is None),
-                "share_of_window": round(total / self.budget.context_window, 4)
-                if self.budget.context_window else 0.0}
+                "share_of_window": _share(total, window)}
+
+    def categories(self) -> list[dict[str, Any]]:
+        """The window row by row, like Claude Code's ``/context``: each category of the
+        request, the reply's reserve and what is left free; their tokens sum to the window
+        (an ``over`` row takes the place of ``free`` when the request does not fit)."""
+        window = self.budget.context_window
+        rows: list[dict[str, Any]] = []
+        for name, label in CATEGORIES.items():
+            mine = [b for b in self.blocks if b.category == name]
+            tokens = sum(b.tokens or 0 for b in mine)
+            rows.append({"category": name, "label": label, "tokens": tokens,
+                         "share": _share(tokens, window), "detail": _detail(name, mine)})
+        used = sum(row["tokens"] for row in rows)
+        reserve = self.budget.response_reserve
+        rows.append({"category": "reserve", "label": "reserved for the reply",
+                     "tokens": reserve, "share": _share(reserve, window), "detail": ""})
+        left = window - used - reserve
+        rows.append({"category": "free" if left >= 0 else "over",
+                     "label": "free" if left >= 0 else "over the window",
+                     "tokens": left, "share": _share(left, window), "detail": ""})
+        return rows
+
+
+def _share(tokens: int, window: int) -> float:
+    return round(tokens / window, 4) if window else 0.0
+
+
+def _detail(category: str, blocks: Sequence[Block]) -> str:
+    kinds = [b.kind for b in blocks]
+    if category == "system":
+        sides = [f"{kinds.count(side)} {side}" for side in ("stable", "dynamic")
+                 if side in kinds]
+        return counted(kinds.count("stable") + kinds.count("dynamic"), "section") + (
+            f" ({', '.join(sides)})" if sides else "") + (
+            f", framing {sum(b.tokens or 0 for b in blocks if b.kind == 'framing')}"
+            if "framing" in kinds else "")
+    if category == "tools":
+        return counted(len(blocks), "definition")
+    if category == "history":
+        summary = "a summary and " if "summary" in kinds else ""
+        return summary + counted(kinds.count("history"), "message block")
+    return counted(len(blocks), "message block")
 
 
 # -- building the blocks -------------------------------------------------------------
@@ -146,7 +230,8 @@ def map_request(
     title: str = "pioneer inspect",
     profile: str | None = None,
 ) -> ContextMap:
-    """The map of one request; ``budget`` is (context window, response reserve).
+    """The map of one request; ``budget`` is (max_context_tokens, response reserve), the
+    thread's history budget (the window is the model's when the model table knows it).
 
     ``profile`` is the profile name or path the prompt was compiled with (default: the
     name its manifest records, which for a profile given by path is the file's ``name``).
@@ -187,21 +272,29 @@ def _map_request(
     earlier = [_blocks_of(provider, before, counter)
                for before in (previous if previous is not None else [_previous_turn(request)])]
     plan = plan_cache(provider, request.model, blocks, earlier)
-    titles = {section.id: section.title for section in payload.sections}
-    pieces = _from_plan(plan, payload.manifest.sections, titles, sources.of,
-                        sources.diagnostics)
-    window, reserve = budget
-    history = sum(b.tokens or 0 for b in pieces if b.kind in ("summary", "history"))
+    pieces = _from_plan(plan, _Opened(
+        payload.manifest.sections, [s.title for s in payload.sections],
+        [s.text for s in payload.sections], sources.of, sources.diagnostics),
+        block_texts(provider, body))
+    max_context, reserve = budget
+    history = tuple((b.title, b.tokens or 0) for b in pieces if b.category == "history")
     return ContextMap(
         title=title, profile=payload.manifest.profile,
         profile_fingerprint=payload.manifest.profile_fingerprint,
         profile_file=str(profile.file or ""), provider=provider,
         model=request.model, placement=request.cache.dynamic_placement, blocks=tuple(pieces),
-        budget=Budget(window, reserve, max(0, window - reserve), _threshold(window, reserve),
-                      history),
+        budget=Budget(*_window(request.model, max_context), reserve,
+                      max(0, max_context - reserve), _threshold(max_context, reserve),
+                      history, "request"),
         diagnostics=tuple(_diagnostic(d) for d in payload.manifest.diagnostics),
-        notes=(_plan_note(plan, previous is None),), plan=_planned_of(plan),
+        notes=(_plan_note(plan, previous is None),), minimum_tokens=plan.minimum_tokens,
+        plan=_planned_of(plan),
     )
+
+
+def _window(model: str, max_context: int) -> tuple[int, str]:
+    """The context window shown for ``model``, and where it comes from."""
+    return max_context, "the max_context_tokens setting"
 
 
 def _blocks_of(provider: str, request: ChatRequest, counter: TokenCounter) -> list[CacheBlock]:
@@ -223,32 +316,27 @@ def _previous_turn(request: ChatRequest) -> ChatRequest:
     return request.model_copy(update={"messages": messages, "compiled_prompt": changed})
 
 
-_STATUS: dict[str, CacheStatus] = {"cached": "read", "written": "written",
-                                   "uncached": "uncached"}
+@dataclass(frozen=True, slots=True)
+class _Opened:
+    """What the stable and dynamic blocks open into: the manifest's sections, with their
+    titles and texts (None where not known), sources and diagnostics."""
+
+    sections: Sequence[ManifestSection]
+    titles: Sequence[str | None]
+    texts: Sequence[str | None]
+    source_of: Callable[[ManifestSection], dict[str, str]]
+    diagnostics_of: Callable[[ManifestSection], tuple[str, ...]]
 
 
-def _from_plan(
-    plan: CachePlan, sections: Sequence[ManifestSection], titles: Mapping[str, str],
-    source_of: Callable[[ManifestSection], dict[str, str]],
-    diagnostics_of: Callable[[ManifestSection], tuple[str, ...]],
-) -> list[Block]:
+def _from_plan(plan: CachePlan, opened: _Opened, texts: Sequence[str] | None) -> list[Block]:
     """The plan's blocks in its order, the stable and dynamic blocks opened into their
-    sections (each with the status of the block it is in)."""
+    sections (and the block's framing beyond them); each row's cache split from the
+    plan's cached and written prefix."""
     out: list[Block] = []
     seen_turn = False
-    for block in plan.blocks:
-        status = _STATUS[block.status]
+    for position, block in enumerate(plan.blocks):
         if block.kind in ("stable", "prompt", "dynamic"):
-            sides = {"stable": ("stable",), "prompt": ("stable", "dynamic"),
-                     "dynamic": ("dynamic",)}[block.kind]
-            for record in sections:
-                if record.stability in sides:
-                    out.append(Block(
-                        len(out), record.stability, record.id, titles.get(record.id, record.id),
-                        record.stability,
-                        record.tokens, record.chars, status, source_of(record),
-                        truncated=record.truncated, diagnostics=diagnostics_of(record),
-                        fingerprint=block.label))
+            out += _sections_of(block, opened, len(out))
             continue
         kind: BlockKind
         if block.kind == "tools":
@@ -262,11 +350,63 @@ def _from_plan(
             seen_turn = True
             name, title = block.label, ("user message (this turn)" if kind == "current"
                                         else f"{_role(block.label)} (tool round)")
+        text = texts[position] if texts is not None else None
         out.append(Block(len(out), kind, name, title,
-                         "stable" if kind == "tools" else "conversation", block.tokens, None,
-                         status, {"from": f"request body: {block.label}"}
+                         "stable" if kind == "tools" else "conversation", block.tokens,
+                         len(text) if text is not None else None, "uncached",
+                         {"from": f"request body: {block.label}"}
                          | ({"cache mark": "yes"} if block.marked else {}),
-                         fingerprint=block.digest))
+                         fingerprint=block.digest, text=text))
+    return _split(out, plan.cached_tokens, plan.cached_tokens + plan.written_tokens)
+
+
+def _sections_of(block: CacheBlock, opened: _Opened, first: int) -> list[Block]:
+    sides = {"stable": ("stable",), "prompt": ("stable", "dynamic"),
+             "dynamic": ("dynamic",)}[block.kind]
+    out: list[Block] = []
+    for record, title, text in zip(opened.sections, opened.titles, opened.texts, strict=True):
+        if record.stability in sides:
+            out.append(Block(
+                first + len(out), record.stability, record.id, title or record.id,
+                record.stability, record.tokens, record.chars, "uncached",
+                opened.source_of(record), truncated=record.truncated,
+                diagnostics=opened.diagnostics_of(record), fingerprint=block.label, text=text))
+    if any(b.tokens is None for b in out):
+        return out
+    rest = block.tokens - sum(b.tokens or 0 for b in out)
+    if rest:
+        stability: Literal["stable", "dynamic"] = (
+            "stable" if block.kind == "stable" else "dynamic")
+        out.append(Block(
+            first + len(out), "framing", f"{block.label} framing",
+            f"framing of {block.label}", stability, rest, None, "uncached",
+            {"from": f"request body: {block.label}",
+             "what": f"{block.tokens} tokens counted as one block, less its sections "
+                     "counted one by one (separators, the message's wrapper, tokens that "
+                     "merge across a join)"},
+            fingerprint=block.digest))
+    return out
+
+
+def _split(blocks: Sequence[Block], cached_end: int, written_end: int) -> list[Block]:
+    """Each row's tokens read, written and uncached, from where the request's cached and
+    written prefixes end; its status is that of its last token (as the plan has it)."""
+
+    def at(position: int) -> tuple[int, int, int]:
+        return (min(position, cached_end),
+                min(max(position, cached_end), written_end) - cached_end,
+                max(position, written_end) - written_end)
+
+    out: list[Block] = []
+    start = 0
+    for block in blocks:
+        end = start + (block.tokens or 0)
+        before, after = at(start), at(end)
+        split = (after[0] - before[0], after[1] - before[1], after[2] - before[2])
+        status: CacheStatus = "read" if end <= cached_end else (
+            "written" if end <= written_end else "uncached")
+        out.append(replace(block, cache=status, split=split))
+        start = end
     return out
 
 
@@ -294,8 +434,9 @@ def _plan_note(plan: CachePlan, assumed: bool) -> str:
     whole = sum(b.tokens for b in plan.blocks if b.status == "cached")
     partly = next((b for b in plan.blocks if b.status != "cached"), None)
     part = (f"; the first {plan.cached_tokens - whole} tokens of {partly.label} are read from "
-            f"cache too (the provider caches in steps of {plan.step_tokens} tokens; the map draws "
-            "the whole block by its end)") if plan.cached_tokens > whole and partly else ""
+            f"cache too (the provider caches in steps of {plan.step_tokens} tokens; each row "
+            "says how many of its tokens are read)") if plan.cached_tokens > whole and partly \
+        else ""
     return (f"cache status from the cache plan ({plan.provider}, minimum "
             f"{plan.minimum_tokens} tokens), {where}{first}{part}")
 
@@ -303,12 +444,6 @@ def _plan_note(plan: CachePlan, assumed: bool) -> str:
 def _threshold(window: int, reserve: int) -> int:
     budget = max(0, window - reserve)
     return budget * 8 // 10
-
-
-
-
-
-
 
 
 def _with_cache(blocks: list[Block], provider: str, previous: Sequence[str] | None,
@@ -326,7 +461,14 @@ def _with_cache(blocks: list[Block], provider: str, previous: Sequence[str] | No
     written: CacheStatus = "written" if provider in _MARKED else "uncached"
     total = sum(b.tokens or 0 for b in blocks)
     rest: CacheStatus = written if total >= minimum else "uncached"
-    return [replace(b, cache="read" if b.index < read_upto else rest) for b in blocks]
+    out = []
+    for b in blocks:
+        status: CacheStatus = "read" if b.index < read_upto else rest
+        tokens = b.tokens or 0
+        out.append(replace(b, cache=status, split=(
+            tokens if status == "read" else 0, tokens if status == "written" else 0,
+            tokens if status == "uncached" else 0)))
+    return out
 
 
 def _assumed_previous(blocks: Sequence[Block]) -> list[str]:
@@ -408,6 +550,9 @@ def _diagnostic(d: Diagnostic) -> dict[str, str]:
 
 # -- a stored turn ---------------------------------------------------------------------
 
+_NO_TEXT = ("a turn record keeps counts and digests, not text: `pioneer inspect --html` "
+            "with the turn's input shows each section's text")
+
 
 def map_turn(record: TurnRecord, *, budget: tuple[int, int]) -> ContextMap:
     """The map of a stored turn: the blocks of its last provider round (the whole turn so
@@ -415,7 +560,8 @@ def map_turn(record: TurnRecord, *, budget: tuple[int, int]) -> ContextMap:
 
     A record keeps the token counts of the sections and the history messages, not of the
     tool definitions or of this turn's messages: those blocks show no count, and the
-    planned figures leave them out.
+    planned figures leave them out. ``budget`` is (max_context_tokens, response reserve);
+    the history budget is the record's own when it has a history decision.
     """
     if all(r.cache is not None for r in record.rounds):
         return _turn_from_plans(record, budget)
@@ -429,11 +575,6 @@ def map_turn(record: TurnRecord, *, budget: tuple[int, int]) -> ContextMap:
     blocks = planned[-1]
     last = record.rounds[-1]
     manifest = last.manifest
-    history = record.history
-    window, reserve = budget
-    limits = (history.budget, history.threshold) if history is not None else (
-        max(0, window - reserve), _threshold(window, reserve))
-    sent = sum(b.tokens or 0 for b in blocks if b.kind in ("summary", "history"))
     notes = ["the record keeps no token counts for tool definitions or this turn's messages; "
              "planned figures leave them out"] if any(b.tokens is None for b in blocks) else []
     if len(record.rounds) > 1:
@@ -443,14 +584,28 @@ def map_turn(record: TurnRecord, *, budget: tuple[int, int]) -> ContextMap:
         title=f"pioneer explain {record.turn_id}", profile=manifest.profile,
         profile_fingerprint=manifest.profile_fingerprint, profile_file="",
         provider=last.provider.provider, model="", placement=last.provider.dynamic_placement,
-        blocks=tuple(blocks),
-        budget=Budget(window, reserve, limits[0], limits[1], sent,
-                      history.mode if history is not None else None),
+        blocks=tuple(blocks), budget=_turn_budget(record, blocks, "", budget),
         rounds=tuple(RoundRow(r.round, _planned(p), _reported(r.usage))
                      for r, p in zip(record.rounds, planned, strict=True)),
         diagnostics=tuple(_diagnostic(d) for d in manifest.diagnostics),
-        notes=(*notes, _cache_note(None)),
+        notes=(*notes, _cache_note(None)), no_text=_NO_TEXT,
     )
+
+
+def _turn_budget(record: TurnRecord, blocks: Sequence[Block], model: str,
+                 budget: tuple[int, int]) -> Budget:
+    """The budget of a stored turn: its history decision's budget and messages when it
+    has one (as the budgeter counted them, which is what the text of explain says)."""
+    history = record.history
+    max_context, reserve = budget
+    window = _window(model, max_context)
+    if history is None:
+        rows = tuple((b.title, b.tokens or 0) for b in blocks if b.category == "history")
+        return Budget(*window, reserve, max(0, max_context - reserve),
+                      _threshold(max_context, reserve), rows, "request")
+    rows = tuple((f"{m.role} (history)", m.tokens) for m in history.messages)
+    return Budget(*window, reserve, history.budget, history.threshold, rows, "budgeter",
+                  history.mode)
 
 
 def _turn_from_plans(record: TurnRecord, budget: tuple[int, int]) -> ContextMap:
@@ -468,12 +623,10 @@ def _turn_from_plans(record: TurnRecord, budget: tuple[int, int]) -> ContextMap:
         return tuple(f"{d.code}: {d.message}" for d in manifest.diagnostics
                      if d.section_id == section.id)
 
-    blocks = _from_plan(plan, manifest.sections, {}, source, diagnostics)
-    history = record.history
-    window, reserve = budget
-    limits = (history.budget, history.threshold) if history is not None else (
-        max(0, window - reserve), _threshold(window, reserve))
-    sent = sum(b.tokens or 0 for b in blocks if b.kind in ("summary", "history"))
+    sections = manifest.sections
+    blocks = _from_plan(plan, _Opened(
+        sections, [last.section_titles.get(s.id) for s in sections], [None] * len(sections),
+        source, diagnostics), None)
     notes = [_plan_note(plan, False)]
     if len(record.rounds) > 1:
         notes.insert(0, f"the blocks are those of round {last.round}, the last")
@@ -482,12 +635,12 @@ def _turn_from_plans(record: TurnRecord, budget: tuple[int, int]) -> ContextMap:
         profile_fingerprint=manifest.profile_fingerprint, profile_file="",
         provider=last.provider.provider, model=plan.model,
         placement=last.provider.dynamic_placement, blocks=tuple(blocks),
-        budget=Budget(window, reserve, limits[0], limits[1], sent,
-                      history.mode if history is not None else None),
+        budget=_turn_budget(record, blocks, plan.model, budget),
         rounds=tuple(_row(r.round, r.cache, r.usage) for r in record.rounds
                      if r.cache is not None),
         diagnostics=tuple(_diagnostic(d) for d in manifest.diagnostics),
-        notes=tuple(notes), plan=_planned_of(plan),
+        notes=tuple(notes), minimum_tokens=plan.minimum_tokens, no_text=_NO_TEXT,
+        plan=_planned_of(plan),
     )
 
 
@@ -508,8 +661,8 @@ def _round_blocks(record: TurnRecord, r: RoundRecord) -> list[Block]:
     def sections(side: Literal["stable", "dynamic"]) -> None:
         for s in manifest.sections:
             if s.stability == side:
-                add(side, s.id, s.id, side, s.tokens, s.chars, {"from": s.source}, s.sha256,
-                    truncated=s.truncated, diagnostics=tuple(
+                add(side, s.id, r.section_titles.get(s.id, s.id), side, s.tokens, s.chars,
+                    {"from": s.source}, s.sha256, truncated=s.truncated, diagnostics=tuple(
                         f"{d.code}: {d.message}" for d in manifest.diagnostics
                         if d.section_id == s.id))
 
@@ -543,9 +696,10 @@ def _reported(usage: ReportedUsage | None) -> dict[str, int] | None:
 
 
 def _planned(blocks: Sequence[Block]) -> dict[str, int]:
-    planned = {"read": 0, "written": 0, "uncached": 0}
+    planned: dict[str, int] = dict.fromkeys(_STATUSES, 0)
     for block in blocks:
-        planned[block.cache] += block.tokens or 0
+        for status, part in zip(_STATUSES, block.split, strict=True):
+            planned[status] += part
     return planned
 
 
@@ -554,6 +708,15 @@ def _planned(blocks: Sequence[Block]) -> dict[str, int]:
 
 def as_data(cmap: ContextMap) -> dict[str, Any]:
     """The map as plain JSON data (what the page embeds and ``--json`` prints)."""
+    budget = asdict(cmap.budget)
+    budget["history"] = [{"message": m, "tokens": t} for m, t in cmap.budget.history]
+    budget["history_tokens"] = cmap.budget.history_tokens
+    blocks = []
+    for b in cmap.blocks:
+        row = {k: v for k, v in asdict(b).items() if k not in ("fingerprint", "split")}
+        row["category"] = b.category
+        row["split"] = dict(zip(_STATUSES, b.split, strict=True))
+        blocks.append(row)
     return {
         "title": cmap.title,
         "profile": cmap.profile,
@@ -562,24 +725,17 @@ def as_data(cmap: ContextMap) -> dict[str, Any]:
         "provider": cmap.provider,
         "model": cmap.model,
         "placement": cmap.placement,
-        "budget": asdict(cmap.budget),
+        "minimum_tokens": cmap.minimum_tokens,
+        "budget": budget,
         "totals": cmap.totals(),
-        "blocks": [{k: v for k, v in asdict(b).items() if k != "fingerprint"}
-                   for b in cmap.blocks],
+        "context": cmap.categories(),
+        "blocks": blocks,
         "rounds": [asdict(r) for r in cmap.rounds],
         "diagnostics": list(cmap.diagnostics),
         "notes": list(cmap.notes),
+        "no_text": cmap.no_text,
         "plan": cmap.plan,
     }
-
-
-def write_page(path: Path, cmap: ContextMap) -> None:
-    """Write :func:`render_html` to ``path`` (UTF-8); a failure names the file."""
-    try:
-        path.write_text(render_html(cmap), encoding="utf-8")
-    except OSError as error:
-        raise InputError(Problem(f"cannot write the context map: {error.strerror or error}",
-                                 file=str(path))) from None
 
 
 def render_json(cmap: ContextMap) -> str:
@@ -587,258 +743,40 @@ def render_json(cmap: ContextMap) -> str:
     return json.dumps(as_data(cmap), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def render_html(cmap: ContextMap) -> str:
-    """One self-contained page: inline CSS and script, no network, readable without JS."""
-    data = as_data(cmap)
-    totals = data["totals"]
-    e = html.escape
-    strip = "\n".join(_strip_block(b) for b in cmap.blocks)
-    rows = "\n".join(_table_row(b) for b in cmap.blocks)
-    figures = cmap.plan or totals["by_cache"]
-    legend = "".join(
-        f'<li><span class="swatch cache-{status}"></span>{status}: '
-        f'<span id="plan-{status}">{figures[status]}</span> tokens</li>'
-        for status in ("read", "written", "uncached"))
-    rounds = _rounds_table(cmap.rounds)
-    notes = "".join(f"<li>{e(n)}</li>" for n in cmap.notes)
-    # Every "<" as \u003c: no "</script>" can close the data block and no "<!--" can
-    # start the parser's double-escaped state, which would swallow the page's script.
-    embedded = json.dumps(data, sort_keys=True, ensure_ascii=False).replace("<", "\\u003c")
-    model = f", model {e(cmap.model)}" if cmap.model else ""
-    return _PAGE.format(
-        title=e(cmap.title), profile=e(cmap.profile),
-        profile_file=f" from <code>{e(cmap.profile_file)}</code>" if cmap.profile_file else "",
-        fingerprint=e(cmap.profile_fingerprint[:12]),
-        provider=e(cmap.provider), model=model, placement=e(cmap.placement),
-        total=totals["tokens"], blocks=len(cmap.blocks), strip=strip, rows=rows,
-        legend=legend, budget=_budget_figure(cmap.budget, totals["tokens"]), rounds=rounds,
-        notes=notes, data=embedded, style=_STYLE, script=_SCRIPT,
-    )
+def render_text(cmap: ContextMap, *, sections: bool = True) -> str:
+    """The map for a terminal: one line per block (``sections=False`` leaves out the
+    section rows, for a view that lists them already), then the category summary."""
+    shown = [b for b in cmap.blocks if sections or b.kind not in ("stable", "dynamic")]
+    model = f", model {cmap.model}" if cmap.model else ""
+    head = ("BLOCK", "KIND", "TOKENS", "CACHE")
+    cells = [head] + [(b.title, b.kind, _n(b.tokens), _cache_cell(b)) for b in shown]
+    widths = [max(len(row[c]) for row in cells) for c in range(len(head))]
+    lines = [f"request for {cmap.provider}{model}: {counted(len(cmap.blocks), 'block')}"]
+    lines += ["  ".join(cell.rjust(widths[c]) if c == 2 else cell.ljust(widths[c])
+                        for c, cell in enumerate(row)).rstrip() for row in cells]
+    totals = cmap.totals()
+    cache = ", ".join(f"{status} {totals['by_cache'][status]}" for status in _STATUSES)
+    minimum = (f" (caches prefixes of {cmap.minimum_tokens}+ tokens)"
+               if cmap.minimum_tokens is not None else "")
+    lines.append(f"cache: {cache}{minimum}")
+    budget = cmap.budget
+    lines.append(f"context window {budget.context_window} tokens (from {budget.window_from})")
+    rows = cmap.categories()
+    width = max(len(row["label"]) for row in rows)
+    digits = max(len(str(row["tokens"])) for row in rows)
+    for row in rows:
+        detail = f"  {row['detail']}" if row["detail"] else ""
+        lines.append(f"  {row['label']:<{width}}  {row['tokens']:>{digits}}  "
+                     f"{100 * row['share']:6.2f}%{detail}")
+    return "\n".join(lines) + "\n"
 
 
-def _describe(b: Block) -> str:
-    source = ", ".join(f"{k} {v}" for k, v in b.source.items() if v)
-    parts = [f"#{b.index} {b.kind} {b.id}", b.title, f"{b.stability}", f"cache {b.cache}",
-             f"{_n(b.tokens)} tokens", f"{_n(b.chars)} chars", source]
-    if b.truncated:
-        parts.append("truncated")
-    parts += list(b.diagnostics)
-    return " | ".join(parts)
+def _cache_cell(b: Block) -> str:
+    read = b.split[0]
+    if 0 < read < (b.tokens or 0):
+        return f"{b.cache} ({read} read)"
+    return b.cache
 
 
 def _n(value: int | None) -> str:
     return "?" if value is None else str(value)
-
-
-def _strip_block(b: Block) -> str:
-    e = html.escape
-    grow = max(b.tokens or 0, 1)
-    attrs = {
-        "index": b.index, "kind": b.kind, "id": b.id, "title": b.title,
-        "stability": b.stability, "cache": b.cache, "tokens": _n(b.tokens),
-        "chars": _n(b.chars), "truncated": "yes" if b.truncated else "no",
-        "source": json.dumps(b.source, sort_keys=True), "diagnostics": "\n".join(b.diagnostics),
-    }
-    data = " ".join(f'data-{k}="{e(str(v))}"' for k, v in attrs.items())
-    classes = f"block kind-{b.kind} stability-{b.stability} cache-{b.cache}" + (
-        " truncated" if b.truncated else "")
-    return (f'<a class="{classes}" href="#row-{b.index}" style="flex-grow:{grow}" {data} '
-            f'title="{e(_describe(b))}" aria-label="{e(_describe(b))}"></a>')
-
-
-def _table_row(b: Block) -> str:
-    e = html.escape
-    source = "<br>".join(f"{e(k.replace('_', ' '))}: {e(v)}" for k, v in b.source.items() if v)
-    notes = "<br>".join(e(d) for d in b.diagnostics)
-    return (
-        f'<tr id="row-{b.index}" class="cache-{b.cache}-row" data-index="{b.index}">'
-        f"<td>{b.index}</td><td>{e(b.kind)}</td><td><code>{e(b.id)}</code></td>"
-        f"<td>{e(b.title)}</td><td>{e(b.stability)}</td>"
-        f'<td><span class="swatch cache-{b.cache}"></span>{e(b.cache)}</td>'
-        f'<td class="num">{_n(b.tokens)}</td><td class="num">{_n(b.chars)}</td>'
-        f"<td>{source}</td><td>{'yes' if b.truncated else ''}</td><td>{notes}</td></tr>"
-    )
-
-
-def _budget_figure(budget: Budget, total: int) -> str:
-    window = max(budget.context_window, 1)
-
-    def pct(value: int) -> str:
-        return f"{min(100.0, 100 * value / window):.2f}%"
-
-    history_pct = budget.history_tokens / budget.history_budget if budget.history_budget else 0
-    mode = f", history mode {html.escape(budget.history_mode)}" if budget.history_mode else ""
-    history_budget = max(budget.history_budget, 1)
-    history_width = f"{min(100.0, 100 * budget.history_tokens / history_budget):.2f}%"
-    return (
-        f'<p class="axis">context window: the request, and the reply\'s reserve at the '
-        f'right</p><div class="window" id="window" role="img" aria-label="request {total} of '
-        f'{budget.context_window} tokens, {budget.response_reserve} reserved for the reply">'
-        f'<div class="used" style="width:{pct(total)}"></div>'
-        f'<div class="reserve" style="width:{pct(budget.response_reserve)}"></div></div>'
-        f'<p class="axis">history budget (dashed: 80%, where summarising starts)</p>'
-        f'<div class="window" id="history-window" role="img" aria-label="history '
-        f'{budget.history_tokens} of a {budget.history_budget}-token budget, summarising at '
-        f'{budget.history_threshold}"><div class="used history" style="width:{history_width}">'
-        f'</div><div class="line" style="left:80%" title="80%: summarising starts at '
-        f'{budget.history_threshold} tokens"></div></div>'
-        f'<p id="budget-text">Request <strong id="total-tokens">{total}</strong> of '
-        f"{budget.context_window} tokens ({pct(total)} of the context window); response reserve "
-        f"{budget.response_reserve}. History <strong id=\"history-tokens\">"
-        f"{budget.history_tokens}</strong> tokens of a {budget.history_budget}-token budget "
-        f"({100 * history_pct:.1f}%); summarising starts at 80%, {budget.history_threshold} "
-        f"tokens{mode}.</p>"
-    )
-
-
-def _rounds_table(rounds: Sequence[RoundRow]) -> str:
-    if not rounds:
-        return ""
-    rows = []
-    for r in rounds:
-        planned = r.planned
-        reported = r.reported or {}
-
-        def cell(values: Mapping[str, int], key: str) -> str:
-            return f'<td class="num">{values[key]}</td>' if key in values else "<td>-</td>"
-
-        rows.append(
-            f'<tr id="round-{r.round}"><td>{r.round}</td>'
-            + "".join(cell(planned, k) for k in ("read", "written", "uncached"))
-            + "".join(cell(reported, k) for k in ("input_tokens", "cache_read_input_tokens",
-                                                   "cache_creation_input_tokens",
-                                                   "output_tokens"))
-            + "</tr>")
-    return (
-        '<section aria-labelledby="rounds-h"><h2 id="rounds-h">Provider rounds</h2>'
-        '<table id="rounds"><thead><tr><th rowspan="2">round</th>'
-        '<th colspan="3">planned tokens</th><th colspan="4">reported by the provider</th></tr>'
-        "<tr><th>read</th><th>written</th><th>uncached</th><th>input</th><th>cache read</th>"
-        "<th>cache written</th><th>output</th></tr></thead><tbody>"
-        + "".join(rows) + "</tbody></table></section>"
-    )
-
-
-# Okabe-Ito colours (distinct for the common colour-vision deficiencies); the stability
-# of a block is also drawn as a pattern and every state is written out in the table.
-_STYLE = """
-:root { --read: #0072B2; --written: #E69F00; --uncached: #999999; --ink: #1b1b1b; }
-* { box-sizing: border-box; }
-body { font: 14px/1.45 system-ui, sans-serif; color: var(--ink); margin: 1.5rem; }
-h1 { font-size: 1.3rem; margin: 0 0 .3rem; } h2 { font-size: 1.05rem; margin: 1.4rem 0 .4rem; }
-.strip { display: flex; height: 64px; border: 1px solid #444; gap: 1px; background: #444; }
-.block { flex-basis: 0; min-width: 4px; display: block; background: var(--uncached); }
-.block.cache-read { background-color: var(--read); }
-.block.cache-written { background-color: var(--written); }
-.block.stability-dynamic { background-image: repeating-linear-gradient(45deg,
-  rgba(255,255,255,.55) 0 3px, transparent 3px 8px); }
-.block.stability-conversation { background-image: repeating-linear-gradient(90deg,
-  rgba(0,0,0,.28) 0 2px, transparent 2px 6px); }
-.block.truncated { box-shadow: inset 0 -6px 0 #000; }
-.block:focus, .block:hover { outline: 3px solid #000; outline-offset: -3px; }
-.swatch { display: inline-block; width: .9em; height: .9em; margin-right: .3em;
-  vertical-align: -.1em; border: 1px solid #444; background: var(--uncached); }
-.swatch.cache-read { background: var(--read); }
-.swatch.cache-written { background: var(--written); }
-.legend { list-style: none; padding: 0; display: flex; gap: 1.2rem; flex-wrap: wrap; }
-#details { min-height: 3.2em; border-left: 4px solid #444; padding: .3rem .6rem;
-  background: #f4f4f4; white-space: pre-wrap; }
-table { border-collapse: collapse; width: 100%; margin-top: .5rem; }
-th, td { border: 1px solid #ccc; padding: .2rem .4rem; text-align: left; vertical-align: top; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-tr:target, tr.current { background: #fff3c4; }
-.window { position: relative; height: 22px; border: 1px solid #444; background: #fff; }
-.window .used { position: absolute; left: 0; top: 0; bottom: 0; background: var(--read); }
-.window .reserve { position: absolute; right: 0; top: 0; bottom: 0; background:
-  repeating-linear-gradient(45deg, #bbb 0 3px, #eee 3px 6px); }
-.window .used.history { background: var(--written); }
-.axis { margin: .4rem 0 .1rem; font-size: .85em; color: #444; }
-.window .line { position: absolute; top: -4px; bottom: -4px; width: 0;
-  border-left: 2px dashed #000; }
-"""
-
-_SCRIPT = """
-(function () {
-  var blocks = Array.prototype.slice.call(document.querySelectorAll('.strip .block'));
-  var details = document.getElementById('details');
-  function show(block) {
-    var d = block.dataset, source = JSON.parse(d.source), lines = [];
-    lines.push('#' + d.index + ' ' + d.kind + '  ' + d.id + '  ' + d.title);
-    lines.push(d.stability + ', cache ' + d.cache + ', ' + d.tokens + ' tokens, ' +
-               d.chars + ' chars' + (d.truncated === 'yes' ? ', truncated' : ''));
-    Object.keys(source).forEach(function (k) { lines.push(k + ': ' + source[k]); });
-    if (d.diagnostics) { lines.push(d.diagnostics); }
-    details.textContent = lines.join('\\n');
-    document.querySelectorAll('tr.current').forEach(function (r) {
-      r.classList.remove('current'); });
-    var row = document.getElementById('row-' + d.index);
-    if (row) { row.classList.add('current'); }
-  }
-  blocks.forEach(function (block, i) {
-    block.addEventListener('mouseenter', function () { show(block); });
-    block.addEventListener('focus', function () { show(block); });
-    block.addEventListener('keydown', function (event) {
-      var step = {ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1}[event.key];
-      if (event.key === 'Home') { step = -i; } else if (event.key === 'End') {
-        step = blocks.length - 1 - i; }
-      if (step === undefined) { return; }
-      var next = blocks[Math.max(0, Math.min(blocks.length - 1, i + step))];
-      next.focus();
-      event.preventDefault();
-    });
-  });
-  document.documentElement.classList.add('js');
-})();
-"""
-
-_PAGE = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy"
- content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{title}: context map</title>
-<style>{style}</style>
-</head>
-<body>
-<header>
-<h1>{title}: context map</h1>
-<p id="summary">Profile <code>{profile}</code>{profile_file} (fingerprint {fingerprint}), provider
-{provider}{model}, dynamic text placement {placement}: <strong>{total}</strong> tokens in
-{blocks} blocks, in the order the provider receives them.</p>
-</header>
-<main>
-<section aria-labelledby="map-h">
-<h2 id="map-h">The request, block by block</h2>
-<p>Each block's width is its share of the tokens. Colour: expected cache status; stripes:
-dynamic text (diagonal) or conversation (vertical); a dark bottom edge: cut to its budget.
-Tab or the arrow keys move between blocks.</p>
-<nav class="strip" id="strip" aria-label="blocks in provider order">
-{strip}
-</nav>
-<ul class="legend">{legend}</ul>
-<div id="details" aria-live="polite">Hover over or focus a block for its details.</div>
-</section>
-<section aria-labelledby="budget-h">
-<h2 id="budget-h">Context window and history budget</h2>
-{budget}
-</section>
-{rounds}
-<section aria-labelledby="blocks-h">
-<h2 id="blocks-h">Every block</h2>
-<table id="blocks">
-<thead><tr><th>#</th><th>kind</th><th>id</th><th>title</th><th>stability</th><th>cache</th>
-<th>tokens</th><th>chars</th><th>source</th><th>truncated</th><th>diagnostics</th></tr></thead>
-<tbody>
-{rows}
-</tbody>
-</table>
-</section>
-<section aria-labelledby="notes-h"><h2 id="notes-h">Notes</h2><ul>{notes}</ul></section>
-</main>
-<script type="application/json" id="context-map-data">{data}</script>
-<script>{script}</script>
-</body>
-</html>
-"""

@@ -86,11 +86,12 @@ class Inspection:
 
 def inspect_prompt(
     compiler: PromptCompiler, compile_input: PromptCompileInput,
-    counter: TokenCounter | None = None,
+    counter: TokenCounter | None = None, *, payload: CompiledPromptPayload | None = None,
 ) -> Inspection:
-    """Compile ``compile_input`` and explain every declared section."""
+    """Compile ``compile_input`` (unless ``payload`` is its compile already) and explain
+    every declared section."""
     counter = counter or default_counter()
-    payload = compiler.compile(compile_input)
+    payload = payload if payload is not None else compiler.compile(compile_input)
     profile = compiler.load_profile(compile_input.profile)
     explain = _Explainer(profile, payload, counter, compiler.templates.env)
     manifest = payload.manifest
