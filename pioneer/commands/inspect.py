@@ -1,16 +1,17 @@
 """``pioneer inspect``: one row per section (kept, truncated or omitted, and why), with
 ``--messages`` / ``--tools`` the rest of the request and the window by category, or the
-context map of the whole request (``--html``)."""
+context map of the whole request (``--html``, kept up to date with ``--watch``)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..compile.inputs import PromptCompileInput, load_compile_input
-from ..errors import InputError, Problem, UsageError, read_document
+from ..errors import InputError, PioneerError, Problem, UsageError, read_document
 from ..review.inspect import inspect_prompt, render_json, render_table
 from ..terminal import painter
 from ._common import add_compiler_options, make_compiler
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from ..compile.manifest import CompiledPromptPayload
     from ..providers.request import ChatRequest
     from ..review.context_map import ContextMap
+    from ..review.watch import Watched
 
 NAME = "inspect"
 HELP = "show each section's stability, chars, tokens, source and why it was cut or omitted"
@@ -35,6 +37,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="print JSON instead of a table (with --html: the map's data)")
     parser.add_argument("--html", type=Path, metavar="FILE",
                         help="write the context map of the whole request as one HTML page")
+    parser.add_argument("--watch", action="store_true",
+                        help="with --html: rewrite the page whenever a profile, template, "
+                        "identity file or input changes; the page reloads itself (Ctrl-C stops)")
     parser.add_argument("--provider", choices=list(PROVIDER_NAMES), default="anthropic",
                         help="provider API the request is laid out for (default anthropic)")
     parser.add_argument("--model", help="model name (default: the messages file's)")
@@ -48,6 +53,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Compile without touching the runtime home, then explain every section."""
+    if args.watch:
+        return _watch(args, err)
     request = _request(args)
     compiler, compile_input = _setup(args)
     if args.html is not None:
@@ -159,3 +166,93 @@ def _wrote(path: Path, cmap: ContextMap) -> str:
     totals = cmap.totals()
     return (f"wrote {path}: {len(cmap.blocks)} blocks, {totals['tokens']} tokens "
             f"({totals['by_cache']['read']} expected from cache)")
+
+
+# -- the live preview ------------------------------------------------------------------
+
+
+def _watch(args: argparse.Namespace, err: TextIO) -> int:
+    """Write the page, then again after every change of what it was drawn from, until
+    Ctrl-C (or SIGTERM); a compile that fails shows its error on the page meanwhile."""
+    if args.html is None:
+        raise UsageError("--watch needs --html")
+    if args.json:
+        raise UsageError("--watch writes the page only: leave out --json")
+    if "-" in {str(args.input), str(args.messages), str(args.tools)}:
+        raise UsageError("--watch cannot watch standard input: name the file")
+    from ..review.watch import snapshot, wait_for_change
+
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        watched = _live_page(args, err, None)
+        print(f"watching {len(snapshot(watched))} files (Ctrl-C stops)", file=err)
+        while True:
+            since = snapshot(watched)
+            wait_for_change(watched, since)
+            before = snapshot(watched)
+            watched = _live_page(args, err, watched)
+            after = snapshot(watched)
+            # An edit made while the page was being built is drawn at once.
+            while any(after.get(path) != seen for path, seen in before.items()):
+                before = after
+                watched = _live_page(args, err, watched)
+                after = snapshot(watched)
+    except KeyboardInterrupt:
+        print(f"stopped watching; {args.html} keeps the last page", file=err)
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _live_page(args: argparse.Namespace, err: TextIO, last: Watched | None) -> Watched:
+    """Write the page (or, when the prompt does not compile, the error) and say what it
+    was drawn from."""
+    from ..review import map_page
+    from ..review.watch import Watched, watched_for
+
+    inputs = [p for p in (args.input, args.messages, args.tools, args.config) if p]
+    html = args.html
+    ignored = [html, html.with_name(f".{html.name}.partial")]
+    watched = Watched(frozenset(inputs), ignored=frozenset(ignored))
+    compiler = None
+    try:
+        request = _request(args)
+        compiler, compile_input = _setup(args)
+        assert request is not None
+        payload = _compile(compiler, compile_input, request)
+        cmap = _map(args, compiler, request, payload)
+        page = map_page.render_html(cmap, live=True)
+        watched |= watched_for(
+            compiler, profile=compiler.load_profile(compile_input.profile),
+            manifest=payload.manifest, workspace=compile_input.workspace_root,
+            files=_config())
+        message = _wrote(html, cmap)
+    except UsageError:
+        raise
+    except PioneerError as error:
+        text = _report(error)
+        page = map_page.render_error_page("pioneer inspect", text)
+        if compiler is not None:
+            watched |= watched_for(compiler, files=_config())
+        if last is not None:  # a profile that no longer loads still names its files
+            watched |= last
+        message = f"{text}\nwrote {html}: the error, until the files compile again"
+    map_page.write_page(html, page)
+    print(message, file=err, flush=True)
+    return watched
+
+
+def _config() -> list[Path]:
+    from ..settings import find_config
+
+    found = find_config()
+    return [found] if found is not None else []
+
+
+def _report(error: PioneerError) -> str:
+    lines = [problem.render() for problem in error.problems]
+    return "\n".join([*lines, error.summary] if error.summary else lines)
