@@ -47,6 +47,7 @@ from pioneer.audit import HistorySnapshot, TurnRecords
 from pioneer.audit.cache_report import CacheBlock, CachePlan, plan_cache, request_blocks
 from pioneer.compile.manifest import PromptManifest
 from pioneer.providers import load_chat_request
+from pioneer.providers.models import model_facts
 from pioneer.review import context_map
 from pioneer.tools import ToolCatalog, TurnTools
 
@@ -202,7 +203,8 @@ def test_the_page_shows_every_block_in_provider_order_with_its_tokens(
     assert opened.page.text_content("#history-tokens") == str(history)
     assert opened.page.get_attribute("#history-window .line", "style") == "left:80%"
     reserve = opened.page.get_attribute("#window .part-reserve", "style")
-    assert reserve == f"width:{100 * 16_000 / 128_000:.2f}%"
+    window = model_facts("claude-sonnet-4-5").context_window
+    assert reserve == f"width:{100 * 16_000 / window:.2f}%"
     assert opened.console == [] and _only_the_file(opened.requests, case)
 
 
@@ -358,7 +360,7 @@ def test_text_inspect_prints_the_tools_and_messages_of_the_request(
     assert summary["tools"] == by_kind["tools"]
     assert summary["history"] == by_kind["summary"] + by_kind["history"]
     assert summary["this turn"] == by_kind["current"] + by_kind["round"]
-    assert sum(summary.values()) == 128_000
+    assert sum(summary.values()) == model_facts("claude-sonnet-4-5").context_window
 
 
 def test_tools_of_their_own_replace_those_of_the_messages_file(case: Path) -> None:
@@ -486,6 +488,42 @@ def test_a_section_names_its_template_and_the_folder_it_came_from(case: Path) ->
     assert blocks["soul_core"]["source"] == {
         "from": "bootstrap file SOUL.md", "template": "bootstrap_file.md.j2",
         "origin": "built-in", "file": "home/SOUL.md", "file_status": "loaded"}
+
+
+@pytest.mark.parametrize(("provider", "model"), [
+    ("anthropic", "claude-sonnet-4-5"), ("anthropic", "claude-haiku-4-5"),
+    ("gemini", "gemini-2.5-pro"), ("anthropic", "claude-sonnet-9")])
+def test_the_window_and_the_minimum_are_the_models(
+    case: Path, browser: Browser, provider: str, model: str,
+) -> None:
+    facts = model_facts(model, provider)
+    code, _, err = run_cli("inspect", "--home", "home", "--provider", provider, "--model",
+                           model, "--html", str(case / "ctx.html"))
+    assert code == 0, err
+    for opened in _open(browser, case / "ctx.html", javascript=True):
+        page = opened.page
+        assert int(page.text_content("#context-window") or "") == facts.context_window
+        assert int(page.text_content("#minimum-tokens") or "") == facts.min_cacheable_tokens
+        words = page.text_content("#window-text") or ""
+        assert f"from the model table: {facts.row}, models/models.toml" in words
+        assert ("is not in the model table" in words) is (not facts.matched)
+        prefix = int(page.text_content("#stable-prefix") or "")
+        assert ("long enough to cache" in words) is (prefix >= facts.min_cacheable_tokens)
+    assert {model_facts(m).context_window for m in ("claude-sonnet-4-5", "gemini-2.5-pro")} \
+        == {200_000, 1_048_576}  # the rows differ, so the page cannot pass on one number
+
+
+def test_a_deployments_model_row_sets_the_window(case: Path) -> None:
+    (case / "models.toml").write_text(
+        '[[models]]\nmodel = "acme-7"\nfamily = "claude-sonnet"\ncontext_window = 50_000\n'
+        'min_cacheable_tokens = 2048\nsource = "our contract"\nsource_date = "2026-11"\n')
+    (case / "pioneer.toml").write_text('model_path = ["models.toml"]\n')
+    code, out, err = run_cli("inspect", "--home", "home", "--model", "acme-7", "--html",
+                             str(case / "ctx.html"), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert (data["budget"]["context_window"], data["minimum_tokens"]) == (50_000, 2048)
+    assert data["budget"]["window_from"] == "the model table: acme-7, models.toml, 2026-11"
 
 
 def test_a_partly_cached_block_is_split_row_by_row(case: Path) -> None:

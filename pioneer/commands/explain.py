@@ -40,10 +40,13 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                                  "recorded when its agent loop saves a TurnRecord)",
                                  file=where))
     if args.html is not None:
+        from ..providers.models import load_model_table, model_table, using_model_table
         from ..review import context_map, map_page
 
-        cmap = context_map.map_turn(
-            record, budget=(settings.max_context_tokens, settings.response_reserve_tokens))
+        table = load_model_table(settings.model_path) if settings.model_path else model_table()
+        with using_model_table(table):  # the window of the turn's model
+            cmap = context_map.map_turn(
+                record, budget=(settings.max_context_tokens, settings.response_reserve_tokens))
         map_page.write_page(args.html, map_page.render_html(cmap))
         if args.json:
             out.write(context_map.render_json(cmap))

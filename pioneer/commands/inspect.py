@@ -139,12 +139,17 @@ def _compile(compiler: PromptCompiler, compile_input: PromptCompileInput,
 
 def _map(args: argparse.Namespace, compiler: PromptCompiler, request: ChatRequest,
          payload: CompiledPromptPayload, profile: str) -> ContextMap:
+    from ..providers.models import load_model_table, model_table, using_model_table
     from ..review import context_map
 
     settings = compiler.settings
-    return context_map.map_request(
-        compiler, request.model_copy(update={"compiled_prompt": payload}), args.provider,
-        profile=profile, budget=(settings.max_context_tokens, settings.response_reserve_tokens))
+    # The window and the cache rules are the model table's, the deployment's rows over it.
+    table = load_model_table(settings.model_path) if settings.model_path else model_table()
+    with using_model_table(table):
+        return context_map.map_request(
+            compiler, request.model_copy(update={"compiled_prompt": payload}), args.provider,
+            profile=profile,
+            budget=(settings.max_context_tokens, settings.response_reserve_tokens))
 
 
 def _context_map(args: argparse.Namespace, compiler: PromptCompiler,
@@ -229,7 +234,7 @@ def _live_page(args: argparse.Namespace, err: TextIO, last: Watched | None) -> W
         watched |= watched_for(
             compiler, profile=compiler.load_profile(compile_input.profile),
             manifest=payload.manifest, workspace=compile_input.workspace_root,
-            files=_config())
+            files=[*_config(), *compiler.settings.model_path])
         message = _wrote(html, cmap)
     except UsageError:
         raise
@@ -237,7 +242,7 @@ def _live_page(args: argparse.Namespace, err: TextIO, last: Watched | None) -> W
         text = _report(error)
         page = map_page.render_error_page("pioneer inspect", text)
         if compiler is not None:
-            watched |= watched_for(compiler, files=_config())
+            watched |= watched_for(compiler, files=[*_config(), *compiler.settings.model_path])
         if last is not None:  # a profile that no longer loads still names its files
             watched |= last
         message = f"{text}\nwrote {html}: the error, until the files compile again"

@@ -36,6 +36,7 @@ from ..errors import counted
 from ..providers import build_request_body
 from ..providers.caching import DEFAULT_MINIMUM_TOKENS
 from ..providers.layout import turn_start
+from ..providers.models import model_facts
 from ..providers.request import ChatMessage, ChatRequest
 from ..providers.rules import previewing
 from ..resources import builtin_dir
@@ -231,7 +232,7 @@ def map_request(
     profile: str | None = None,
 ) -> ContextMap:
     """The map of one request; ``budget`` is (max_context_tokens, response reserve), the
-    thread's history budget (the window is the model's when the model table knows it).
+    thread's history budget; the window is the model's, from the model table.
 
     ``profile`` is the profile name or path the prompt was compiled with (default: the
     name its manifest records, which for a profile given by path is the file's ``name``).
@@ -283,7 +284,7 @@ def _map_request(
         profile_fingerprint=payload.manifest.profile_fingerprint,
         profile_file=str(profile.file or ""), provider=provider,
         model=request.model, placement=request.cache.dynamic_placement, blocks=tuple(pieces),
-        budget=Budget(*_window(request.model, max_context), reserve,
+        budget=Budget(*_window(request.model, provider, max_context), reserve,
                       max(0, max_context - reserve), _threshold(max_context, reserve),
                       history, "request"),
         diagnostics=tuple(_diagnostic(d) for d in payload.manifest.diagnostics),
@@ -292,9 +293,15 @@ def _map_request(
     )
 
 
-def _window(model: str, max_context: int) -> tuple[int, str]:
-    """The context window shown for ``model``, and where it comes from."""
-    return max_context, "the max_context_tokens setting"
+def _window(model: str, provider: str, max_context: int) -> tuple[int, str]:
+    """The context window of ``model`` from the model table (its family's when the table
+    has no row for it, and then said so), and where it comes from; a record that names no
+    model falls back to the max_context_tokens setting."""
+    if not model:
+        return max_context, "the max_context_tokens setting (the record names no model)"
+    facts = model_facts(model, provider)
+    where = f"the model table: {facts.row}, {facts.origin}, {facts.source_date}"
+    return facts.context_window, where + (f"; {facts.note}" if facts.note else "")
 
 
 def _blocks_of(provider: str, request: ChatRequest, counter: TokenCounter) -> list[CacheBlock]:
@@ -584,7 +591,7 @@ def map_turn(record: TurnRecord, *, budget: tuple[int, int]) -> ContextMap:
         title=f"pioneer explain {record.turn_id}", profile=manifest.profile,
         profile_fingerprint=manifest.profile_fingerprint, profile_file="",
         provider=last.provider.provider, model="", placement=last.provider.dynamic_placement,
-        blocks=tuple(blocks), budget=_turn_budget(record, blocks, "", budget),
+        blocks=tuple(blocks), budget=_turn_budget(record, blocks, "", "", budget),
         rounds=tuple(RoundRow(r.round, _planned(p), _reported(r.usage))
                      for r, p in zip(record.rounds, planned, strict=True)),
         diagnostics=tuple(_diagnostic(d) for d in manifest.diagnostics),
@@ -592,13 +599,13 @@ def map_turn(record: TurnRecord, *, budget: tuple[int, int]) -> ContextMap:
     )
 
 
-def _turn_budget(record: TurnRecord, blocks: Sequence[Block], model: str,
+def _turn_budget(record: TurnRecord, blocks: Sequence[Block], model: str, provider: str,
                  budget: tuple[int, int]) -> Budget:
     """The budget of a stored turn: its history decision's budget and messages when it
     has one (as the budgeter counted them, which is what the text of explain says)."""
     history = record.history
     max_context, reserve = budget
-    window = _window(model, max_context)
+    window = _window(model, provider, max_context)
     if history is None:
         rows = tuple((b.title, b.tokens or 0) for b in blocks if b.category == "history")
         return Budget(*window, reserve, max(0, max_context - reserve),
@@ -635,7 +642,7 @@ def _turn_from_plans(record: TurnRecord, budget: tuple[int, int]) -> ContextMap:
         profile_fingerprint=manifest.profile_fingerprint, profile_file="",
         provider=last.provider.provider, model=plan.model,
         placement=last.provider.dynamic_placement, blocks=tuple(blocks),
-        budget=_turn_budget(record, blocks, plan.model, budget),
+        budget=_turn_budget(record, blocks, plan.model, plan.provider, budget),
         rounds=tuple(_row(r.round, r.cache, r.usage) for r in record.rounds
                      if r.cache is not None),
         diagnostics=tuple(_diagnostic(d) for d in manifest.diagnostics),
