@@ -517,9 +517,9 @@ def test_a_deployments_model_row_sets_the_window(case: Path) -> None:
     (case / "models.toml").write_text(
         '[[models]]\nmodel = "acme-7"\nfamily = "claude-sonnet"\ncontext_window = 50_000\n'
         'min_cacheable_tokens = 2048\nsource = "our contract"\nsource_date = "2026-11"\n')
-    (case / "pioneer.toml").write_text('model_path = ["models.toml"]\n')
-    code, out, err = run_cli("inspect", "--home", "home", "--model", "acme-7", "--html",
-                             str(case / "ctx.html"), "--json")
+    (case / "deploy.toml").write_text('model_path = ["models.toml"]\n')
+    code, out, err = run_cli("inspect", "--config", "deploy.toml", "--home", "home", "--model",
+                             "acme-7", "--html", str(case / "ctx.html"), "--json")
     assert code == 0, err
     data = json.loads(out)
     assert (data["budget"]["context_window"], data["minimum_tokens"]) == (50_000, 2048)
