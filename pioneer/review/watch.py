@@ -7,9 +7,10 @@ the workspace's identity files (top-level ``*.md``, so a file created later coun
 profile's own files through its extends chain, the bootstrap files the manifest read, the
 deployment file and the command's input files. :func:`snapshot` takes the stat signature
 of each; :func:`wait_for_change` polls until a snapshot differs and then holds still for
-one more poll, so an editor's save in several writes is one change. Polling the stat of a
-few dozen files a few times a second costs nothing measurable, sees files that did not
-exist yet, and works on every file system.
+one more poll, so an editor's save in several writes is one change. Polling sees files
+that did not exist yet and works on every file system; a poll of the built-in profile
+and template folders and a home (about 25 files) takes a few milliseconds, about 1% of a
+core at four polls a second.
 """
 
 from __future__ import annotations
