@@ -321,7 +321,7 @@ def test_messages_without_a_model_say_that_the_model_is_missing(case: Path) -> N
                         cwd=case)
         assert (done.returncode, done.stdout) == (2, "")
         assert done.stderr == ('--messages needs --model: messages.json sets no "model"\n'
-                               "error: 1 problem\n(run `pioneer --help` for usage)\n")
+                               "error: 1 problem\n(run `pioneer inspect --help` for usage)\n")
     assert run_cli("inspect", "--home", "home", "--messages", "messages.json", "--model",
                    "claude-sonnet-4-5")[0] == 0
 

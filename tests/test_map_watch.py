@@ -7,6 +7,7 @@ reader had open."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -88,8 +89,6 @@ def watching(tmp_path: Path) -> Iterator[Watching]:
 
 
 def _environment() -> dict[str, str]:
-    import os
-
     return {k: v for k, v in os.environ.items() if not k.startswith("PIONEER_")}
 
 
@@ -152,7 +151,7 @@ def test_watch_needs_a_page_to_write(tmp_path: Path) -> None:
                               capture_output=True, timeout=PATIENCE, check=False,
                               stdin=subprocess.DEVNULL)
         assert (done.returncode, done.stderr) == (
-            2, f"{message}\nerror: 1 problem\n(run `pioneer --help` for usage)\n")
+            2, f"{message}\nerror: 1 problem\n(run `pioneer inspect --help` for usage)\n")
 
 
 @pytest.fixture(scope="module")
@@ -189,3 +188,20 @@ def test_the_page_reloads_itself_and_keeps_what_was_open(
     finally:
         context.close()
         watching.stop()
+
+
+def test_an_edit_made_while_a_page_is_built_counts_as_a_change(tmp_path: Path) -> None:
+    from pioneer.review.watch import Watched, snapshot, snapshot_since
+
+    old, new = tmp_path / "old.md", tmp_path / "templates" / "new.md.j2"
+    old.write_text("before")
+    written = time.time_ns() - 5_000_000_000
+    os.utime(old, ns=(written, written))  # written well before the build began
+    watched = Watched(frozenset({old}), frozenset({(tmp_path / "templates", "**/*")}))
+    started = time.time_ns()
+    new.parent.mkdir()
+    new.write_text("made while the page was built")
+    since = snapshot_since(watched, started)
+    assert since[old.absolute()] == snapshot(watched)[old.absolute()]
+    assert since[new.absolute()] == (-1, -1, -1)  # differs from any snapshot: a change
+    assert snapshot(watched) != since

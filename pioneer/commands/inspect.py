@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -185,23 +186,19 @@ def _watch(args: argparse.Namespace, err: TextIO) -> int:
         raise UsageError("--watch writes the page only: leave out --json")
     if "-" in {str(args.input), str(args.messages), str(args.tools)}:
         raise UsageError("--watch cannot watch standard input: name the file")
-    from ..review.watch import snapshot, wait_for_change
+    from ..review.watch import snapshot, snapshot_since, wait_for_change
 
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
+        started = time.time_ns()
         watched = _live_page(args, err, None)
         print(f"watching {len(snapshot(watched))} files (Ctrl-C stops)", file=err)
         while True:
-            since = snapshot(watched)
-            wait_for_change(watched, since)
-            before = snapshot(watched)
+            # What changed once the page began to be built counts as a change: an edit
+            # made while it was drawn is drawn next, never missed.
+            wait_for_change(watched, snapshot_since(watched, started))
+            started = time.time_ns()
             watched = _live_page(args, err, watched)
-            after = snapshot(watched)
-            # An edit made while the page was being built is drawn at once.
-            while any(after.get(path) != seen for path, seen in before.items()):
-                before = after
-                watched = _live_page(args, err, watched)
-                after = snapshot(watched)
     except KeyboardInterrupt:
         print(f"stopped watching; {args.html} keeps the last page", file=err)
         return 0
@@ -229,7 +226,7 @@ def _live_page(args: argparse.Namespace, err: TextIO, last: Watched | None) -> W
         compiler, compile_input = _setup(args)
         assert request is not None
         payload = _compile(compiler, compile_input, request)
-        cmap = _map(args, compiler, request, payload)
+        cmap = _map(args, compiler, request, payload, compile_input.profile)
         page = map_page.render_html(cmap, live=True)
         watched |= watched_for(
             compiler, profile=compiler.load_profile(compile_input.profile),

@@ -32,7 +32,7 @@ from ..audit.cache_report import CacheBlock, CachePlan, block_texts, plan_cache,
 from ..audit.record import ReportedUsage, RoundRecord, TurnRecord
 from ..compile.compiler import LoadedProfile, PromptCompiler
 from ..compile.manifest import CompiledPromptPayload, Diagnostic, ManifestSection
-from ..errors import counted
+from ..errors import InputError, Problem, counted
 from ..providers import build_request_body
 from ..providers.caching import DEFAULT_MINIMUM_TOKENS
 from ..providers.layout import turn_start

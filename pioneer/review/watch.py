@@ -89,6 +89,22 @@ def snapshot(watched: Watched) -> dict[Path, Signature]:
     return out
 
 
+#: How far before a build began a file's time may lie and still count as changed since:
+#: the kernel stamps files from a coarse clock, a few milliseconds behind ``time_ns``.
+_CLOCK_SLACK_NS = 100_000_000
+
+
+def snapshot_since(watched: Watched, started_ns: int) -> dict[Path, Signature]:
+    """:func:`snapshot`, with every file changed after ``started_ns`` (a build's start)
+    marked changed, so that waiting on it returns at once for an edit made meanwhile."""
+    changed: Signature = (-1, -1, -1)
+    since, now = started_ns - _CLOCK_SLACK_NS, time.time_ns() + _CLOCK_SLACK_NS
+    # A time in the future (a file from a machine whose clock runs ahead) is not a change,
+    # or the page would be drawn again and again.
+    return {path: changed if since <= signature[0] <= now else signature
+            for path, signature in snapshot(watched).items()}
+
+
 def _key(path: Path) -> Path:
     return Path(os.path.abspath(path))
 
