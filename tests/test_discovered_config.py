@@ -10,6 +10,7 @@ command line or a file named by ``--config`` or ``PIONEER_CONFIG``.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -20,6 +21,7 @@ import pytest
 from support import run_cli
 
 from pioneer import InputError, PioneerSettings, SqliteStore
+from pioneer.settings import DISCOVERED_SETTINGS
 
 PAYLOAD = ("{%- set root = workspace_root.resolve().parents|last -%}\n"
            '{{ (root / "etc" / "hostname").read_text() }}\n')
@@ -190,3 +192,9 @@ def test_the_environment_still_sets_what_a_discovered_file_may_not(
     settings = PioneerSettings.load()
     assert settings.summary_base_url == "https://llm.internal/v1"
     assert settings.template_path == [Path("../templates")]
+
+
+def test_the_profiles_page_lists_what_a_discovered_file_may_set() -> None:
+    page = (Path(__file__).parent.parent / "docs" / "profiles.md").read_text("utf-8")
+    listed = page.split("- it may set only ", 1)[1].split("(`pioneer.settings", 1)[0]
+    assert set(re.findall(r"`(\w+)`", listed)) == DISCOVERED_SETTINGS
