@@ -118,9 +118,14 @@ def test_not_a_manifest_is_a_located_error(tmp_path: Path) -> None:
 # -- diff --text -------------------------------------------------------------------------
 
 
-def _payloads(tmp_path: Path) -> None:
-    """a.json and b.json (payloads: SOUL.md edited, USER.md added) and a.manifest.json."""
-    home = tmp_path / "home"
+def _payloads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """a.json and b.json (payloads: SOUL.md edited, USER.md added) and a.manifest.json.
+
+    The home is given relative to the working folder (``tmp_path``), so the paths the
+    sections print, and so their lengths, do not depend on where pytest puts the folder.
+    """
+    monkeypatch.chdir(tmp_path)
+    home = Path("home")
     assert run("init", "--home", str(home))[0] == 0
     (home / "SOUL.md").write_text("You are calm.\nYou keep answers short.\n")
     (tmp_path / "a.json").write_text(run("compile", "--home", str(home), "--json")[1])
@@ -134,8 +139,7 @@ def _payloads(tmp_path: Path) -> None:
 def test_diff_text_shows_how_each_section_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, golden: Callable[[Path, str], None],
 ) -> None:
-    _payloads(tmp_path)
-    monkeypatch.chdir(tmp_path)
+    _payloads(tmp_path, monkeypatch)
     code, out, err = run_script("diff", "a.json", "b.json", "--text", cwd=tmp_path)
     assert (code, err) == (0, "")
     golden(GOLDENS / "text-soul-edit.txt", out.replace(str(tmp_path), "$TMP"))
@@ -150,8 +154,10 @@ def test_diff_text_shows_how_each_section_changed(
                                          )["sections"][0]
 
 
-def test_diff_text_colours_its_lines_on_request(tmp_path: Path) -> None:
-    _payloads(tmp_path)
+def test_diff_text_colours_its_lines_on_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _payloads(tmp_path, monkeypatch)
     plain = run_script("diff", "a.json", "b.json", "--text", cwd=tmp_path)[1]
     coloured = run_script("diff", "a.json", "b.json", "--text", "--color", "always",
                           cwd=tmp_path)[1]
@@ -160,8 +166,8 @@ def test_diff_text_colours_its_lines_on_request(tmp_path: Path) -> None:
     assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == plain
 
 
-def test_diff_text_needs_payloads(tmp_path: Path) -> None:
-    _payloads(tmp_path)
+def test_diff_text_needs_payloads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _payloads(tmp_path, monkeypatch)
     code, out, err = run_script("diff", "a.manifest.json", "b.json", "--text", cwd=tmp_path)
     assert (code, out) == (1, "")
     assert err == ("a.manifest.json: a manifest holds no section text: --text needs two "
