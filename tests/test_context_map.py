@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from playwright.sync_api import Browser, Page, sync_playwright
 from support import run_cli
 
@@ -589,6 +591,11 @@ def test_every_total_on_the_page_is_the_sum_of_its_rows(
         window = int(page.text_content("#context-window") or "")
         assert sum(categories.values()) == window == int(
             page.text_content("#categories-total") or "")
+        # the share column adds up as printed: its foot is 100.00%, never 100.01%
+        shares = [cells[2] for cells in _cells(page, "#categories tbody tr")]
+        assert all(re.fullmatch(r"-?\d+\.\d\d%", share) for share in shares), shares
+        assert sum(round(100 * float(share[:-1])) for share in shares) == 10_000
+        assert _cells(page, "#categories tfoot tr")[0][2] == "100.00%"
         history = [int(cells[1]) for cells in _cells(page, "#history-rows tbody tr")]
         assert int(page.text_content("#history-tokens") or "") == sum(history) == sum(
             int(b["tokens"]) for b in shown if b["category"] == "history")
@@ -596,6 +603,33 @@ def test_every_total_on_the_page_is_the_sum_of_its_rows(
             assert any(b["kind"] == "framing" for b in shown)
             assert any(0 < int(b["read"]) < int(b["tokens"]) for b in shown)
         assert opened.console == []
+
+
+@given(tokens=st.lists(st.tuples(st.sampled_from(["tools", "stable", "history", "current"]),
+                                  st.integers(0, 300_000)), max_size=12),
+       window=st.integers(1, 2_000_000), reserve=st.integers(0, 200_000))
+def test_the_window_shares_add_up_as_printed(tokens: list[tuple[str, int]], window: int,
+                                             reserve: int) -> None:
+    # each share to four places (a hundredth of a percent), within one place of the exact
+    # share, and together exactly the window, whether the request fits or not
+    blocks = tuple(context_map.Block(index=i, kind=kind, id=f"b{i}", title=f"b{i}",
+                                     stability="stable", tokens=n, chars=None,
+                                     cache="uncached", source={})
+                   for i, (kind, n) in enumerate(tokens))
+    budget = context_map.Budget(context_window=window, window_from="a test",
+                                response_reserve=reserve, history_budget=0,
+                                history_threshold=0, history=(), history_counted="request")
+    cmap = context_map.ContextMap(title="t", profile="p", profile_fingerprint="f",
+                                  profile_file="", provider="anthropic", model="m",
+                                  placement="cache-first", blocks=blocks, budget=budget)
+    rows = cmap.categories()
+    assert sum(row["tokens"] for row in rows) == window
+    units = [round(row["share"] * 10_000) for row in rows]
+    assert all(abs(row["share"] * 10_000 - unit) < 1e-6
+               for row, unit in zip(rows, units, strict=True))
+    assert sum(units) == 10_000
+    assert all(abs(unit - row["tokens"] * 10_000 / window) < 1
+               for row, unit in zip(rows, units, strict=True))
 
 
 _HOSTILE = ("# Soul\n\nI keep <b>markup</b> & entities (&amp;) as text.\n"

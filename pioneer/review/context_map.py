@@ -184,20 +184,38 @@ class ContextMap:
             mine = [b for b in self.blocks if b.category == name]
             tokens = sum(b.tokens or 0 for b in mine)
             rows.append({"category": name, "label": label, "tokens": tokens,
-                         "share": _share(tokens, window), "detail": _detail(name, mine)})
+                         "detail": _detail(name, mine)})
         used = sum(row["tokens"] for row in rows)
         reserve = self.budget.response_reserve
         rows.append({"category": "reserve", "label": "reserved for the reply",
-                     "tokens": reserve, "share": _share(reserve, window), "detail": ""})
+                     "tokens": reserve, "detail": ""})
         left = window - used - reserve
         rows.append({"category": "free" if left >= 0 else "over",
                      "label": "free" if left >= 0 else "over the window",
-                     "tokens": left, "share": _share(left, window), "detail": ""})
+                     "tokens": left, "detail": ""})
+        for row, share in zip(rows, _shares([row["tokens"] for row in rows], window),
+                              strict=True):
+            row["share"] = share
         return rows
 
 
 def _share(tokens: int, window: int) -> float:
     return round(tokens / window, 4) if window else 0.0
+
+
+def _shares(tokens: Sequence[int], window: int) -> list[float]:
+    """Each figure's share of ``window`` to four places, rounded so that shares of figures
+    summing to the window sum to exactly 1 (the largest remainders round up), as the
+    window table shows them: 0.26% + ... + 91.69% is 100.00%, never 100.01%."""
+    if not window:
+        return [0.0] * len(tokens)
+    scaled = [n * 10_000 for n in tokens]
+    units = [value // window for value in scaled]  # floors, negative figures too
+    short = (sum(scaled) // window) - sum(units)
+    by_remainder = sorted(range(len(tokens)), key=lambda i: (-(scaled[i] % window), i))
+    for i in by_remainder[:short]:
+        units[i] += 1
+    return [unit / 10_000 for unit in units]
 
 
 def _detail(category: str, blocks: Sequence[Block]) -> str:
