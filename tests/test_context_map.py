@@ -727,8 +727,12 @@ def test_explain_says_on_its_page_what_it_prints(case: Path, browser: Browser) -
             name: titles[name] for name in shared}
         assert rows["soul_core"][2] == "Soul Core"
         assert page.text_content("#no-text") == (
-            "No text: a turn record keeps counts and digests, not text: `pioneer inspect "
-            "--html` with the turn's input shows each section's text.")
+            "No text: a turn record keeps counts and digests, not text: pioneer inspect "
+            "--html with the turn's input shows each section's text.")
+        # a command in the page's prose is set as code, not shown in backticks
+        assert "`" not in (page.text_content("body") or "").split("The text of each block")[0]
+        assert page.text_content("#no-text code") == "pioneer inspect --html"
+        assert page.text_content("#budget-text code") == "pioneer explain"
 
 
 def test_markup_in_an_id_or_title_cannot_swallow_the_page_script(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -148,9 +149,15 @@ def _text_panel(b: Block) -> str:
 def _texts_section(cmap: ContextMap) -> str:
     panels = "\n".join(_text_panel(b) for b in cmap.blocks if b.text is not None)
     if not panels:
-        return (f'<p id="no-text">No text: {html.escape(cmap.no_text)}.</p>' if cmap.no_text
+        return (f'<p id="no-text">No text: {_prose(cmap.no_text)}.</p>' if cmap.no_text
                 else "")
     return panels
+
+
+def _prose(text: str) -> str:
+    """Plain text for a paragraph: escaped, with a `command` in backticks (as the data and
+    the terminal write it) set as code."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
 def _table_foot(blocks: Sequence[Block]) -> str:
@@ -214,8 +221,8 @@ def _history_figure(budget: Budget) -> str:
     share = tokens / budget.history_budget if budget.history_budget else 0
     mode = f", history mode {e(budget.history_mode)}" if budget.history_mode else ""
     counted = ("as the turn's history decision counted them (each message with its "
-               "per-message overhead, as `pioneer explain` prints them; the strip counts "
-               "the request body, without it)" if budget.history_counted == "budgeter"
+               "per-message overhead, as <code>pioneer explain</code> prints them; the strip "
+               "counts the request body, without it)" if budget.history_counted == "budgeter"
                else "as the request body carries them (the history blocks of the strip)")
     rows = "".join(f'<tr><td>{e(message)}</td><td class="num">{t}</td></tr>'
                    for message, t in budget.history)
