@@ -12,15 +12,16 @@ valid text.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from .errors import InputError, Problem, format_path
+from .errors import InputError, Problem, did_you_mean, format_path
 
 __all__ = [
-    "EDGE_CONFIG", "REPLACEMENT", "CheckedModel", "EdgeModel", "scrub", "utf8_text",
-    "validation_problems",
+    "EDGE_CONFIG", "REPLACEMENT", "CheckedModel", "EdgeModel", "scrub", "unknown_field",
+    "utf8_text", "validation_problems",
 ]
 
 #: The configuration of every model validated at an edge (profiles, the compile input,
@@ -52,13 +53,50 @@ def scrub(value: Any) -> Any:
     return value
 
 
-def validation_problems(error: ValidationError, where: str) -> list[Problem]:
-    """Each error of a pydantic validation as a located problem (``where → path``)."""
+def unknown_field(model: type[BaseModel], loc: Sequence[str | int]) -> str:
+    """The message for an unknown field at ``loc`` (pydantic's location, from ``model``):
+    the close field it was probably meant to be, else the fields there are
+    (docs/cli.md, "Conventions")."""
+    known = _fields_at(model, loc[:-1])
+    if not known:
+        return "unknown field"
+    return "unknown field" + (did_you_mean(str(loc[-1]), known)
+                              or f" (known: {', '.join(known)})")
+
+
+def _fields_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
+    """The fields of the model found at ``loc`` under ``model`` (its own at the root);
+    none when ``loc`` leads elsewhere (a mapping's key, a union's branch tag)."""
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        inner = _model_of(field.annotation) if field is not None else None
+        if inner is None:
+            return []
+        model = inner
+    return list(model.model_fields)
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for argument in get_args(annotation):  # list[X], X | None
+        found = _model_of(argument)
+        if found is not None:
+            return found
+    return None
+
+
+def validation_problems(error: ValidationError, where: str,
+                        model: type[BaseModel] | None = None) -> list[Problem]:
+    """Each error of a pydantic validation as a located problem (``where → path``); with
+    the ``model`` validated, an unknown field names the fields there are."""
     problems = []
     for item in error.errors():
         message = str(item["msg"]).removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
-            message = "unknown field"
+            message = unknown_field(model, item["loc"]) if model else "unknown field"
         path = format_path(item["loc"])
         problems.append(Problem(message, path=f"{where} → {path}" if path else where))
     return problems
@@ -72,7 +110,7 @@ class CheckedModel(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as error:
-            raise InputError(validation_problems(error, type(self).__name__)) from None
+            raise InputError(validation_problems(error, type(self).__name__, type(self))) from None
 
     # The same validation as pydantic's own __init__: nested models and model_validate
     # keep validating without calling it (pydantic's documented marker).

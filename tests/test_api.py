@@ -28,6 +28,7 @@ from pioneer import (
     PromptCompileInput,
     PromptCompiler,
     SqliteStore,
+    ToolSpec,
     agents_md_subscription,
     compile_prompt,
     compile_turn,
@@ -183,6 +184,17 @@ def test_every_public_model_refuses_wrong_types_with_a_pioneer_error(
             f"settings → {field}" in str(info.value), str(info.value)
     with pytest.raises(PioneerError, match="unknown"):
         model(no_such_field=1)
+
+
+def test_an_unknown_field_of_a_public_model_names_the_close_one_or_those_there_are() -> None:
+    with pytest.raises(PioneerError) as info:
+        ToolSpec(name="deploy", descripton="Roll out.")  # type: ignore[call-arg]
+    assert str(info.value).startswith(
+        'ToolSpec → descripton: unknown field (did you mean "description"?)')
+    with pytest.raises(PioneerError) as info:
+        ToolSpec(name="deploy", input_schema={"type": "object"})  # type: ignore[call-arg]
+    assert str(info.value).startswith(
+        "ToolSpec → input_schema: unknown field (known: name, description, parameters)")
 
 
 def test_public_functions_refuse_wrong_types_with_a_pioneer_error(tmp_path: Path) -> None:

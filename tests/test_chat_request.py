@@ -83,8 +83,19 @@ def result(call_id: str) -> dict[str, Any]:
             id="unknown-role",
         ),
         pytest.param(
+            {"tools": [{"name": "t", "descripton": "x"}]},
+            'tools[0] → descripton: unknown field (did you mean "description"?)',
+            id="misspelt-field",
+        ),
+        pytest.param(
+            {"mesages": []},
+            'mesages: unknown field (did you mean "messages"?)',
+            id="misspelt-top-field",
+        ),
+        pytest.param(
             {"messages": [{"role": "user", "content": "x", "name": "bob"}]},
-            "messages[0] → name: unknown field",
+            "messages[0] → name: unknown field (known: role, content, tool_calls, "
+            "tool_result, cache_breakpoint)",
             id="unknown-field",
         ),
         pytest.param(

@@ -384,6 +384,11 @@ def test_tools_of_their_own_replace_those_of_the_messages_file(case: Path) -> No
     (case / "tools.json").write_text('[{"name": "1deploy"}]')
     code, _, err = run_cli("inspect", "--home", "home", "--tools", "tools.json", "--model", "m")
     assert code == 1 and err.startswith("tools.json: tools[0] → name: must match")
+    # a definition in a provider's own shape names the fields a tool has
+    (case / "tools.json").write_text('[{"name": "deploy", "input_schema": {"type": "object"}}]')
+    code, _, err = run_cli("inspect", "--home", "home", "--tools", "tools.json", "--model", "m")
+    assert (code, err) == (1, "tools.json: tools[0] → input_schema: unknown field (known: name, "
+                              "description, parameters)\nerror: 1 problem in tools.json\n")
 
 
 # -- explain --html: a stored turn, one row per provider round --------------------------

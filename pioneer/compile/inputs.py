@@ -10,11 +10,11 @@ that no file system can hold (a NUL byte, an unencodable character) is refused.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, ValidationError
+from pydantic import AfterValidator, ConfigDict, Field, Strict, ValidationError
 
 from ..errors import (
     STDIN_NAME,
@@ -22,13 +22,12 @@ from ..errors import (
     Problem,
     TomlLines,
     counted,
-    did_you_mean,
     format_path,
     json_lines,
     parse_document,
     read_text,
 )
-from ..text import EDGE_CONFIG, CheckedModel, EdgeModel
+from ..text import EDGE_CONFIG, CheckedModel, EdgeModel, unknown_field
 from .ids import PROFILE_ALIASES, check_dynamic_id, check_runtime_id
 
 __all__ = [
@@ -154,35 +153,10 @@ def _problems_from(
     for item, loc, line in zip(items, locs, lines(locs), strict=True):
         message = str(item["msg"]).removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
-            known = _fields_at(PromptCompileInput, loc[:-1])
-            hint = did_you_mean(str(loc[-1]), known) or f" (known: {', '.join(known)})"
-            message = f"unknown field{hint}"
+            message = unknown_field(PromptCompileInput, loc)
         problems.append(Problem(message, file=file, line=line,
                                 path=format_path(loc) or "(root)"))
     return problems
-
-
-def _fields_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
-    """The fields of the model found at ``loc`` under ``model`` (its own at the root)."""
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        field = model.model_fields.get(part)
-        inner = _model_of(field.annotation) if field is not None else None
-        if inner is None:
-            return []
-        model = inner
-    return list(model.model_fields)
-
-
-def _model_of(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for argument in get_args(annotation):  # list[X], X | None
-        found = _model_of(argument)
-        if found is not None:
-            return found
-    return None
 
 
 def parse_compile_input(

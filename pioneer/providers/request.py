@@ -30,7 +30,7 @@ from pydantic import (
 from ..compile.boundary import BOUNDARY_MARKER, strip_prompt_cache_boundary
 from ..compile.manifest import CompiledPromptPayload
 from ..errors import InputError, Problem, counted, format_path, read_document
-from ..text import EDGE_CONFIG, EdgeModel
+from ..text import EDGE_CONFIG, EdgeModel, unknown_field
 
 __all__ = [
     "TOOL_NAME_PATTERN",
@@ -454,7 +454,7 @@ def parse_chat_request(data: Mapping[str, Any], *, file: str | None = None) -> C
         for item in error.errors():
             message = str(item["msg"]).removeprefix("Value error, ")
             if item["type"] == "extra_forbidden":
-                message = "unknown field"
+                message = unknown_field(ChatRequest, item["loc"])
             path = format_path(item["loc"]) or None
             # Conversation-wide checks report one problem per line, each with its own path.
             problems += [Problem(line, file=file, path=path) for line in message.splitlines()]
