@@ -122,3 +122,54 @@ def test_check_of_a_profile_path_reads_the_deployment_file_beside_it(tmp_path: P
     assert done.stderr.splitlines()[0] == (
         f'{profile}:9: sections[0] (id "house") → template: template "house.md.j2" not found '
         "on the template search path; searched the built-in templates")
+
+
+def test_the_three_mistakes_of_a_derived_profile_show_at_once(tmp_path: Path) -> None:
+    # a prompt author's first profile: derived from full, a misspelt key, an unclosed
+    # {% for %} and a name the compile context does not hold, all reported in one run
+    (tmp_path / "pioneer.toml").write_text(
+        'profile_path = ["profiles"]\ntemplate_path = ["templates"]\n')
+    for folder in ("profiles", "templates"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "templates" / "house_style.md.j2").write_text(
+        '{% for rule in ["Be brief."] %}\n- {{ rule }}\n')
+    (tmp_path / "templates" / "greeting.md.j2").write_text("Hello {{ user_name }}.\n")
+    (tmp_path / "profiles" / "mybot.toml").write_text(
+        'name = "mybot"\nextends = "full"\n\n[[sections]]\nid = "house_style"\n'
+        'after = "assistant_safety"\ntitle = "House Style"\nstabilty = "stable"\n'
+        'template = "house_style.md.j2"\n\n[[sections]]\nid = "greeting"\n'
+        'after = "house_style"\ntitle = "Greeting"\nstability = "stable"\n'
+        'template = "greeting.md.j2"\n')
+    done = _run("check", "mybot", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (1, "")
+    problems = [line for line in done.stderr.splitlines() if not line.startswith("  ")]
+    assert [line.split(": ", 1)[0] for line in problems] == [
+        "profiles/mybot.toml:8", "templates/greeting.md.j2:1", "templates/house_style.md.j2:2",
+        "error"]
+    assert 'stabilty: unknown key (did you mean "stability"?)' in problems[0]
+    assert '"user_name" is undefined (not in the compile context, which holds ' in problems[1]
+    assert "The innermost block that needs to be closed is 'for'." in problems[2]
+    assert problems[3] == "error: 3 problems in 1 profile"
+    annotations = [parse_annotation(line) for line in _run(
+        "check", "--format", "github", "mybot", cwd=tmp_path).stdout.splitlines()]
+    assert [(a["level"], a["file"], a["line"]) for a in annotations] == [
+        ("error", "profiles/mybot.toml", "8"), ("error", "templates/greeting.md.j2", "1"),
+        ("error", "templates/house_style.md.j2", "2")]
+
+
+def test_check_format_github_prints_a_warning_annotation(tmp_path: Path) -> None:
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "bot.toml").write_text(
+        'name = "bot"\nextends = "full"\n\n[[sections]]\nid = "assistant_safety"\n'
+        'title = "Ground Rules"\nstability = "stable"\n')
+    done = _run("check", "--format", "github", "--profile-path", "profiles", "bot",
+                cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    (warning, ok) = done.stdout.splitlines()
+    annotation = parse_annotation(warning)
+    assert {key: annotation[key] for key in ("level", "file", "line")} == {
+        "level": "warning", "file": "profiles/bot.toml", "line": "6"}
+    assert annotation["message"].startswith(
+        'sections[0] (id "assistant_safety") → title: section "assistant_safety" of base '
+        'profile "full" exists')
+    assert ok == "ok: 1 profile (bot)"
