@@ -312,6 +312,24 @@ def test_a_chat_turn_compiles_minimal_and_offers_no_tools(home: Path) -> None:
 # -- the loop's rules ----------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(("options", "message"), [
+    ({"tools": ["read_file"]}, "tools[0]: expected a ToolSpec (got the string 'read_file')"),
+    ({"tools": agent_loop.READ_FILE}, "tools: expected a list of ToolSpec (got one ToolSpec)"),
+    ({"domains": {"memory": "memory_search"}},
+     "domains → memory: expected a list of tool names (got the string 'memory_search')"),
+    ({"domains": ["memory"]}, "domains: expected a mapping of domain names to tool names "
+     "(got list)"),
+    ({"skills": ["pioneer/weather"]}, "Agent → skills: expected a list of Skill (got "
+     "['pioneer/weather'])"),
+])
+def test_agent_parts_of_the_wrong_shape_are_named(
+    home: Path, options: dict[str, Any], message: str,
+) -> None:
+    with pytest.raises(InputError) as info:
+        Agent("p.db", provider="anthropic", model="m", **options)
+    assert str(info.value) == message
+
+
 @pytest.fixture
 def started(home: Path) -> Iterator[Turn]:
     with _agent("p.db", home, "anthropic") as agent:

@@ -35,7 +35,7 @@ from ..sections.permissions import PermissionProfile
 from ..sections.skills import Skill
 from ..sections.tool_domains import DEFAULT_TOOL_DOMAINS
 from ..settings import PioneerSettings
-from ..tools.visibility import ToolCatalog
+from ..tools.visibility import ToolCatalog, checked_shapes
 
 if TYPE_CHECKING:
     from .turn import Turn
@@ -108,12 +108,14 @@ class Agent:
         self.name = name
         self.compiler = compiler or PromptCompiler(self.settings)
         self.hooks = hooks or HookRegistry()
-        self.tools = tuple(tools)
-        self.domains = {domain: tuple(names) for domain, names in domains.items()}
+        self.tools, self.domains = checked_shapes(tools, domains)
         ToolCatalog.build(self.tools, self.domains)  # every problem with the tools, now
         self.summarizer = summarizer
         self.security = permissions if isinstance(permissions, ExecutionSecurity) \
             else ExecutionSecurity.from_profile(permissions)
+        if isinstance(skills, Skill | str) or not all(isinstance(s, Skill) for s in skills):
+            raise InputError(Problem(f"expected a list of Skill (got {skills!r:.80})",
+                                     path="Agent → skills"))
         self.skills = tuple(skills)
         base = as_compile_input(compile_input or {"workspace_root": self.settings.home})
         self.compile_input = base

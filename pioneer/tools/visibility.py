@@ -47,7 +47,7 @@ class ToolCatalog:
         domains: Mapping[str, Sequence[str]] = DEFAULT_TOOL_DOMAINS,
     ) -> ToolCatalog:
         """Check names (unique, ``request_tools`` reserved, one domain each) and build."""
-        tools = tuple(tools)
+        tools, domains = checked_shapes(tools, domains)
         problems: list[Problem] = []
         names: set[str] = set()
         for index, tool in enumerate(tools):
@@ -78,6 +78,49 @@ class ToolCatalog:
     def domain_of(self, name: str) -> str | None:
         """The domain that hides ``name``, or ``None`` for an always-visible tool."""
         return next((d for d, members in self.domains.items() if name in members), None)
+
+
+def checked_shapes(
+    tools: object, domains: object,
+) -> tuple[tuple[ToolSpec, ...], dict[str, tuple[str, ...]]]:
+    """``tools`` as a tuple of :class:`ToolSpec` and ``domains`` as name lists, or an
+    :class:`InputError` naming what is not (one ToolSpec for a list, a string for a list
+    of names: what a caller mistypes)."""
+    if isinstance(tools, ToolSpec | str | bytes | Mapping) or not isinstance(tools, Iterable):
+        raise InputError(Problem(f"expected a list of ToolSpec (got {_kind(tools)})",
+                                 path="tools"))
+    found = tuple(tools)
+    problems = [Problem(f"expected a ToolSpec (got {_kind(tool)})", path=f"tools[{index}]")
+                for index, tool in enumerate(found) if not isinstance(tool, ToolSpec)]
+    if not isinstance(domains, Mapping):
+        problems.append(Problem("expected a mapping of domain names to tool names (got "
+                                f"{_kind(domains)})", path="domains"))
+        raise InputError(problems)
+    named: dict[str, tuple[str, ...]] = {}
+    for domain, members in domains.items():
+        if not isinstance(domain, str) or not domain:
+            problems.append(Problem(f"expected a domain name (got {domain!r})", path="domains"))
+        elif isinstance(members, str | bytes) or not isinstance(members, Iterable):
+            problems.append(Problem(f"expected a list of tool names (got {_kind(members)})",
+                                    path=f"domains → {domain}"))
+        else:
+            named[domain] = tuple(members)
+            problems += [Problem(f"expected a tool name (got {_kind(name)})",
+                                 path=f"domains → {domain}[{index}]")
+                         for index, name in enumerate(named[domain])
+                         if not isinstance(name, str)]
+    if problems:
+        raise InputError(problems)
+    return found, named
+
+
+def _kind(value: object) -> str:
+    """What a wrong value is, in a message: ``a string``, ``one ToolSpec``, ``int``."""
+    if isinstance(value, ToolSpec):
+        return "one ToolSpec"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    return type(value).__name__
 
 
 @dataclass(frozen=True, slots=True)
