@@ -213,6 +213,17 @@ def test_not_a_response_at_all(provider: str) -> None:
         read_response(provider, [])  # type: ignore[arg-type]
 
 
+EMPTY = {"anthropic": "content", "openai-chat": "choices", "openai-responses": "output",
+         "gemini": "candidates"}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_empty_object_is_not_a_reply(provider: str) -> None:
+    with pytest.raises(ProviderError) as info:
+        read_response(provider, {})
+    assert str(info.value) == f"{EMPTY[provider]}: expected a list (got nothing)"
+
+
 def test_every_stop_reason_is_one_of_six() -> None:
     seen = {read_response(p, reply(p, text="x", stop=s)).stop_reason for p, s in [
         ("anthropic", "pause_turn"), ("anthropic", "stop_sequence"), ("gemini", "OTHER"),

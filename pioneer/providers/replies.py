@@ -373,9 +373,12 @@ def _signature(at: _At) -> str | None:
 def _gemini(root: _At) -> ModelReply:
     _api_error(root)
     usage = _usage("gemini", root.key("usageMetadata", "usage_metadata"))
-    candidates = root.key("candidates").items(optional=True)
+    listed = root.key("candidates")
+    candidates = listed.items(optional=True)
     if not candidates:
         feedback = root.key("promptFeedback", "prompt_feedback")
+        if not listed.present and not feedback.present:  # neither a reply nor a block
+            raise listed.fail("a list")
         blocked = feedback.key("blockReason", "block_reason").text(optional=True) \
             if feedback.present else None
         return ModelReply(None, usage, "refusal" if blocked else "other", blocked)
