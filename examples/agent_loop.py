@@ -70,6 +70,8 @@ def hooks() -> HookRegistry:
 
     @registry.hook("demo.memory", phase="turn.pre_prompt_context", priority=500)
     def memory(context: HookContext) -> PromptSectionContribution | None:
+        if context.turn.mode == "chat":  # no tools: nothing to say about memory tools
+            return None
         text = render_memory_recall(MemoryRecall(
             policy="read_only", tools=[tool.name for tool in MEMORY_TOOLS],
             recalled=[MemoryItem("user:1", "preference", "Likes results as tables.")],

@@ -4,6 +4,7 @@ cache plan read from the thread, tools from hooks, chat turns, errors, and the e
 from __future__ import annotations
 
 import io
+import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -63,8 +64,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _agent(store: Any, home: Path, provider: ProviderName, **options: Any) -> Agent:
+    options.setdefault("hooks", agent_loop.hooks())
     return Agent(store, provider=provider, model=agent_loop.MODELS[provider],
-                 hooks=agent_loop.hooks(), tools=[agent_loop.READ_FILE],
+                 tools=[agent_loop.READ_FILE],
                  compile_input={"workspace_root": home}, **options)
 
 
@@ -307,6 +309,47 @@ def test_a_chat_turn_compiles_minimal_and_offers_no_tools(home: Path) -> None:
         turn.receive(_answer("openai-chat", "Why did the rock...", [], plan))
         record = turn.finish().record
     assert (record.mode, record.tools, record.rounds[0].visible_tools) == ("chat", [], [])
+
+
+def test_a_chat_turn_carries_no_tool_guidance(home: Path) -> None:
+    hooks, seen = agent_loop.hooks(), []
+
+    @hooks.hook("acme.mode", phase="turn.pre_prompt_compile")
+    def mode(context: HookContext) -> None:
+        seen.append(context.turn.mode)
+
+    with _agent("p.db", home, "anthropic", hooks=hooks) as agent:
+        for mode in ("agent", "chat"):
+            turn = agent.turn(THREAD, "What do I like?", mode=mode)
+            sent = json.dumps(turn.next_body())
+            tools_named = [n for n in ("memory_search", "read_file", "request_tools")
+                           if n in sent]
+            assert tools_named == ([] if mode == "chat" else ["memory_search", "read_file",
+                                                                 "request_tools"]), mode
+    assert seen == ["agent", "chat"]
+
+
+#: What the minimal profile's slot refuses: every contribution that speaks of tools,
+#: skills, capabilities or permissions.
+TOOL_FLAVOURED = ["request_tools.hidden_domains", "selected_skills", "selected_capabilities",
+                  "pioneer_filesystem_capability", "current_permissions",
+                  "execution_continuation"]
+
+
+def test_minimal_refuses_every_tool_and_capability_contribution(home: Path) -> None:
+    compiler = PromptCompiler()
+    [slot] = [s for s in compiler.load_profile("minimal").spec.sections if s.source == "slot"]
+    assert sorted(slot.refuse or ()) == sorted(TOOL_FLAVOURED)
+    payload = compiler.compile(PromptCompileInput(
+        profile="minimal", workspace_root=home,
+        runtime_sections=[{"id": i, "content": f"Flavoured: {i}"} for i in TOOL_FLAVOURED],
+        dynamic_sections=[{"id": "acme.weather", "content": "Rain later."}]))
+    manifest = payload.manifest
+    assert sorted((o.id, o.reason) for o in manifest.omitted if o.id in TOOL_FLAVOURED) == \
+        sorted((i, "refused") for i in TOOL_FLAVOURED)
+    assert not set(TOOL_FLAVOURED) & set(manifest.section_ids)
+    assert "acme.weather" in manifest.section_ids
+    assert "Flavoured" not in payload.stable_system_text + payload.dynamic_system_text
 
 
 # -- the loop's rules ----------------------------------------------------------------------

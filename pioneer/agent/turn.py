@@ -307,7 +307,7 @@ class Turn:
         })
         context = TurnContext(thread_id=self.thread_id, thread_folder=self._folder,
                               user_text=self.user_text, touched_paths=self._touched,
-                              data={HISTORY_KEY: decision, **self._data})
+                              data={HISTORY_KEY: decision, **self._data}, mode=self.mode)
         phases = TURN_PROMPT_PHASES if chat else (HOOK_TOOL_PHASE, *TURN_PROMPT_PHASES)
         hook_run = run_hooks(agent.compiler, compile_input, agent.registry(), turn=context,
                              phases=phases, accept={HOOK_TOOL_PHASE: HOOK_TOOL_TYPES})

@@ -178,6 +178,9 @@ class TurnContext:
     touched_paths: tuple[str, ...] = ()
     #: Anything else an application hands its own hooks.
     data: Mapping[str, Any] = field(default_factory=dict)
+    #: The turn runner's thread mode: on ``chat`` the turn offers no tools, so a hook
+    #: leaves out what speaks of tools (docs/explain.md, "The turn runner").
+    mode: Literal["agent", "chat"] = "agent"
 
 
 @dataclass(frozen=True, slots=True)
