@@ -24,7 +24,7 @@ def test_the_runner_example_stores_its_turn(tmp_path: Path,
     namespace: dict[str, object] = {}
     exec(compile(_examples()[0], "README.md", "exec"), namespace)
     finished = namespace["finished"]
-    with SqliteStore("pioneer.db", create=False) as store:
+    with SqliteStore("home/pioneer.db", create=False) as store:
         assert TurnRecords(store).get(finished.entry.turn_id) == finished.record  # type: ignore[attr-defined]
         [entry] = store.get_thread_conversation_history("thread-1")
     assert entry.assistant_text == "It says: buy milk."
