@@ -140,6 +140,14 @@ def test_python_block_runs_as_written(block: Block, tmp_path: Path,
         assert capsys.readouterr().out == block.prints
 
 
+@pytest.mark.parametrize("block", PYTHON, ids=[b.name for b in PYTHON])
+def test_examples_open_the_configured_store(block: Block) -> None:
+    # With PIONEER_STORE_URL set, an example that opened a path would write to SQLite.
+    assert not re.search(r"\b(SqliteStore|PostgresStore)\(", block.body), block.name
+    for opened in re.findall(r"\b(open_store|Agent)\(([^,)]*)", block.body):
+        assert opened == (opened[0], "settings"), block.name
+
+
 def test_python_blocks_type_check(tmp_path: Path) -> None:
     # A caller's view of the typed API: strict, the package's own modules checked only as
     # far as the examples use them (their errors are the package's mypy run's business),
