@@ -178,7 +178,7 @@ def test_the_runner_sends_and_records_what_the_low_level_wiring_does(
         by_hand = [_low_level_turn(store, records, index, compiler, home, provider, n,
                                    manual_bodies) for n in range(1, 5)]
     assert len(runner_bodies) == len(manual_bodies) == 3 + 2 + 1 + 2
-    assert runner_bodies == manual_bodies
+    assert [json.dumps(b) for b in runner_bodies] == [json.dumps(b) for b in manual_bodies]
     assert by_runner == by_hand
     with open_store("runner.db") as store:
         assert [TurnRecords(store).get(f"turn-{n}") for n in range(1, 5)] == by_runner
@@ -204,7 +204,8 @@ def test_every_later_turn_reads_its_prefix_from_cache(
         records = [_run_turn(agent, n) for n in range(1, 6)]
     first = records[0].rounds[0].cache
     assert first is not None and first.cached_tokens == 0
-    assert first.total_tokens > first.minimum_tokens  # the stable prefix alone passes it
+    stable = sum(b.tokens for b in first.blocks if b.kind in ("tools", "stable"))
+    assert stable > first.minimum_tokens  # the stable prefix alone passes the minimum
     for record in records[1:]:
         cached, prefix = _prefix_tokens(record)
         assert cached >= 0.9 * prefix, (record.turn_id, cached, prefix)
