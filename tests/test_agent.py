@@ -32,7 +32,7 @@ from pioneer import (
     open_store,
     read_response,
 )
-from pioneer.agent import ProviderName
+from pioneer.agent import ENTRY_KEY, RECORD_KEY, ProviderName
 from pioneer.audit import HistorySnapshot, ToolRecord, TurnAudit, TurnRecord, TurnRecords
 from pioneer.audit.explain import explain_turn
 from pioneer.cli import main
@@ -278,6 +278,32 @@ def test_a_tool_returned_outside_its_phase_fails_the_hook(home: Path) -> None:
         [failed] = [d for d in turn.rounds[0].manifest.diagnostics
                     if d.code == "hook_best_effort_failed"]
         assert "hook returned ToolSpec; expected PromptSectionContribution" in failed.message
+
+
+def test_post_turn_hooks_run_once_the_turn_is_stored(home: Path) -> None:
+    hooks, seen = agent_loop.hooks(), []
+    stored: list[list[str]] = []
+
+    @hooks.hook("acme.extract", phase="turn.post_turn")
+    def extract(context: HookContext) -> None:
+        data = context.turn.data
+        seen.append((data[ENTRY_KEY].turn_id, data[RECORD_KEY].turn_id))
+        stored.append([e.turn_id for e in agent.store.get_thread_conversation_history(THREAD)])
+
+    @hooks.hook("acme.broken", phase="turn.post_turn", failure="best_effort")
+    def broken(context: HookContext) -> None:
+        raise RuntimeError("boom")
+
+    with _agent("p.db", home, "anthropic", hooks=hooks) as agent:
+        turn = agent.turn(THREAD, "Hello", turn_id="turn-1")
+        turn.next_body()
+        assert seen == []
+        turn.receive(_answer("anthropic", "Hi.", [], turn.rounds[0].cache))
+        finished = turn.finish()
+    assert seen == [("turn-1", "turn-1")] and stored == [["turn-1"]]
+    assert [d.message for d in finished.diagnostics] == [
+        "hook `acme.broken` at turn.post_turn failed: RuntimeError: boom; the turn went on "
+        "without it"]
 
 
 # -- chat turns ----------------------------------------------------------------------------
