@@ -14,7 +14,7 @@ import os
 import re
 import sys
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -512,6 +512,20 @@ def read_json(path: str | os.PathLike[str], what: str) -> Any:
     naming the file (and the line and column of a syntax error) when it cannot be read
     or parsed. ``what`` names the file's role in the message: ``cannot read {what}: ...``."""
     return read_document(path, what, "json")[0]
+
+
+def wrong_field(owner: str, name: str, expected: str, value: object) -> Problem:
+    """A constructor argument of the wrong type: ``Owner → name: expected ... (got int)``."""
+    return Problem(f"expected {expected} (got {type(value).__name__})", path=f"{owner} → {name}")
+
+
+def texts(value: object) -> tuple[str, ...] | None:
+    """``value`` as a tuple of strings, or None when it is not a list of them (a lone
+    string is not: it would be read as its characters)."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        return None
+    found = tuple(value)
+    return found if all(isinstance(item, str) for item in found) else None
 
 
 def counted(count: int, noun: str) -> str:

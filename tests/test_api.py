@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable
 from pathlib import Path
@@ -195,6 +196,31 @@ def test_an_unknown_field_of_a_public_model_names_the_close_one_or_those_there_a
         ToolSpec(name="deploy", input_schema={"type": "object"})  # type: ignore[call-arg]
     assert str(info.value).startswith(
         "ToolSpec → input_schema: unknown field (known: name, description, parameters)")
+
+
+#: The public dataclasses an application builds and hands in (the others are results),
+#: with a valid value for each field.
+INPUT_DATACLASSES: list[tuple[type[Any], dict[str, Any]]] = [
+    (pioneer.TurnContext, {"thread_id": "t", "thread_folder": "api", "user_text": "hi",
+                           "touched_paths": ("a.py",), "data": {}, "mode": "chat"}),
+    (pioneer.sections.MemoryItem, {"scope": "user:1", "category": "fact", "content": "x"}),
+    (pioneer.sections.MemoryRecall, {"policy": "read_only", "tools": ["memory_get"],
+                                     "recalled": [], "active": [], "task": []}),
+]
+
+
+@pytest.mark.parametrize(("kind", "valid"), INPUT_DATACLASSES,
+                         ids=[kind.__name__ for kind, _ in INPUT_DATACLASSES])
+def test_input_dataclasses_refuse_wrong_types_with_a_pioneer_error(
+    kind: type[Any], valid: dict[str, Any],
+) -> None:
+    assert set(valid) == {f.name for f in dataclasses.fields(kind)}
+    kind(**valid)
+    for name in valid:
+        for wrong in (_Opaque(), "text" if not isinstance(valid[name], str) else 5):
+            with pytest.raises(PioneerError) as info:
+                kind(**{**valid, name: wrong})
+            assert f"{kind.__name__} → {name}" in str(info.value), str(info.value)
 
 
 def test_public_functions_refuse_wrong_types_with_a_pioneer_error(tmp_path: Path) -> None:

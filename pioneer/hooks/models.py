@@ -27,7 +27,7 @@ from pydantic import AfterValidator, Field
 
 from ..compile.ids import check_runtime_id
 from ..compile.manifest import Diagnostic, HookSourceEntry, HookSourceRef
-from ..errors import HookError, Problem
+from ..errors import HookError, InputError, Problem, texts, wrong_field
 from ..text import EDGE_CONFIG, EdgeModel
 
 if TYPE_CHECKING:
@@ -181,6 +181,26 @@ class TurnContext:
     #: The turn runner's thread mode: on ``chat`` the turn offers no tools, so a hook
     #: leaves out what speaks of tools (docs/explain.md, "The turn runner").
     mode: Literal["agent", "chat"] = "agent"
+
+    def __post_init__(self) -> None:
+        problems = [wrong_field("TurnContext", name, "a string or None", value)
+                    for name, value in (("thread_id", self.thread_id),
+                                        ("thread_folder", self.thread_folder))
+                    if value is not None and not isinstance(value, str)]
+        if not isinstance(self.user_text, str):
+            problems.append(wrong_field("TurnContext", "user_text", "a string", self.user_text))
+        paths = texts(self.touched_paths)
+        if paths is None:
+            problems.append(wrong_field("TurnContext", "touched_paths", "a list of paths",
+                                        self.touched_paths))
+        if not isinstance(self.data, Mapping):
+            problems.append(wrong_field("TurnContext", "data", "a mapping", self.data))
+        if self.mode not in ("agent", "chat"):
+            problems.append(Problem(f"expected agent or chat (got {self.mode!r:.40})",
+                                    path="TurnContext → mode"))
+        if problems:
+            raise InputError(problems)
+        object.__setattr__(self, "touched_paths", paths)
 
 
 @dataclass(frozen=True, slots=True)

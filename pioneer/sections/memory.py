@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import jinja2
 
+from ..errors import InputError, Problem, texts, wrong_field
 from ._caps import take_lines
 from ._macros import call_macro
 
@@ -47,6 +48,13 @@ class MemoryItem:
     category: str
     content: str
 
+    def __post_init__(self) -> None:
+        problems = [wrong_field("MemoryItem", name, "a string", getattr(self, name))
+                    for name in ("scope", "category", "content")
+                    if not isinstance(getattr(self, name), str)]
+        if problems:
+            raise InputError(problems)
+
 
 @dataclass(frozen=True, slots=True)
 class MemoryRecall:
@@ -57,6 +65,22 @@ class MemoryRecall:
     recalled: Sequence[MemoryItem] = ()
     active: Sequence[MemoryItem] = ()
     task: Sequence[MemoryItem] = ()
+
+    def __post_init__(self) -> None:
+        problems: list[Problem] = []
+        if self.policy not in get_args(MemoryPolicy):
+            problems.append(Problem(f"expected one of {', '.join(get_args(MemoryPolicy))} "
+                                    f"(got {self.policy!r:.40})", path="MemoryRecall → policy"))
+        if texts(self.tools) is None:
+            problems.append(wrong_field("MemoryRecall", "tools", "a list of tool names",
+                                        self.tools))
+        for name in ("recalled", "active", "task"):
+            items = getattr(self, name)
+            if isinstance(items, str | bytes | MemoryItem) or not isinstance(items, Sequence) \
+                    or not all(isinstance(item, MemoryItem) for item in items):
+                problems.append(wrong_field("MemoryRecall", name, "a list of MemoryItem", items))
+        if problems:
+            raise InputError(problems)
 
 
 def _unique_tools(tools: Sequence[str]) -> list[str]:
