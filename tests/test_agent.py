@@ -441,6 +441,23 @@ def test_a_reply_without_calls_ends_the_loop(started: Turn) -> None:
         started.next_body()
 
 
+def test_a_turn_ends_early_only_with_the_text_to_store(started: Turn) -> None:
+    with pytest.raises(InputError, match=r"^Turn.finish: the last body has no reply yet; "
+                       r"receive\(\) it first, or end the turn here with finish\("):
+        started.finish()
+    step = started.receive(_answer("anthropic", "", agent_loop.script(1)[0],
+                                   started.rounds[0].cache))
+    assert not step.done
+    with pytest.raises(InputError, match=r"^Turn.finish: the model's last reply asked for "
+                       r"tool calls \(t1-c1, t1-c2\); add their results and call next_body"):
+        started.finish()
+    with pytest.raises(InputError, match="assistant_text: expected a string"):
+        started.finish(assistant_text=5)  # type: ignore[arg-type]
+    finished = started.finish(assistant_text="Stopped: the round limit was reached.")
+    assert finished.entry.assistant_text == "Stopped: the round limit was reached."
+    assert len(finished.record.rounds) == 1
+
+
 def test_a_round_sent_again_to_another_provider_records_the_answer(started: Turn) -> None:
     again = started.next_body("openai-chat")  # the first body got no reply
     assert "choices" not in again and again["model"] == agent_loop.MODELS["anthropic"]

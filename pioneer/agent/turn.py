@@ -241,11 +241,29 @@ class Turn:
 
     def finish(self, *, assistant_text: str | None = None) -> FinishedTurn:
         """Store the turn (the last reply's text, unless ``assistant_text``) and its record
-        in one transaction, then run the ``turn.post_turn`` hooks."""
+        in one transaction, then run the ``turn.post_turn`` hooks.
+
+        A turn whose last body has no reply yet, or whose last reply asked for tool calls,
+        ends here only with an ``assistant_text`` (what the application stores instead:
+        a round limit, a provider that failed); without one it is an :class:`InputError`,
+        so a loop that stops early does not store an empty answer."""
         self._check_open()
         started = self._started
         if started is None:
             raise InputError("nothing to finish: no round was sent; call next_body() first")
+        if assistant_text is None and self._provider is not None:
+            raise InputError(Problem(
+                "the last body has no reply yet; receive() it first, or end the turn here "
+                "with finish(assistant_text=...)", path="Turn.finish"))
+        if assistant_text is None and self._last is not None and not self._last.done:
+            raise InputError(Problem(
+                "the model's last reply asked for tool calls "
+                f"({', '.join(call.id for call in self._last.calls)}); add their results and "
+                "call next_body(), or end the turn here with finish(assistant_text=...)",
+                path="Turn.finish"))
+        if assistant_text is not None and not isinstance(assistant_text, str):
+            raise InputError(Problem(f"expected a string (got {type(assistant_text).__name__})",
+                                     path="Turn.finish → assistant_text"))
         text = assistant_text if assistant_text is not None else (
             self._last.text if self._last is not None else "")
         record = started.audit.record(started.tools.calls)
