@@ -26,6 +26,7 @@ from pioneer import (
     Agent,
     HookContext,
     HookRegistry,
+    PioneerError,
     PromptSectionContribution,
     ToolCall,
     ToolSpec,
@@ -178,20 +179,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--home", required=True, type=Path, help="runtime home folder")
     parser.add_argument("--store", required=True, help="SQLite path or postgresql:// URL")
     parser.add_argument("--provider", required=True, choices=PROVIDER_CHOICES)
-    parser.add_argument("--turns", type=int, default=3, help="turns to run (default 3)")
+    parser.add_argument("--turns", type=_positive, default=3, help="turns to run (default 3)")
     args = parser.parse_args(argv)
-    ensure_runtime_home(args.home)
-    user = args.home / "USER.md"
+    try:
+        last = run(args.home, args.store, args.provider, args.turns)
+    except PioneerError as error:  # a store that cannot be opened, say: said, not a traceback
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"thread={THREAD} turn={last}")
+    return 0
+
+
+def _positive(text: str) -> int:
+    number = int(text)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1 turn (got {number})")
+    return number
+
+
+def run(home: Path, store: str, provider: ProviderName, turns: int) -> str:
+    """Run ``turns`` more turns of the demo thread in ``store``; the id of the last."""
+    ensure_runtime_home(home)
+    user = home / "USER.md"
     if not user.exists():
         user.write_text(PERSONA, encoding="utf-8")
-    provider: ProviderName = args.provider
     model = MODELS[provider]
     last = ""
-    with Agent(args.store, provider=provider, model=model, hooks=hooks(), tools=[READ_FILE],
-               compile_input={"workspace_root": args.home}) as agent:
+    with Agent(store, provider=provider, model=model, hooks=hooks(), tools=[READ_FILE],
+               compile_input={"workspace_root": home}) as agent:
         done = len(agent.store.get_thread_conversation_history(THREAD)) \
             if agent.store.get_thread(THREAD) else 0
-        for number in range(done + 1, done + args.turns + 1):
+        for number in range(done + 1, done + turns + 1):
             turn = agent.turn(THREAD, f"Question {number}: what should I pack?",
                               turn_id=f"{THREAD}-turn-{number}")
             for calls in script(number):
@@ -207,10 +225,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     break
             finished = turn.finish()
             last = finished.entry.turn_id
+            final = finished.record.rounds[-1].cache
+            assert final is not None
             print(f"turn {number}: {len(finished.record.rounds)} rounds, "
-                  f"cached {plan.cached_tokens} of {plan.total_tokens} tokens in the last")
-    print(f"thread={THREAD} turn={last}")
-    return 0
+                  f"cached {final.cached_tokens} of {final.total_tokens} tokens in the last")
+    return last
 
 
 if __name__ == "__main__":

@@ -551,3 +551,16 @@ def test_the_example_runs_and_explain_shows_the_thread(
     assert "reported: " in text
     assert "memory tools: memory_search, memory_get (registered by hook demo.memory_tools)" \
         in text
+
+
+def test_the_example_says_what_is_wrong(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        agent_loop.main(["--home", str(tmp_path / "home"), "--store", "p.db",
+                         "--provider", "gemini", "--turns", "0"])
+    assert exit_.value.code == 2
+    assert "argument --turns: expected at least 1 turn (got 0)" in capsys.readouterr().err
+    store = tmp_path / "missing" / "p.db"
+    assert agent_loop.main(["--home", str(tmp_path / "home"), "--store", str(store),
+                            "--provider", "gemini"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"error: {store}: ") and "Traceback" not in err
