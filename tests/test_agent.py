@@ -490,6 +490,20 @@ def test_gemini_calls_without_ids_get_unique_ones(home: Path) -> None:
         assert names == ids
 
 
+def test_a_gemini_thought_signature_goes_back_with_its_call(home: Path) -> None:
+    with _agent("g.db", home, "gemini") as agent:
+        turn = agent.turn(THREAD, "Read the trip notes")
+        turn.next_body()
+        step = turn.receive(_answer("gemini", "", agent_loop.script(2)[0], turn.rounds[0].cache))
+        [call] = step.runnable
+        turn.add_tool_result(call.id, "notes")
+        body = turn.next_body()
+    sent = [p for c in body["contents"] for p in c["parts"] if "functionCall" in p]
+    assert sent == [{"functionCall": {"id": "t2-c1", "name": "read_file",
+                                      "args": {"path": "trip-2.md"}},
+                     "thoughtSignature": "ZGVtby1zaWduYXR1cmU="}]
+
+
 def test_history_decision_is_recorded_as_its_snapshot(home: Path) -> None:
     with _agent("h.db", home, "anthropic") as agent:
         _run_turn(agent, 1)
