@@ -504,6 +504,31 @@ def test_a_gemini_thought_signature_goes_back_with_its_call(home: Path) -> None:
                      "thoughtSignature": "ZGVtby1zaWduYXR1cmU="}]
 
 
+def test_the_runner_summarises_with_the_agents_summarizer(home: Path) -> None:
+    class Summaries:
+        def __init__(self) -> None:
+            self.asked: list[int] = []
+
+        def summarize(self, request: Any) -> str:
+            self.asked.append(len(request.transcript))
+            return f"Summary of {len(request.transcript)} messages."
+
+    summaries = Summaries()
+    modes, sent = [], []
+    with _agent("s.db", home, "anthropic", summarizer=summaries,
+                limits=HistoryLimits.from_tokens(200, 0)) as agent:
+        for n in range(4):
+            turn = agent.turn(THREAD, f"Question {n}: " + "words " * 30, turn_id=f"t{n}")
+            sent.append(json.dumps(turn.next_body()))
+            turn.receive(_answer("anthropic", f"Answer {n}: " + "more " * 30, [],
+                                 turn.rounds[0].cache))
+            record = turn.finish().record
+            assert record.history is not None
+            modes.append(record.history.mode)
+    assert modes == ["keep", "keep", "keep", "summarise"] and summaries.asked == [6]
+    assert "Summary of 6 messages." in sent[3] and "Question 0" not in sent[3]
+
+
 def test_history_decision_is_recorded_as_its_snapshot(home: Path) -> None:
     with _agent("h.db", home, "anthropic") as agent:
         _run_turn(agent, 1)
