@@ -309,7 +309,7 @@ def test_docs_agent_loop_runs_prints_what_it_says_and_is_explained(
     assert expected is not None, "the agent loop example says nothing about what it prints"
     exec(compile(code, "docs/explain.md", "exec"), {})
     assert capsys.readouterr().out == expected
-    status, out, _ = _explain("turn-1", "--db", "pioneer.db")
+    status, out, _ = _explain("turn-1", "--db", "home/pioneer.db")
     assert status == 0
     assert "   round 2: 2 visible tools: read_file, memory_search\n" in out
     assert "     call memory_search (c1): refused: " in out
