@@ -13,10 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import StoreTarget
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pioneer.history import HistoryBudgeter, HistoryLimits, SqliteStore, SummaryRequest
+from pioneer.history.open import open_store
 
 
 def _text(tokens: int, n: int) -> str:
@@ -154,13 +156,15 @@ def test_a_summary_keeps_the_newest_turns_verbatim_with_keep_recent_tokens(
     assert after.messages[:5] == decision.messages  # the same prefix, one turn appended
 
 
-def test_the_count_window_cuts_to_a_low_water_count_and_appends(tmp_path: Path) -> None:
+def test_the_count_window_cuts_to_a_low_water_count_and_appends(
+    store_target: StoreTarget,
+) -> None:
     """400 small turns, under the token threshold: past the 200-turn window the history
     drops to 120 turns and appends again, so it is the previous one plus a turn on at
-    least 90% of the turns; the cut lives on the thread, so reopening changes nothing."""
-    path = tmp_path / "chat.db"
+    least 90% of the turns; the cut lives on the thread, so reopening the store (SQLite
+    or PostgreSQL) changes nothing."""
     limits = HistoryLimits.from_tokens(1_000_000, 0)
-    store = SqliteStore(path)
+    store = open_store(store_target.target)
     store.ensure_thread("t")
     previous: tuple[str, ...] = ()
     appended = cuts = 0
@@ -168,7 +172,7 @@ def test_the_count_window_cuts_to_a_low_water_count_and_appends(tmp_path: Path) 
         for n in range(400):
             if n in (150, 260):
                 store.close()
-                store = SqliteStore(path, create=False)
+                store = open_store(store_target.target, create=False)
             entry = store.add_turn("t", turn_id=f"turn-{n}", user_text=f"question {n}",
                                    assistant_text=f"answer {n}")
             decision = HistoryBudgeter(store, limits).build("t")
