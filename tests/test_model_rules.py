@@ -209,8 +209,9 @@ def test_prompt_cache_ttl_is_sent_as_prompt_cache_options(payload: CompiledPromp
 
 def test_the_cache_options_each_model_refuses(payload: CompiledPromptPayload) -> None:
     assert refusal(to_openai_chat, turn(payload, "gpt-5.6", prompt_cache_ttl="12h")) == (
-        "cache → prompt_cache_ttl: openai-chat takes prompt_cache_options.ttl 30m only (got "
-        "'12h'); the Responses API also takes 12h")
+        "cache → prompt_cache_ttl: openai-chat: Chat Completions takes "
+        "prompt_cache_options.ttl 30m only, for 'gpt-5.6' too (got '12h'); the Responses "
+        "API also takes 12h")
     assert refusal(to_openai_responses, turn(payload, "gpt-5.6", prompt_cache_retention="24h")) \
         == ("cache → prompt_cache_retention: openai-responses: prompt_cache_retention is "
             "deprecated for 'gpt-5.6' (GPT-5.6 and later); set cache.prompt_cache_ttl, sent "
@@ -316,8 +317,9 @@ def test_anthropic_refuses_a_whitespace_stop_sequence(stop: str) -> None:
     request = ChatRequest(model="claude-sonnet-4-6", messages=[ChatMessage.user("hi")],
                           sampling=SamplingOptions(stop=["END", stop]))
     assert refusal(to_anthropic, request) == (
-        f"sampling → stop[1]: anthropic refuses a stop sequence of whitespace only (got "
-        f"{stop!r}); each must contain another character")
+        "sampling → stop[1]: anthropic: a stop sequence of whitespace only is refused for "
+        f"'claude-sonnet-4-6', as for every model of the API (got {stop!r}); each must "
+        "contain another character")
     # Other providers take it.
     assert to_openai_chat(request)["stop"] == ["END", stop]
 
@@ -336,7 +338,13 @@ def test_gemini_takes_at_most_five_stop_sequences() -> None:
     assert sent["generationConfig"]["stopSequences"] == list("abcde")
     six = five.model_copy(update={"sampling": SamplingOptions(stop=list("abcdef"))})
     assert refusal(to_gemini, six) == (
-        "sampling → stop: gemini takes at most 5 stop sequences; sampling.stop has 6")
+        "sampling → stop: gemini: 'gemini-2.5-flash' takes at most 5 stop sequences; "
+        "sampling.stop has 6")
+    # A model the table knows by its family only: the refusal says whose rule it is.
+    guessed = six.model_copy(update={"model": "gemini-3.9-flash"})
+    assert refusal(to_gemini, guessed) == (
+        "sampling → stop: gemini: 'gemini-3.9-flash' (as the model table's gemini-3+ "
+        "family) takes at most 5 stop sequences; sampling.stop has 6")
 
 
 # -- Gemini: the last turn is the user's ---------------------------------------------------------

@@ -228,7 +228,8 @@ def test_openai_chat_takes_at_most_four_stop_sequences() -> None:
     five = ChatRequest(model="m", messages=[ChatMessage.user("hi")],
                        sampling=SamplingOptions(stop=["a", "b", "c", "d", "e"]))
     assert refusal(to_openai_chat, five) == (
-        "sampling → stop: openai-chat takes at most 4 stop sequences; sampling.stop has 5"
+        "sampling → stop: openai-chat: 'm' (as the model table's openai family) takes at "
+        "most 4 stop sequences; sampling.stop has 5"
     )
     # The SDK sends five on; only the API would refuse them.
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}],

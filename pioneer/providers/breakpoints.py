@@ -34,6 +34,7 @@ from ..tokens import default_counter
 from .caching import MAX_CACHE_BREAKPOINTS, MarkCandidate, MarkReason, plan_breakpoints
 from .models import model_facts
 from .request import ChatRequest
+from .rules import model_named
 
 __all__ = [
     "BREAKPOINT_KEY",
@@ -72,21 +73,23 @@ def cache_option_fields(request: ChatRequest, provider: str, *, marked: bool) ->
     if facts.breakpoint_style != "prompt_cache_breakpoint":
         if cache.prompt_cache_ttl is not None:
             raise InputError(Problem(
-                f"{provider}: {request.model!r} takes no prompt_cache_options (GPT-5.6 and "
-                "later do); leave cache.prompt_cache_ttl unset or use "
-                "cache.prompt_cache_retention", path="cache → prompt_cache_ttl"))
+                f"{provider}: {model_named(request.model, provider)} takes no "
+                "prompt_cache_options (GPT-5.6 and later do); leave cache.prompt_cache_ttl "
+                "unset or use cache.prompt_cache_retention", path="cache → prompt_cache_ttl"))
         return ({"prompt_cache_retention": cache.prompt_cache_retention}
                 if cache.prompt_cache_retention is not None else {})
     if cache.prompt_cache_retention is not None:
         raise InputError(Problem(
-            f"{provider}: prompt_cache_retention is deprecated for {request.model!r} (GPT-5.6 "
-            "and later); set cache.prompt_cache_ttl, sent as prompt_cache_options.ttl",
+            f"{provider}: prompt_cache_retention is deprecated for "
+            f"{model_named(request.model, provider)} (GPT-5.6 and later); set "
+            "cache.prompt_cache_ttl, sent as prompt_cache_options.ttl",
             path="cache → prompt_cache_retention"))
     ttl = cache.prompt_cache_ttl
     if ttl is not None and provider == "openai-chat" and ttl != "30m":
         raise InputError(Problem(
-            f"openai-chat takes prompt_cache_options.ttl 30m only (got {ttl!r}); the "
-            "Responses API also takes 12h", path="cache → prompt_cache_ttl"))
+            f"openai-chat: Chat Completions takes prompt_cache_options.ttl 30m only, for "
+            f"{model_named(request.model, provider)} too (got {ttl!r}); the Responses API "
+            "also takes 12h", path="cache → prompt_cache_ttl"))
     options: dict[str, str] = {}
     if marked:
         options["mode"] = "explicit"

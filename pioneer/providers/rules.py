@@ -44,6 +44,7 @@ __all__ = [
     "check_stop_count",
     "check_stop_text",
     "map_call_ids",
+    "model_named",
     "previewing",
     "refuse_empty",
     "safe_call_id",
@@ -133,6 +134,14 @@ def _renamed(message: ChatMessage, rename: Callable[[str], str]) -> ChatMessage:
     return message
 
 
+def model_named(model: str, provider: str) -> str:
+    """``model`` as a refusal names it: quoted, and when the model table only knows it by
+    its family, which family's rule applied."""
+    facts = model_facts(model, provider)
+    return f"{model!r}" if facts.matched else \
+        f"{model!r} (as the model table's {facts.family} family)"
+
+
 def check_stop_count(request: ChatRequest, provider: str, limit: int | None = None) -> None:
     """Refuse more stop sequences than ``provider`` takes: ``limit``, else the model's row
     of the model table (no check when it states no limit)."""
@@ -141,7 +150,8 @@ def check_stop_count(request: ChatRequest, provider: str, limit: int | None = No
     count = len(request.sampling.stop)
     if limit is not None and count > limit:
         raise InputError(Problem(
-            f"{provider} takes at most {limit} stop sequences; sampling.stop has {count}",
+            f"{provider}: {model_named(request.model, provider)} takes at most {limit} stop "
+            f"sequences; sampling.stop has {count}",
             path="sampling → stop",
         ))
 
@@ -151,7 +161,8 @@ def check_stop_text(request: ChatRequest, provider: str) -> None:
     for index, stop in enumerate(request.sampling.stop):
         if not stop.strip():
             raise InputError(Problem(
-                f"{provider} refuses a stop sequence of whitespace only (got {stop!r}); each "
+                f"{provider}: a stop sequence of whitespace only is refused for "
+                f"{request.model!r}, as for every model of the API (got {stop!r}); each "
                 "must contain another character",
                 path=f"sampling → stop[{index}]",
             ))
@@ -163,16 +174,15 @@ def check_prefill(request: ChatRequest, provider: str, ends_with_assistant: bool
     turn is the model's. Which models do is the ``prefill_allowed`` of the model table."""
     if not ends_with_assistant or _PREVIEW.get():
         return
-    facts = model_facts(request.model, provider)
-    if facts.prefill_allowed:
+    if model_facts(request.model, provider).prefill_allowed:
         return
-    which = "" if facts.matched else f" (as the model table's {facts.family} family)"
+    named = model_named(request.model, provider)
     if provider == "gemini":
-        rule = f"a gemini request may not end with a model turn; {request.model!r}{which} " \
-            "answers only a user turn or function responses"
+        rule = f"a gemini request may not end with a model turn; {named} answers only a " \
+            "user turn or function responses"
     else:
-        rule = f"{request.model!r}{which} does not support an assistant message prefill " \
-            "(Claude 4.6 and later refuse one)"
+        rule = f"{named} does not support an assistant message prefill (Claude 4.6 and " \
+            "later refuse one)"
     raise InputError(Problem(
         f"{provider}: {rule}; the conversation ends with an assistant message: end it with "
         "a user message or a tool result",
