@@ -603,3 +603,31 @@ def test_the_example_says_what_is_wrong(tmp_path: Path, capsys: pytest.CaptureFi
                             "--provider", "gemini"]) == 1
     out, err = capsys.readouterr()
     assert out == "" and err.startswith(f"error: {store}: ") and "Traceback" not in err
+
+
+# -- the deployment's model table ----------------------------------------------------------
+
+
+def test_the_settings_model_path_gives_the_agent_its_rules(home: Path, tmp_path: Path) -> None:
+    """A model the release does not know, added by the deployment's model file: the
+    agent's bodies and cache plans follow its row, not the family's guess."""
+    table = tmp_path / "models.toml"
+    table.write_text('[[models]]\nmodel = "claude-acme-1"\nfamily = "claude-sonnet"\n'
+                     'min_cacheable_tokens = 100000\nsource = "our contract"\n'
+                     'source_date = "2026-11"\n', encoding="utf-8")
+
+    def first_round(settings: PioneerSettings) -> tuple[dict[str, Any], Any]:
+        with Agent(tmp_path / "p.db", provider="anthropic", model="claude-acme-1",
+                   settings=settings, compile_input={"workspace_root": home}) as agent:
+            turn = agent.turn(THREAD, "Question 1", turn_id=f"t-{len(settings.model_path)}")
+            body = turn.next_body()
+            return body, turn.rounds[0].cache
+
+    body, plan = first_round(PioneerSettings(model_path=[table]))
+    assert (plan.minimum_tokens, plan.model_note) == (100_000, None)
+    assert "cache_control" not in str(body)  # no prefix reaches the deployment's minimum
+    body, plan = first_round(PioneerSettings())
+    assert plan.minimum_tokens == 1024  # the guess of Anthropic's catch-all row
+    assert plan.model_note == ("model 'claude-acme-1' is not in the model table; the facts "
+                               "of the anthropic family are used (models/models.toml)")
+    assert "cache_control" in str(body)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ..audit.record import ExecutionSecurity
@@ -29,6 +30,7 @@ from ..history.store import DatabaseStore
 from ..history.summarizer import Summarizer
 from ..hooks.registry import HookRegistry
 from ..providers import PROVIDERS
+from ..providers.models import ModelTable, load_model_table, using_model_table
 from ..providers.openai_chat import SystemRole
 from ..providers.request import CacheOptions, SamplingOptions, ToolSpec
 from ..sections.permissions import PermissionProfile
@@ -125,6 +127,10 @@ class Agent:
         self.limits = limits or HistoryLimits.from_settings(self.settings)
         self.sampling = sampling or SamplingOptions()
         self.cache = cache or CacheOptions(dynamic_placement=self.settings.dynamic_placement)
+        #: The model table with the deployment's rows (``settings.model_path``) over it, or
+        #: None for the table in use (docs/providers.md, "The model table").
+        self.model_table: ModelTable | None = (
+            load_model_table(self.settings.model_path) if self.settings.model_path else None)
         self.system_role = system_role
         self.store: DatabaseStore
         if isinstance(store, PioneerSettings | str | os.PathLike):
@@ -137,6 +143,11 @@ class Agent:
                                      path="Agent → store"))
         self.records = TurnRecords(self.store)
         self.index = EpisodicIndex(self.store) if recall else None
+
+    def model_rules(self) -> AbstractContextManager[Any]:
+        """A block in which the providers' rules come from the agent's model table."""
+        return using_model_table(self.model_table) if self.model_table is not None \
+            else nullcontext()
 
     def budgeter(self) -> HistoryBudgeter:
         """The history budgeter of a turn (the agent's limits, summarizer and settings)."""

@@ -176,7 +176,7 @@ class Turn:
             self._take_results()
         if self._started is None:
             self._span = start_agent_span(self.agent, self.thread_id, self.turn_id)
-        with telemetry.current(self._span):
+        with telemetry.current(self._span), self.agent.model_rules():
             started = self._started or self._start()
             if not resend:
                 self._round = started.tools.next_round()
