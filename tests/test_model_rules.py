@@ -4,7 +4,8 @@ Every body goes through its official SDK (the in-process transport of ``test_pro
 and is checked against the SDK's own typed request parameters with unknown keys refused,
 so a field the SDK does not define, or a value it does not allow, fails here. Covered:
 OpenAI GPT-5.6+ breakpoints and ``prompt_cache_options`` (Chat Completions and
-Responses), the Claude 4.6+ prefill refusal, Anthropic's whitespace stop sequences,
+Responses), Anthropic's bridge mark within the 20-block lookback, the Claude 4.6+ prefill
+refusal, Anthropic's whitespace stop sequences,
 Gemini's stop limit and last turn, Responses call ids, and a system note between tool
 rounds keeping its place on the next turn.
 """
@@ -261,6 +262,56 @@ def test_the_next_turn_reads_through_this_turns_user_message(
         assert plan.shared_blocks == question + 1
         assert plan.cached_tokens == sum(b.tokens for b in earlier[:question + 1])
         assert plan.written_tokens > 0
+
+
+# -- Anthropic: every mark within 20 blocks of an entry ---------------------------------------
+
+
+def test_a_bridge_mark_keeps_the_previous_turns_entry_within_the_lookback(
+    payload: CompiledPromptPayload,
+) -> None:
+    """After a turn of 12 tool rounds kept in the history, this turn's history mark is 26
+    blocks past the entry the previous turn wrote (the end of its history): a bridge mark
+    20 blocks before it still reads that entry, so the whole shared prefix is read."""
+    earlier = [ChatMessage.user("Which cities are worth a visit?"),
+               ChatMessage.assistant("Oslo and Bergen."),
+               ChatMessage.user("Plan the week in Oslo.")]
+    rounds: list[ChatMessage] = []
+    for n in range(12):
+        call = ToolCall(id=f"call_{n}", name="get_weather", arguments={"day": n})
+        rounds += [ChatMessage.assistant(tool_calls=[call]),
+                   ChatMessage.tool(call.id, f"Day {n}: rain, 9 °C")]
+    history = [*earlier, *rounds, ChatMessage.assistant("Pack a raincoat.")]
+
+    def request(messages: list[ChatMessage]) -> ChatRequest:
+        return ChatRequest(model="claude-sonnet-4-6", compiled_prompt=payload,
+                           tools=[WEATHER], messages=messages)
+
+    previous, current = request(earlier), request([*history, ChatMessage.user("And Bergen?")])
+    body = to_anthropic(current)
+    assert send_anthropic(typed("anthropic", body)).body == body
+    blocks = [*body["tools"], *body["system"],
+              *(block for turn in body["messages"] for block in turn["content"])]
+    marks = [i for i, block in enumerate(blocks) if "cache_control" in block]
+    # The stable text, the bridge, the end of the history, the last block: four marks.
+    answer = next(i for i, block in enumerate(blocks) if block.get("text") == "Oslo and Bergen.")
+    end = next(i for i, b in enumerate(blocks) if b.get("text") == "Pack a raincoat.")
+    assert end - answer == 26
+    assert marks == [len(body["tools"]), end - 20, end, len(blocks) - 1]
+    # The previous turn's first request wrote its entry at the end of its history.
+    before = request_blocks("anthropic", previous, to_anthropic(previous))
+    assert before[answer].marked
+    plan = plan_cache("anthropic", current.model,
+                      request_blocks("anthropic", current, body), [before])
+    assert plan.cached_tokens == sum(block.tokens for block in before[:answer + 1])
+    # Without the bridge the history mark reaches back 20 blocks only, short of that entry:
+    # the request would read the stable text alone.
+    unbridged = json.loads(json.dumps(body))
+    conversation = [b for turn in unbridged["messages"] for b in turn["content"]]
+    del conversation[end - 20 - len(body["tools"]) - len(body["system"])]["cache_control"]
+    alone = plan_cache("anthropic", current.model,
+                       request_blocks("anthropic", current, unbridged), [before])
+    assert alone.cached_tokens == sum(block.tokens for block in before[:marks[0] + 1])
 
 
 # -- Claude 4.6 and later refuse an assistant prefill -------------------------------------------
