@@ -460,6 +460,10 @@ def test_a_system_note_keeps_its_place_on_the_next_turn(
                             messages=[*this_turn, ChatMessage.user("Try Bergen then.")])
     body = adapter(next_turn)
     if provider == "anthropic":
+        assert send_anthropic(typed("anthropic", body)).body == body
+    else:
+        send_gemini(model, body)
+    if provider == "anthropic":
         system = [block["text"] for block in body["system"]]
         texts = [block.get("text") for t in body["messages"] for block in t["content"]]
     else:
