@@ -221,6 +221,14 @@ def test_the_cache_options_each_model_refuses(payload: CompiledPromptPayload) ->
         "cache → prompt_cache_ttl: openai-chat: 'gpt-5' takes no prompt_cache_options "
         "(GPT-5.6 and later do); leave cache.prompt_cache_ttl unset or use "
         "cache.prompt_cache_retention")
+    # From gpt-5.5 on the retention is 24h only (the SDK's own description of the field).
+    assert refusal(to_openai_responses,
+                   turn(payload, "gpt-5.5-pro", prompt_cache_retention="in_memory")) == (
+        "cache → prompt_cache_retention: openai-responses: 'gpt-5.5-pro' takes "
+        "prompt_cache_retention 24h only (got 'in_memory')")
+    assert typed("openai-chat", to_openai_chat(turn(
+        payload, "gpt-5.1", prompt_cache_retention="in_memory")))["prompt_cache_retention"] \
+        == "in_memory"
     # The SDK's own types say the same: Chat Completions' ttl is 30m only.
     with pytest.raises(ValidationError):
         typed("openai-chat", {"model": "gpt-5.6", "messages": [],

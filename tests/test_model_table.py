@@ -103,7 +103,7 @@ def test_snapshots_and_provider_spellings_find_their_row(name: str, row: str) ->
     ("gpt-5.7", "gpt-5.6+", "prompt_cache_breakpoint"),
     ("gpt-5.10-luna", "gpt-5.6+", "prompt_cache_breakpoint"),
     ("gpt-6.1-sol", "gpt-5.6+", "prompt_cache_breakpoint"),
-    ("gpt-5.5", "gpt", "implicit"),
+    ("gpt-5.4", "gpt", "implicit"),
     ("gpt-5.1-mini", "gpt", "implicit"),
     ("o3", "gpt", "implicit"),
     ("gemini-3.8-flash", "gemini-3+", "implicit"),

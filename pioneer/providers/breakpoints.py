@@ -66,7 +66,8 @@ def cache_option_fields(request: ChatRequest, provider: str, *, marked: bool) ->
 
     GPT-5.6 and later take ``prompt_cache_options`` (``mode: explicit`` when the request
     carries breakpoints, ``ttl`` from ``cache.prompt_cache_ttl``) and refuse the
-    deprecated ``prompt_cache_retention``; older models take only the retention.
+    deprecated ``prompt_cache_retention``; older models take only the retention, with a
+    value among the ``ttls`` of their row of the model table (gpt-5.5: ``24h`` only).
     """
     cache = request.cache
     facts = model_facts(request.model, provider)
@@ -76,8 +77,13 @@ def cache_option_fields(request: ChatRequest, provider: str, *, marked: bool) ->
                 f"{provider}: {model_named(request.model, provider)} takes no "
                 "prompt_cache_options (GPT-5.6 and later do); leave cache.prompt_cache_ttl "
                 "unset or use cache.prompt_cache_retention", path="cache → prompt_cache_ttl"))
-        return ({"prompt_cache_retention": cache.prompt_cache_retention}
-                if cache.prompt_cache_retention is not None else {})
+        retention = cache.prompt_cache_retention
+        if retention is not None and facts.ttls and retention not in facts.ttls:
+            raise InputError(Problem(
+                f"{provider}: {model_named(request.model, provider)} takes "
+                f"prompt_cache_retention {' or '.join(facts.ttls)} only (got {retention!r})",
+                path="cache → prompt_cache_retention"))
+        return {"prompt_cache_retention": retention} if retention is not None else {}
     if cache.prompt_cache_retention is not None:
         raise InputError(Problem(
             f"{provider}: prompt_cache_retention is deprecated for "
