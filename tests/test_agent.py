@@ -34,7 +34,7 @@ from pioneer import (
 )
 from pioneer.agent import ENTRY_KEY, RECORD_KEY, ProviderName
 from pioneer.audit import HistorySnapshot, ToolRecord, TurnAudit, TurnRecord, TurnRecords
-from pioneer.audit.explain import explain_turn
+from pioneer.audit.explain import explain_turn, render_text
 from pioneer.cli import main
 from pioneer.episodic import EpisodicIndex, episodic_recall_subscription
 from pioneer.episodic.recall import HISTORY_KEY
@@ -616,18 +616,27 @@ def test_the_settings_model_path_gives_the_agent_its_rules(home: Path, tmp_path:
                      'min_cacheable_tokens = 100000\nsource = "our contract"\n'
                      'source_date = "2026-11"\n', encoding="utf-8")
 
-    def first_round(settings: PioneerSettings) -> tuple[dict[str, Any], Any]:
+    def one_turn(settings: PioneerSettings) -> tuple[dict[str, Any], Any, str]:
         with Agent(tmp_path / "p.db", provider="anthropic", model="claude-acme-1",
                    settings=settings, compile_input={"workspace_root": home}) as agent:
             turn = agent.turn(THREAD, "Question 1", turn_id=f"t-{len(settings.model_path)}")
             body = turn.next_body()
-            return body, turn.rounds[0].cache
+            plan = turn.rounds[0].cache
+            turn.receive(_answer("anthropic", "Answer 1.", [], plan))
+            record = turn.finish().record
+            return body, plan, render_text(explain_turn(record))
 
-    body, plan = first_round(PioneerSettings(model_path=[table]))
+    note = ("model 'claude-acme-1' is not in the model table; the facts of the anthropic "
+            "family are used (models/models.toml)")
+    body, plan, explained = one_turn(PioneerSettings(model_path=[table]))
     assert (plan.minimum_tokens, plan.model_note) == (100_000, None)
     assert "cache_control" not in str(body)  # no prefix reaches the deployment's minimum
-    body, plan = first_round(PioneerSettings())
+    assert "is not in the model table" not in explained
+    body, plan, explained = one_turn(PioneerSettings())
     assert plan.minimum_tokens == 1024  # the guess of Anthropic's catch-all row
-    assert plan.model_note == ("model 'claude-acme-1' is not in the model table; the facts "
-                               "of the anthropic family are used (models/models.toml)")
+    assert plan.model_note == note
     assert "cache_control" in str(body)
+    # explain says, under the round's cache plan, that the model's facts are a guess.
+    lines = [line.strip() for line in explained.splitlines()]
+    plan_line = next(i for i, line in enumerate(lines) if line.startswith("cache plan:"))
+    assert "(minimum 1,024; " in lines[plan_line] and lines[plan_line + 1] == note
