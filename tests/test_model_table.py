@@ -297,6 +297,24 @@ def test_a_family_pattern_must_be_a_regular_expression(tmp_path: Path) -> None:
         "error: 1 problem in models.toml")
 
 
+def test_the_cli_reports_a_malformed_deployment_file_with_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Named by --config: exit 1 and the located problem, never a traceback."""
+    (tmp_path / "models.toml").write_text(
+        '[[models]]\nmodel = "claude-sonnet-4-6"\nsource = "s"\nsource_date = "2026-11"\n'
+        'min_cacheable_tokens = "many"\n', "utf-8")
+    (tmp_path / "deploy.toml").write_text('model_path = ["models.toml"]\n', "utf-8")
+    (tmp_path / "chat.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run("compile", "--config", "deploy.toml", "--home", "home", "--profile",
+                         "none", "--provider", "anthropic", "--model", "claude-sonnet-4-6",
+                         "--messages", "chat.json")
+    assert (code, out) == (1, "")
+    assert err == ('models.toml:5: models[0] ("claude-sonnet-4-6") → min_cacheable_tokens: '
+                   "expected integer or null (got 'many')\nerror: 1 problem in models.toml\n")
+
+
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         load_model_table([tmp_path / "nowhere.toml"])
