@@ -149,6 +149,18 @@ def test_the_workspace_root_reaches_a_template_as_its_text(tmp_path: Path) -> No
     assert out == "## Identity\nroot=home kind=True\n"
 
 
+def test_a_record_prints_as_json_and_self_as_jinja2_prints_it(tmp_path: Path) -> None:
+    # A read-only mapping is written by tojson as the object it is a view of; ``self``
+    # (jinja2's reference to the template) prints, with nothing of what it holds.
+    paths = _deployment(tmp_path, "{{ limits|tojson }} {{ {'r': [limits]}|tojson }} "
+                                  "{{ self }}\n")
+    code, out, err = run_cli("compile", "--profile", "acme", "--home", "home", *paths)
+    assert (code, err) == (0, "")
+    limits = '{"max_chars_per_file": null, "max_chars_total": null}'
+    assert out == (f"## Identity\n{limits} {{\"r\": [{limits}]}} "
+                   "<TemplateReference 'evil.md.j2'>\n")
+
+
 def test_a_nested_record_names_itself_in_a_missing_key(tmp_path: Path) -> None:
     compiler = _compiler(tmp_path, "{{ runtime_sections[0].nope }}\n")
     with pytest.raises(TemplateError) as info:

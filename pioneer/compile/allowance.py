@@ -170,7 +170,7 @@ def _measure(value: Any, cap: int, seen: dict[int, int], depth: int, top: bool) 
             f"a value nested more than {MAX_DEPTH} levels deep cannot be turned into text"
         )
     items: Iterable[Any]
-    if isinstance(value, Mapping):
+    if isinstance(value, Mapping) and hasattr(type(value), "__len__"):
         items = (part for pair in value.items() for part in pair)
         extra = 2 + 2 * len(value) + 2 * max(len(value) - 1, 0)  # {k: v, ...}
     elif isinstance(value, (list, tuple, set, frozenset)):
@@ -179,6 +179,8 @@ def _measure(value: Any, cap: int, seen: dict[int, int], depth: int, top: bool) 
     elif isinstance(value, Namespace):
         items = (part for pair in vars(value).items() for part in pair)
         extra = 16
+    elif isinstance(value, Mapping):  # jinja2's Context (``self`` holds it): short text
+        return 0
     elif hasattr(value, "__dict__") and not callable(value):
         items = vars(value).values()
         extra = len(type(value).__name__) + 2 + 4 * len(vars(value))

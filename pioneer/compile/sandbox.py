@@ -577,6 +577,13 @@ def _missing_key(obj: FrozenDict, key: Any) -> str:
             f"`{name}` has {known}")
 
 
+def _json_default(value: Any) -> Any:
+    """``tojson``'s fallback: a read-only mapping as a dict, anything else refused."""
+    if type(value) is FrozenDict:
+        return value.copy()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 class Sandbox(SandboxedEnvironment):
     """jinja2's sandbox, charging everything a template builds to its render's allowance."""
 
@@ -595,6 +602,8 @@ class Sandbox(SandboxedEnvironment):
             self.filters[name] = _guarded_filter(name, original)
         self.filters["join"] = _join_filter(originals["join"])
         self.filters["sum"] = _sum_filter(originals["sum"])
+        # ``tojson`` writes a read-only mapping as the object it is a view of.
+        self.policies["json.dumps_kwargs"] = {"sort_keys": True, "default": _json_default}
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         """Only from the allow-list: a plain type's own methods (:data:`PLAIN_METHODS`) and
