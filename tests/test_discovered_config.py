@@ -198,3 +198,21 @@ def test_the_profiles_page_lists_what_a_discovered_file_may_set() -> None:
     page = (Path(__file__).parent.parent / "docs" / "profiles.md").read_text("utf-8")
     listed = page.split("- it may set only ", 1)[1].split("(`pioneer.settings", 1)[0]
     assert set(re.findall(r"`(\w+)`", listed)) == DISCOVERED_SETTINGS
+
+
+def test_the_failure_page_states_the_trust_rule() -> None:
+    """Each setting a discovered file may not set is named by the rule, or by its group."""
+    page = (Path(__file__).parent.parent / "docs" / "failure-behaviour.md").read_text("utf-8")
+    rule = page.split("**The trust rule for a discovered `pioneer.toml`.**", 1)[1]
+    rule = " ".join(rule.split("\n\n", 1)[0].split())
+    groups = {"store_url": "store URL", "summary_base_url": "summarizer's endpoint",
+              "summary_api_key_env": "variable holding its key",
+              "summary_allow_http": "`summary_allow_http`",
+              "home_directory": "`home_directory`", "postgres_lock_timeout": "PostgreSQL time",
+              "postgres_statement_timeout": "PostgreSQL time",
+              "postgres_idle_in_transaction_timeout": "PostgreSQL time"}
+    refused = set(PioneerSettings.model_fields) - DISCOVERED_SETTINGS
+    assert refused == set(groups)
+    for name in refused:
+        assert groups[name] in rule, name
+    assert "inside its own folder only" in rule and "same sandbox" in rule
