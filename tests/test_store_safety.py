@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from stores import Server
 from support import run_cli, sqlite_exec
 
 from pioneer import ChatMessage, ChatRequest, PromptCompileInput, PromptCompiler, StoreError
@@ -24,6 +25,7 @@ from pioneer.history import (
     HistoryLimits,
     SqliteStore,
 )
+from pioneer.history.open import open_store
 from pioneer.providers import build_request_body
 
 READ_COMMANDS = {
@@ -300,3 +302,37 @@ def test_explain_reports_a_record_of_hostile_json(tmp_path: Path, statement: str
         assert (code, out) == (1, "")
         assert err == (f"{path}: the record of turn 'turn-1' is unreadable: {problem}\n"
                        "error: 1 problem\n")
+
+
+@pytest.mark.parametrize(("statement", "problem"), [
+    ("UPDATE turn_rounds SET usage = '" + "[" * 100_000 + "]" * 100_000 + "'",
+     "not JSON (lists or objects nested too deeply to read)"),
+    ("UPDATE turn_rounds SET usage = '{\"input_tokens\": " + "9" * 5000 + "}'",
+     "not JSON (a number too long to read)"),
+], ids=["deep-list", "5000-digits"])
+def test_explain_reports_a_postgresql_record_of_hostile_json(
+        tmp_path: Path, pg_server: Server, statement: str, problem: str) -> None:
+    """The same rows on the PostgreSQL store (its columns are text, so they hold them)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    payload = PromptCompiler().compile(PromptCompileInput(workspace_root=home,
+                                                          profile="minimal"))
+    request = ChatRequest(model="m", compiled_prompt=payload, messages=[ChatMessage.user("Hi")])
+    audit = TurnAudit("turn-1", "t1", "chat")
+    audit.add_round(payload.manifest, request, "openai-chat",
+                    build_request_body("openai-chat", request))
+    schema, url = pg_server.new_schema()
+    try:
+        with open_store(url) as store:
+            store.ensure_thread("t1")
+            store.add_turn("t1", user_text="the billing export", assistant_text="done",
+                           turn_id="turn-1")
+            TurnRecords(store).save(audit.record())
+        pg_server.execute(schema, statement)
+        for command in (("explain", "turn-1"), ("explain", "turn-1", "--html", "map.html")):
+            code, out, err = run_cli(*command, "--db", url)
+            assert (code, out) == (1, "")
+            assert err == (f"{url}: the record of turn 'turn-1' is unreadable: {problem}\n"
+                           "error: 1 problem\n")
+    finally:
+        pg_server.drop_schema(schema)
