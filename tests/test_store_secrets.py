@@ -31,6 +31,8 @@ URLS = {
     "bad-percent": f"postgresql://app:{PASSWORD}%zz@127.0.0.1:1/pioneer",
     "upper-case-scheme": f"POSTGRESQL://app:{PASSWORD}@127.0.0.1:1/pioneer",
     "bad-ipv6": f"postgresql://app:{PASSWORD}@[::1/pioneer",
+    # libpq's key=value form is no URL: taken as a path, it was echoed as one.
+    "key-value": f"host=127.0.0.1 port=1 dbname=pioneer password={PASSWORD}",
 }
 
 
@@ -55,6 +57,24 @@ def test_no_message_prints_a_store_password(url: str, how: str, tmp_path: Path,
     assert (code, out) == (1, "")
     assert PASSWORD not in err and "Traceback" not in err
     assert err.endswith("error: 1 problem\n")
+
+
+@pytest.mark.parametrize("how", ["--db", "store_path"])
+def test_a_key_value_string_with_a_password_is_refused_unechoed(
+        how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    conninfo = URLS["key-value"]
+    monkeypatch.chdir(tmp_path)
+    if how == "--db":
+        code, out, err = run_cli("history", "demo", "--db", conninfo)
+    else:
+        monkeypatch.setenv("PIONEER_STORE_PATH", conninfo)
+        code, out, err = run_cli("history", "demo")
+    assert (code, out) == (1, "")
+    assert err == ("a libpq key=value string with a password is not a store: give a "
+                   "postgresql:// URL or an SQLite path\nerror: 1 problem\n")
+    with pytest.raises(StoreError) as info:
+        open_store(Path(conninfo))
+    assert PASSWORD not in str(info.value) and not list(tmp_path.iterdir())
 
 
 def test_a_url_libpq_reads_is_named_without_its_password() -> None:

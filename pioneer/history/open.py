@@ -16,6 +16,7 @@ password, and a URL libpq cannot read is a :class:`StoreError` that does not rep
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -29,6 +30,10 @@ __all__ = ["URL_SCHEMES", "configured_store", "is_store_url", "normalize_url", "
 
 #: URL schemes that select the PostgreSQL store.
 URL_SCHEMES = STORE_URL_SCHEMES
+
+
+#: ``password=`` as libpq's key=value connection strings write it.
+_CONNINFO_PASSWORD = re.compile(r"(?:^|\s)password\s*=")
 
 
 def is_store_url(target: str | os.PathLike[str]) -> bool:
@@ -124,6 +129,10 @@ def open_store(target: str | os.PathLike[str] | PioneerSettings, *, read_only: b
         }
         return PostgresStore(url, read_only=read_only, counter=counter, cache_size=cache_size,
                              **limits)
+    if _CONNINFO_PASSWORD.search(str(target)):
+        # libpq's key=value form: not a store pioneer opens, and never echoed (a password)
+        raise StoreError("a libpq key=value string with a password is not a store: give "
+                         "a postgresql:// URL or an SQLite path")
     from .sqlite_store import SqliteStore
 
     return SqliteStore(target, read_only=read_only, create=create, counter=counter,
