@@ -387,11 +387,16 @@ _STEP = st.one_of(
     st.integers(-2, 2).map(lambda n: f"[{n}]"),
     st.just("()"), st.just("(1)"), st.just("('a')"),
     st.sampled_from(["|attr('__class__')", "|first", "|list", "|string", "|items",
-                     "|map(attribute='token')|list", "|dictsort"]),
+                     "|map(attribute='token')|list", "|dictsort", "|tojson"]),
+    # str.format's fields walk attributes and items too
+    st.sampled_from([".format(x)", ".format(y)", ".format_map(x)", ".format(x.items())",
+                     ".format(self)", ".format(loop)"]),
 )
 _START = st.sampled_from(["x", "y", "range", "dict", "cycler", "joiner", "namespace",
                           "cycler(1, 2)", "joiner()", "namespace(a=x)", "loop", "self",
-                          "caller", "x.items()", "'{0}'", "section"])
+                          "caller", "x.items()", "'{0}'", "section", "'{0.__class__}'",
+                          "'{0.read_text}'", "'{0._items}'", "'{0.mapping}'",
+                          "'{0[0].token}'", "'{0.items}'", "'{token}'", "'{0[__class__]}'"])
 
 
 class _Watching(Sandbox):
