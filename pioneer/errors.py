@@ -71,11 +71,23 @@ class Problem:
             location += f":{self.line}"
             if self.column is not None:
                 location += f":{self.column}"
-        head = f"{self.path}: {self.message}" if self.path else self.message
+        head = f"{_shown_path(self.path)}: {self.message}" if self.path else self.message
         text = f"{location}: {head}" if location else head
         if self.context:
             text += f"\n  {self.context}"
         return text
+
+
+#: How much of a problem's path a message shows: a key of megabytes is not echoed whole.
+MAX_SHOWN_PATH = 300
+
+
+def _shown_path(path: str) -> str:
+    """``path``, its middle left out past :data:`MAX_SHOWN_PATH` characters."""
+    if len(path) <= MAX_SHOWN_PATH:
+        return path
+    left = len(path) - MAX_SHOWN_PATH
+    return f"{path[:200]}…({left:,} characters left out)…{path[-100:]}"
 
 
 def format_path(parts: Iterable[str | int], labels: dict[int, str] | None = None) -> str:

@@ -232,3 +232,29 @@ def test_many_problems_are_located_from_one_index_and_the_report_is_capped(
     assert lines[100:] == ["and 900 more problems", lines[-1]]
     assert lines[-1].startswith("error: 1000 problems")
     assert indexed.count(text) == 1  # the lines of the file were indexed once, for all 1,000
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "argv"),
+    [("in.json", '{"workspace_root": "home", "profile": "minimal", "K": 1}',
+      ["compile", "--input", "{file}"]),
+     ("x.toml", 'name = "x"\nK = 1\n[[sections]]\nid = "a"\n',
+      ["check", "--profile-path", "{folder}"]),
+     ("pioneer.toml", "K = 1\n", ["check"])],
+    ids=["input", "profile", "pioneer-toml"],
+)
+def test_a_key_of_megabytes_is_not_echoed_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, text: str, argv: list[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PIONEER_CONFIG", raising=False)
+    (tmp_path / "home").mkdir()
+    key = "k" * 200 + "m" * 2_000_000 + "z" * 100
+    file = (tmp_path / "p" if name == "x.toml" else tmp_path) / name
+    file.parent.mkdir(exist_ok=True)
+    file.write_text(text.replace("K", key))
+    args = [part.format(file=file, folder=file.parent) for part in argv]
+    code, out, err = run(*args, "--home", str(tmp_path / "home"))
+    assert (code, out) == (1, "")
+    shown = f"{'k' * 200}…(2,000,000 characters left out)…{'z' * 100}: unknown "
+    assert shown in err and len(err) < 2_000
