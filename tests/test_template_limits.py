@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from jinja2.utils import Namespace
 from support import HOSTILE_LIMIT as LIMIT
 from support import HOSTILE_PROFILE as PROFILE
 from support import hostile_compiler, run_cli
@@ -172,6 +173,8 @@ def test_the_memory_cap_would_catch_an_attack_that_got_through(tmp_path: Path) -
         ("('x' * 1000000)|length", "1000000"),
         ("runtime_sections ~ ''", "[]"),
         ("runtime_sections == []", "True"),
+        ("namespace(a=1)", "<Namespace {'a': 1}>"),
+        ("[namespace(a='x')]", "[<Namespace {'a': 'x'}>]"),
     ],
 )
 def test_ordinary_use_renders(tmp_path: Path, expression: str, text: str) -> None:
@@ -185,6 +188,9 @@ def test_the_text_of_a_shared_list_is_measured_without_building_it() -> None:
     shared = [inner] * 1000  # one inner list, a million characters of text
     assert text_length(shared, 10**7) == len(str(shared))
     assert text_length([shared] * 1000, 10**6) == 10**6 + 1  # stops once past the cap
+    # a namespace() keeps its attributes out of __dict__: they are measured all the same
+    assert text_length(Namespace(a=shared), 10**7) >= len(str(shared))
+    assert text_length(Namespace(a=[shared] * 1000), 10**6) == 10**6 + 1
     allowance = Allowance()
     allowance.charge(MAX_OUTPUT)
     with pytest.raises(TemplateLimitError, match="the render built more than its limit of 2000000"):

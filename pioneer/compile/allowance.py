@@ -176,8 +176,9 @@ def _measure(value: Any, cap: int, seen: dict[int, int], depth: int, top: bool) 
     elif isinstance(value, (list, tuple, set, frozenset)):
         items = value
         extra = 2 + 2 * max(len(value) - 1, 0)  # [a, b, ...]
-    elif isinstance(value, Namespace):
-        items = (part for pair in vars(value).items() for part in pair)
+    elif isinstance(value, Namespace):  # its attributes live in a mangled dict, not __dict__
+        items = (part for pair in object.__getattribute__(value, "_Namespace__attrs").items()
+                 for part in pair)
         extra = 16
     elif isinstance(value, Mapping):  # jinja2's Context (``self`` holds it): short text
         return 0
