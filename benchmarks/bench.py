@@ -396,7 +396,7 @@ def history_rows(work: Workload) -> tuple[Row, Row]:
     limits = HistoryLimits.from_tokens(128_000, 16_000)
     stored = HistoryBudgeter(store, limits)
     counting = HistoryBudgeter(
-        _Recounting(store, TiktokenCounter(cache_size=0)), limits  # type: ignore[arg-type]
+        _Recounting(store, TiktokenCounter(cache_bytes=0)), limits  # type: ignore[arg-type]
     )
     # The first pass stores the thread's truncation cut and the second starts from it, so
     # the two decisions differ in how they word the cut; the messages sent must not.

@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"tokens kept for the reply (default {RESERVE})")
     args = parser.parse_args(argv)
     limits = HistoryLimits.from_tokens(args.max_context, args.reserve)
-    counter = TiktokenCounter(cache_size=1 << 16)
+    counter = TiktokenCounter(cache_bytes=1 << 28)
     rows = []
     failed = False
     with tempfile.TemporaryDirectory() as folder:

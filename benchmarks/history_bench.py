@@ -57,7 +57,7 @@ def _text(rng: random.Random, counter: TiktokenCounter, tokens: int) -> str:
 def build_store(path: Path, turns: int, tokens: int, seed: int = 7) -> list[str]:
     """Write the workload thread; return every stored message text in order."""
     rng = random.Random(seed)
-    counter = TiktokenCounter(cache_size=0)
+    counter = TiktokenCounter(cache_bytes=0)
     texts: list[str] = []
     with SqliteStore(path, counter=counter) as store:
         store.ensure_thread("bench", model="bench-model")
@@ -84,11 +84,11 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         texts = build_store(path, args.turns, args.tokens)
         write_seconds = time.perf_counter() - started
-        raw = TiktokenCounter(cache_size=0)  # no cache: every call really encodes
+        raw = TiktokenCounter(cache_bytes=0)  # no cache: every call really encodes
         raw.count("warm up the encoding")
         limits = HistoryLimits.from_tokens(128_000, 16_000)
         with SqliteStore(path, counter=raw) as store, \
-                SqliteStore(path, counter=raw, cache_size=0) as uncached:
+                SqliteStore(path, counter=raw, cache_bytes=0) as uncached:
             budgeter = HistoryBudgeter(store, limits)
             cold = HistoryBudgeter(uncached, limits)
             window = store.get_history_window("bench")

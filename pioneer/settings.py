@@ -60,6 +60,7 @@ from .errors import (
     parse_document,
     read_text,
 )
+from .tokens import TOKEN_CACHE_BYTES
 
 __all__ = [
     "CLOCK_GRANULARITIES", "CONFIG_FILE", "CONFIG_VARIABLE", "DISCOVERED_SETTINGS",
@@ -79,6 +80,8 @@ DEFAULT_HOME_DIRECTORY = ".pioneer"
 #: hour or day, so its text stays byte-identical within one (docs/compile-input-and-manifest.md).
 ClockGranularity = Literal["minute", "hour", "day"]
 CLOCK_GRANULARITIES: tuple[ClockGranularity, ...] = ("minute", "hour", "day")
+#: A mebibyte, the unit the cache budgets' defaults are written in.
+MiB = 1 << 20
 
 # The deployment file one construction reads: set by ``load`` around it.
 _CONFIG: contextvars.ContextVar[Path | None] = contextvars.ContextVar("config", default=None)
@@ -219,6 +222,48 @@ class PioneerSettings(BaseModel):
         default_factory=list,
         description="Deployment model tables (TOML files, or folders holding models.toml), "
         "laid over the built-in model table; an earlier one wins.",
+    )
+
+    # Cache budgets, in bytes (docs/speed.md, "Caches"): sized for a node serving 10,000
+    # threads from one process, 376 MiB in all.
+    stable_cache_bytes: int = Field(
+        default=128 * MiB, ge=0,
+        description="Bytes of compiled stable parts kept for reuse (one per profile and "
+        "identity-file state in use).",
+    )
+    section_cache_bytes: int = Field(
+        default=64 * MiB, ge=0,
+        description="Bytes of rendered sections kept for reuse.",
+    )
+    bootstrap_cache_bytes: int = Field(
+        default=32 * MiB, ge=0,
+        description="Bytes of budgeted identity files kept per runtime home for reuse "
+        "while their stat signatures hold.",
+    )
+    file_cache_bytes: int = Field(
+        default=48 * MiB, ge=0,
+        description="Bytes of identity-file reads kept for reuse while each file's stat "
+        "signature holds.",
+    )
+    condition_cache_bytes: int = Field(
+        default=4 * MiB, ge=0,
+        description="Bytes of section condition results kept for reuse.",
+    )
+    placement_cache_bytes: int = Field(
+        default=4 * MiB, ge=0,
+        description="Bytes of contribution placement records kept for reuse.",
+    )
+    hint_cache_bytes: int = Field(
+        default=1 * MiB, ge=0,
+        description="Bytes of did-you-mean results for unknown contribution ids.",
+    )
+    history_cache_bytes: int = Field(
+        default=64 * MiB, ge=0,
+        description="Bytes of stored turns a history store keeps in memory.",
+    )
+    token_cache_bytes: int = Field(
+        default=TOKEN_CACHE_BYTES, ge=0,
+        description="Bytes of texts whose token counts the process-wide counter keeps.",
     )
 
     def __init__(self, **values: Any) -> None:

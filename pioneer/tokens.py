@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Protocol
 
+from .caches import ENTRY_OVERHEAD, LruCache
 from .errors import PioneerError, Problem
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LONG_SPACE",
     "MESSAGE_OVERHEAD",
+    "TOKEN_CACHE_BYTES",
     "TiktokenCounter",
     "TokenCounter",
     "default_counter",
@@ -38,6 +40,8 @@ __all__ = [
 ]
 
 MESSAGE_OVERHEAD = 4
+#: The default byte budget of a counter's cache of counts (the ``token_cache_bytes`` setting).
+TOKEN_CACHE_BYTES = 16 << 20
 #: A white-space run this long or longer is cut out of the text it is counted in (tiktoken
 #: fails from about 1,000,000).
 LONG_SPACE = 65_536
@@ -82,10 +86,12 @@ def _encoding() -> tiktoken.Encoding:
 
 
 class TiktokenCounter:
-    """The cl100k_base counter, with counts cached by content."""
+    """The cl100k_base counter, with counts cached by content in a byte-bounded
+    least-recently-used cache (``cache_bytes``, docs/speed.md, "Caches")."""
 
-    def __init__(self, cache_size: int = 4096):
-        self._count = lru_cache(maxsize=cache_size)(self._encode_len)
+    def __init__(self, cache_bytes: int = TOKEN_CACHE_BYTES):
+        #: Counts by text, each entry the text's length plus the fixed overhead.
+        self.cache: LruCache[str, int] = LruCache("token_counts", cache_bytes)
 
     @staticmethod
     def _encode_len(text: str) -> int:
@@ -98,8 +104,12 @@ class TiktokenCounter:
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` under cl100k_base with special tokens allowed."""
-        return self._count(text)
-
+        cache = self.cache
+        found = cache.get(text)
+        if found is None:
+            found = self._encode_len(text)
+            cache.put(text, found, len(text) + ENTRY_OVERHEAD)
+        return found
 
 
 @lru_cache(maxsize=8)
@@ -145,9 +155,12 @@ def message_tokens(counter: TokenCounter, text: str) -> int:
 _DEFAULT: TiktokenCounter | None = None
 
 
-def default_counter() -> TiktokenCounter:
-    """The process-wide counter (the encoding itself loads on first use)."""
+def default_counter(cache_bytes: int | None = None) -> TiktokenCounter:
+    """The process-wide counter (the encoding itself loads on first use); ``cache_bytes``
+    sets its cache's budget (the latest one given holds)."""
     global _DEFAULT
     if _DEFAULT is None:
-        _DEFAULT = TiktokenCounter()
+        _DEFAULT = TiktokenCounter(TOKEN_CACHE_BYTES if cache_bytes is None else cache_bytes)
+    elif cache_bytes is not None and cache_bytes != _DEFAULT.cache.budget:
+        _DEFAULT.cache.resize(cache_bytes)
     return _DEFAULT

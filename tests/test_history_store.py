@@ -44,7 +44,7 @@ class RecordingCounter:
     """The real counter, recording every text it is asked about."""
 
     def __init__(self) -> None:
-        self.inner = TiktokenCounter(cache_size=0)
+        self.inner = TiktokenCounter(cache_bytes=0)
         self.texts: list[str] = []
 
     def count(self, text: str) -> int:
@@ -404,11 +404,11 @@ def test_concurrent_writer_processes_lose_no_turn(store_target: StoreTarget) -> 
     )
 
 
-@pytest.mark.parametrize("cache_size", [0, 2, 4096])
+@pytest.mark.parametrize("cache_bytes", [0, 2_000, 64 << 20])
 def test_reads_see_turns_written_by_another_store(store_target: StoreTarget,
-                                                  cache_size: int) -> None:
+                                                  cache_bytes: int) -> None:
     db = store_target.target
-    with make_store(db) as writer, make_store(db, cache_size=cache_size) as reader:
+    with make_store(db) as writer, make_store(db, cache_bytes=cache_bytes) as reader:
         writer.ensure_thread("t1")
         for n in range(3):
             writer.add_turn("t1", user_text=f"u{n}", assistant_text=f"a{n}", turn_id=f"turn-{n}")

@@ -134,7 +134,7 @@ class Agent:
         self.system_role = system_role
         self.store: DatabaseStore
         if isinstance(store, PioneerSettings | str | os.PathLike):
-            self.store, self._owned = open_store(store), True
+            self.store, self._owned = open_store(store, settings=self.settings), True
         elif all(callable(getattr(store, name, None)) for name in _STORE_METHODS):
             self.store, self._owned = store, False
         else:

@@ -27,14 +27,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, cast
 
+from ..caches import ENTRY_OVERHEAD, LruCache, text_bytes
 from ..errors import PioneerError, Problem
 from ..files import Beneath, Refused, os_reason
 from ..resources import builtin_dir
 from .manifest import Diagnostic, SourceManifestEntry
-from .memo import Memo
 
 __all__ = [
+    "BOOTSTRAP_CACHE_BYTES",
+    "FILE_CACHE_BYTES",
     "SEED_FILES",
     "BootstrapFile",
     "BootstrapLoader",
@@ -59,6 +62,10 @@ COUNT_LIMIT = 16 << 20
 RACY_NS = 2 * 10**9
 #: The signature of a path where no file exists.
 MISSING: tuple[int, ...] = ()
+#: Default byte budgets: budgeted results per root (``bootstrap_cache_bytes``) and the
+#: reader's reads (``file_cache_bytes``), docs/speed.md, "Caches".
+BOOTSTRAP_CACHE_BYTES = 32 << 20
+FILE_CACHE_BYTES = 48 << 20
 
 
 def sanitize(text: str) -> str:
@@ -232,16 +239,18 @@ def _signature(info: os.stat_result) -> tuple[int, ...] | None:
     return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev)
 
 
-@dataclass(slots=True)
 class FileReader:
-    """Reads bootstrap files, reusing a read while the file's signature is unchanged."""
+    """Reads bootstrap files, reusing a read while the file's signature is unchanged.
 
-    _cache: dict[tuple[str, int], tuple[tuple[int, ...], _Read]] = field(default_factory=dict)
-    #: Each file's latest BootstrapFile, with the content string last matched against it.
-    _files: dict[tuple[str, str, int, bool], tuple[str, BootstrapFile]] = field(
-        default_factory=dict
-    )
-    _entries: dict[tuple[str, str, str, int], SourceManifestEntry] = field(default_factory=dict)
+    Its reads, the :class:`BootstrapFile` last made for each file and the source
+    manifest entries share one :class:`~pioneer.caches.LruCache` of ``budget`` bytes (the
+    ``file_cache_bytes`` setting), each entry counted as its text plus the overhead.
+    """
+
+    __slots__ = ("cache",)
+
+    def __init__(self, budget: int = FILE_CACHE_BYTES):
+        self.cache: LruCache[tuple[object, ...], Any] = LruCache("identity_files", budget)
 
     def read(
         self,
@@ -260,12 +269,13 @@ class FileReader:
         (``None`` then means "not to be trusted"); otherwise it is taken here. A read is
         kept for reuse only when the file it opened has that same signature.
         """
-        key = (str(path), keep)
+        key = ("read", str(path), keep)
         if signature is None and not probed:
             signature = file_signature(path)
-        cached = self._cache.get(key)
-        if signature and cached is not None and cached[0] == signature:
-            return cached[1]
+        if signature:
+            cached = self.cache.get(key)
+            if cached is not None and cached[0] == signature:
+                return cast(_Read, cached[1])
         if beneath is None:
             folder, name = os.path.split(os.fspath(path))
             with Beneath(folder or ".") as own:
@@ -273,9 +283,7 @@ class FileReader:
         else:
             result = _read(*beneath, keep)
         if signature and result.identity == signature:
-            if len(self._cache) >= _ENTRY_CACHE and key not in self._cache:
-                self._cache.clear()
-            self._cache[key] = (signature, result)
+            self.cache.put(key, (signature, result), ENTRY_OVERHEAD + len(result.head))
         return result
 
     def file(
@@ -289,37 +297,31 @@ class FileReader:
         The content string it was last matched with is kept too: a read reused from the
         cache hands in that same string, which then costs no comparison of its text.
         """
-        key = (name, path, original, truncated)
-        found = self._files.get(key)
+        key = ("file", name, path, original, truncated)
+        found = self.cache.get(key)
+        size = ENTRY_OVERHEAD + len(content) + len(path)
         if found is not None:
             seen, made = found
             if seen is content:
-                return made
+                return cast(BootstrapFile, made)
             if made.content == content:
-                self._files[key] = (content, made)
-                return made
+                self.cache.put(key, (content, made), size)
+                return cast(BootstrapFile, made)
         made = BootstrapFile(name, path, content, original, truncated)
-        if len(self._files) >= _ENTRY_CACHE:
-            self._files.clear()
-        self._files[key] = (content, made)
+        self.cache.put(key, (content, made), size)
         return made
 
     def entry(self, name: str, path: str, status: str, chars: int) -> SourceManifestEntry:
         """A source manifest entry, shared between loads that record the same one."""
-        key = (name, path, status, chars)
-        found = self._entries.get(key)
+        key = ("entry", name, path, status, chars)
+        found = self.cache.get(key)
         if found is None:
-            if len(self._entries) >= _ENTRY_CACHE:
-                self._entries.clear()
             found = SourceManifestEntry.model_validate(
                 {"file": name, "path": path, "status": status, "chars": chars}
             )
-            self._entries[key] = found
-        return found
+            self.cache.put(key, found, ENTRY_OVERHEAD + 2 * len(path))
+        return cast(SourceManifestEntry, found)
 
-
-#: Reads, files and source manifest entries a reader keeps before it starts again.
-_ENTRY_CACHE = 256
 
 #: Characters from each end of a bootstrap file's content that its hash covers.
 _HASHED_END = 256
@@ -495,14 +497,16 @@ class BootstrapLoader:
     """:func:`load_bootstrap` with memory: one result per root, budgets and signatures.
 
     While no file's :func:`file_signature` moves, a turn gets the very same
-    :class:`BootstrapResult` (same objects, so later memos compare it by identity).
+    :class:`BootstrapResult` (same objects, so later memos compare it by identity). The
+    results are kept in an :class:`~pioneer.caches.LruCache` of ``budget`` bytes (each
+    counted as its kept texts plus the overhead per file), the reads in the reader's.
     """
 
-    def __init__(self, size: int = 32):
-        self.reader = FileReader()
-        self._memo: Memo[tuple[object, ...], BootstrapResult] = Memo(size)
-        self._size = size
-        self._paths: dict[tuple[str, tuple[tuple[str, bool], ...]], tuple[str, ...]] = {}
+    def __init__(self, budget: int = BOOTSTRAP_CACHE_BYTES,
+                 file_budget: int = FILE_CACHE_BYTES):
+        self.reader = FileReader(file_budget)
+        self.cache: LruCache[tuple[object, ...], BootstrapResult] = LruCache(
+            "bootstrap_results", budget)
         #: The latest trusted key and its result: most turns find it unchanged, which one
         #: comparison tells (the memo hashes the key and takes a lock).
         self._last: tuple[tuple[object, ...], BootstrapResult] | None = None
@@ -518,11 +522,7 @@ class BootstrapLoader:
         """Like :func:`load_bootstrap`, reusing the result while nothing changed."""
         folder = os.fspath(root)
         files = tuple(files)
-        paths = self._paths.get((folder, files))
-        if paths is None:
-            paths = tuple(str(Path(root) / name) for name, _ in files)
-            if len(self._paths) < self._size:
-                self._paths[(folder, files)] = paths
+        paths = tuple(str(Path(root) / name) for name, _ in files)
         probes = tuple(map(file_probe, paths))
         signatures = tuple(probe[0] for probe in probes)
         key = (folder, files, max_chars_per_file, max_chars_total, signatures)
@@ -533,7 +533,7 @@ class BootstrapLoader:
             last = self._last
             if last is not None and last[0] == key:
                 return last[1]
-            found = self._memo.get(key)
+            found = self.cache.get(key)
         if found is not None:
             self._last = (key, found)
             return found
@@ -542,9 +542,19 @@ class BootstrapLoader:
             max_chars_total=max_chars_total, reader=self.reader, probes=probes, paths=paths,
         )
         if trusted and as_probed:  # what was read is what the probes saw
-            self._memo.put(key, result)
+            self.cache.put(key, result, result_bytes(result, folder))
             self._last = (key, result)
         return result
+
+
+def result_bytes(result: BootstrapResult, folder: str) -> int:
+    """The size estimate of a kept result: its files' texts and paths, the overhead per
+    file and per manifest entry and diagnostic, and the key's folder."""
+    files = result.files.values()
+    return (ENTRY_OVERHEAD * (1 + len(files) + len(result.source_manifest)
+                              + len(result.diagnostics))
+            + text_bytes(f.content for f in files) + 2 * text_bytes(f.path for f in files)
+            + len(folder))
 
 
 @dataclass(frozen=True, slots=True)

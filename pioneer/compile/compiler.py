@@ -19,6 +19,7 @@ from operator import attrgetter, contains
 from pathlib import Path
 from typing import Any, get_origin
 
+from ..caches import ENTRY_OVERHEAD, CacheStats, LruCache, text_bytes
 from ..errors import (
     InputError,
     PioneerError,
@@ -60,7 +61,7 @@ from .manifest import (
     PromptManifest,
     built,
 )
-from .memo import Memo, ProfilePlan, Recent, Rendered, StablePart, freeze, plan_profile
+from .memo import ProfilePlan, Recent, Rendered, StablePart, freeze, plan_profile
 from .pools import Contribution, budget_pool, omitted_diagnostic
 from .profile import (
     ContributionSpec,
@@ -118,16 +119,11 @@ _TEXT, _DIAGNOSTIC, _OMISSION = (attrgetter("section.text"), attrgetter("diagnos
 _SEPARATOR = "\n\n"
 _CR = repeat("\r")  # for ``map(contains, parts, _CR)``: a part holds a carriage return
 _SEPARATOR_BYTES = b"\n\n"  # between rendered sections (boundary.render_sections)
-#: Memo sizes: stable parts (one per profile and identity-file state in use) and single
-#: sections (a few turns' worth, so interleaved threads still find theirs).
-STABLE_MEMO_SIZE = 32
-SECTION_MEMO_SIZE = 256
 #: Slots (section, contribution id) whose latest render is kept for a quick check.
 RECENT_SIZE = 512
-#: Contribution ids whose did-you-mean check is remembered (cleared when full).
-ID_HINTS_SIZE = 1024
-#: Placement records kept for reuse by value (cleared when full).
-PLACEMENTS_SIZE = 1024
+#: Bytes counted for one section's two records (its payload entry and manifest record,
+#: with their sha256 texts) on top of its text (docs/speed.md, "Caches").
+SECTION_OVERHEAD = 1024
 #: A placement's fields (id, pool, index, the section that placed it, chars, cut).
 PlacementKey = tuple[str, str, int, "str | None", int, bool]
 #: A contribution a section met and left out (its placement says nowhere).
@@ -213,19 +209,41 @@ class PromptCompiler:
         self._counter = token_counter
         self._count_tokens = count_tokens
         self._profiles: dict[str, LoadedProfile] = {}
-        self._id_hints: dict[tuple[str, str], str] = {}
-        self._bootstrap_loader = BootstrapLoader()
+        # Every cache is byte-bounded and least recently used, its budget a setting
+        # (docs/speed.md, "Caches").
+        self._id_hints: LruCache[tuple[str, str], str] = LruCache(
+            "contribution_hints", settings.hint_cache_bytes)
+        self._bootstrap_loader = BootstrapLoader(settings.bootstrap_cache_bytes,
+                                                 settings.file_cache_bytes)
         self._plans: dict[str, ProfilePlan] = {}
-        self._stable_memo: Memo[tuple[object, ...], StablePart] = Memo(STABLE_MEMO_SIZE)
+        self._stable_memo: LruCache[tuple[object, ...], StablePart] = LruCache(
+            "stable_parts", settings.stable_cache_bytes)
         #: The latest stable key and part: most turns find them unchanged, which one
         #: comparison tells (the memo hashes the key, its files included, and locks).
         self._last_stable: tuple[tuple[object, ...], StablePart] | None = None
-        self._section_memo: Memo[tuple[object, ...], Rendered] = Memo(SECTION_MEMO_SIZE)
+        self._section_memo: LruCache[tuple[object, ...], Rendered] = LruCache(
+            "sections", settings.section_cache_bytes)
         self._recent_sections: Recent[tuple[object, ...], Rendered] = Recent(RECENT_SIZE)
         self._recent_conditions: Recent[tuple[object, ...], bool] = Recent(RECENT_SIZE)
         # A turn's placements are mostly last turn's: a frozen record is reused by value
         # rather than validated again (ten of them were a tenth of a warm turn).
-        self._placements: dict[PlacementKey, Placement] = {}
+        self._placements: LruCache[PlacementKey, Placement] = LruCache(
+            "placements", settings.placement_cache_bytes)
+        if count_tokens and token_counter is None:
+            self._counter = default_counter(settings.token_cache_bytes)
+
+    def cache_stats(self) -> list[CacheStats]:
+        """Each of the compiler's caches: name, entries, bytes, budget, hits, misses,
+        evictions and hit rate (docs/speed.md, "Caches"); the token counter's too when
+        the compiler counts tokens."""
+        loader = self._bootstrap_loader
+        caches: list[LruCache[Any, Any]] = [
+            self._stable_memo, self._section_memo, loader.cache, loader.reader.cache,
+            self._placements, self._id_hints]
+        counter_cache = getattr(self._counter, "cache", None)
+        if isinstance(counter_cache, LruCache):
+            caches.append(counter_cache)
+        return [cache.stats() for cache in caches]
 
     # -- loading ---------------------------------------------------------------
 
@@ -352,8 +370,9 @@ class PromptCompiler:
         }
         renderer = _TrialRenderer(
             self.templates, representative_input(profile.spec.name), profile,
-            self._plan(profile), BootstrapResult(files, (), ()), [], [], memo=Memo(1),
-            recent=Recent(1), conditions=Recent(1), counter=None, placements={},
+            self._plan(profile), BootstrapResult(files, (), ()), [], [],
+            memo=LruCache("trial", 0), recent=Recent(1), conditions=Recent(1), counter=None,
+            placements=LruCache("trial", 0),
         )
         problems: list[Problem] = []
         for section in profile.spec.sections:
@@ -420,10 +439,8 @@ class PromptCompiler:
             key = (profile.fingerprint, item.id)
             hint = self._id_hints.get(key)
             if hint is None:
-                if len(self._id_hints) >= ID_HINTS_SIZE:
-                    self._id_hints.clear()
-                hint = self._id_hints[key] = did_you_mean(item.id, profile.known_ids,
-                                                                  cutoff=0.85)
+                hint = did_you_mean(item.id, profile.known_ids, cutoff=0.85)
+                self._id_hints.put(key, hint, ENTRY_OVERHEAD + 2 * len(item.id) + len(hint))
             if hint:
                 found.append(Diagnostic(
                     code="unknown_contribution",
@@ -481,7 +498,7 @@ class PromptCompiler:
             sum(map(_REFS, rendered)),
         )
         if key is not None:
-            self._stable_memo.put(key, part)
+            self._stable_memo.put(key, part, _stable_bytes(part))
             self._last_stable = (key, part)
         return part
 
@@ -701,11 +718,11 @@ class _SectionRenderer:
         pool_omissions: list[Omission],
         *,
         history_refs: int = 0,
-        memo: Memo[tuple[object, ...], Rendered],
+        memo: LruCache[tuple[object, ...], Rendered],
         recent: Recent[tuple[object, ...], Rendered],
         conditions: Recent[tuple[object, ...], bool],
         counter: TokenCounter | None,
-        placements: dict[PlacementKey, Placement],
+        placements: LruCache[PlacementKey, Placement],
     ):
         self.templates = templates
         # A pydantic model keeps its field values in ``__dict__``: one C-level copy. The
@@ -868,7 +885,7 @@ class _SectionRenderer:
                  else self.unclaimed)  # _items, inline
         refused = section.refuse
         taken = 0
-        known, at = self.known_placements.get, self.at
+        at = self.at
         # _emit_content's check of the slot, inline: most contributions are unchanged.
         fast = section.id in self.content_only
         fingerprint, slots, section_id = self.fingerprint, self.recent_slots, section.id
@@ -904,10 +921,7 @@ class _SectionRenderer:
                 rendered.diagnostic is not None and rendered.diagnostic.code == "section_truncated"
             )
             key = (item.id, item.pool, item.position, section.id, chars, cut)
-            placement = known(key)  # _placement, inline: one per item
-            if placement is None:
-                placement = self._placement(key)
-            at[item.pool][item.position] = placement
+            at[item.pool][item.position] = self._placement(key)
         if taken:
             self.met += taken
             self.placed_count += taken
@@ -933,10 +947,10 @@ class _SectionRenderer:
         known = self.known_placements
         found = known.get(key)
         if found is None:
-            if len(known) >= PLACEMENTS_SIZE:
-                known.clear()
-            found = known[key] = built(Placement, id=key[0], pool=key[1], index=key[2],
-                                       section=key[3], chars=key[4], cut=key[5])
+            found = built(Placement, id=key[0], pool=key[1], index=key[2], section=key[3],
+                          chars=key[4], cut=key[5])
+            known.put(key, found, ENTRY_OVERHEAD + 2 * text_bytes(
+                (key[0], key[1], key[3] or "")))
         return found
 
     def _keep(self, section: SectionSpec, out: list[Rendered], rendered: Rendered) -> None:
@@ -1059,7 +1073,7 @@ class _SectionRenderer:
         found = self.memo.get(key)
         if found is None:
             found = self._render(section, section_id, title, extra, source, truncated)
-            self.memo.put(key, found)
+            self.memo.put(key, found, _rendered_bytes(found))
         self.recent.put(slot, key, found)
         return found
 
@@ -1172,6 +1186,20 @@ class _SectionRenderer:
         refs = (count_ref_lines((text,))
                 if source.startswith(_REF_SOURCES) and REF_LINE_START in text else 0)
         return Rendered(compiled, record, diagnostic, data, None, refs)
+
+
+def _rendered_bytes(rendered: Rendered) -> int:
+    """The size estimate of a kept section: its text three times (the text, its UTF-8
+    and the input it was rendered from, in the key), its records and the overhead."""
+    section = rendered.section
+    return ENTRY_OVERHEAD + SECTION_OVERHEAD + (3 * len(section.text) if section else 0)
+
+
+def _stable_bytes(part: StablePart) -> int:
+    """The size estimate of a stable part: its text, each section's text and records,
+    and the overhead."""
+    return (ENTRY_OVERHEAD + len(part.text)
+            + sum(SECTION_OVERHEAD + len(s.text) for s in part.sections))
 
 
 def _left_out(section_id: str, reason: OmissionReason, detail: str) -> Rendered:

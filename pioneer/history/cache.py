@@ -1,44 +1,49 @@
 """An in-memory cache of stored turns, so a budgeting pass re-reads only new turns.
 
 A turn is written once and never changed, so an entry read from the store stays valid
-for the life of the process; the store keeps the most recently added ones by turn id
-and reads from SQLite only the ids it has not seen.
+for the life of the process. The store keeps the turns it wrote or read in a
+:class:`~pioneer.caches.LruCache` bounded by bytes (the ``history_cache_bytes``
+setting, docs/speed.md, "Caches"): a pass that finds a turn refreshes it, so the
+threads a gateway keeps serving stay in memory however many of them it serves, and a
+pass reads from the database only the ids it has not kept.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
+from ..caches import ENTRY_OVERHEAD, LruCache, text_bytes
 from .models import HistoryEntry
 
-__all__ = ["TurnCache"]
+__all__ = ["HISTORY_CACHE_BYTES", "TurnCache", "turn_bytes"]
+
+#: The default byte budget of a store's turn cache (the ``history_cache_bytes`` setting).
+HISTORY_CACHE_BYTES = 64 << 20
+#: Bytes counted for each artifact ref a turn carries (its fields and rendered block).
+_REF_BYTES = 256
+
+
+def turn_bytes(entry: HistoryEntry) -> int:
+    """The size estimate of a cached turn: its two texts twice (as stored and as
+    rendered into messages), its refs and the fixed per-entry overhead."""
+    texts = text_bytes(text for text in (entry.user_text, entry.assistant_text) if text)
+    refs = len(entry.user_artifacts) + len(entry.assistant_artifacts)
+    return ENTRY_OVERHEAD + 2 * texts + _REF_BYTES * refs
 
 
 class TurnCache:
-    """Recently read turns by id, oldest evicted first.
+    """Turns by id, least recently used evicted first, refreshed when read."""
 
-    A stored turn never changes, so a cached entry never goes stale.
-    """
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._entries: dict[str, HistoryEntry] = {}
-        self._lock = threading.Lock()
+    def __init__(self, budget: int = HISTORY_CACHE_BYTES) -> None:
+        self.cache: LruCache[str, HistoryEntry] = LruCache("history_turns", budget)
 
     def get_many(self, turn_ids: Sequence[str]) -> dict[str, HistoryEntry]:
-        """The cached entries among ``turn_ids``."""
-        with self._lock:
-            get = self._entries.get
-            return {turn_id: entry for turn_id in turn_ids if (entry := get(turn_id)) is not None}
+        """The cached entries among ``turn_ids`` (each now among the most recent)."""
+        get = self.cache.get
+        return {turn_id: entry for turn_id in turn_ids if (entry := get(turn_id)) is not None}
 
     def put_many(self, entries: dict[str, HistoryEntry]) -> None:
-        """Remember ``entries``, evicting the oldest beyond the size."""
-        if self._size <= 0:
-            return
-        with self._lock:
-            self._entries.update(entries)
-            overflow = len(self._entries) - self._size
-            if overflow > 0:
-                for turn_id in list(self._entries)[:overflow]:
-                    del self._entries[turn_id]
+        """Remember ``entries``, evicting the least recently used beyond the budget."""
+        put = self.cache.put
+        for turn_id, entry in entries.items():
+            put(turn_id, entry, turn_bytes(entry))

@@ -22,7 +22,8 @@ from urllib.parse import quote, urlencode
 
 from ..errors import InputError, Problem, StoreError
 from ..settings import STORE_URL_SCHEMES, PioneerSettings, store_url_parameters
-from ..tokens import TokenCounter
+from ..tokens import TokenCounter, default_counter
+from .cache import HISTORY_CACHE_BYTES
 from .sql_store import SqlStore
 
 __all__ = ["URL_SCHEMES", "configured_store", "is_store_url", "normalize_url", "open_store",
@@ -95,14 +96,17 @@ def configured_store(settings: PioneerSettings) -> str | os.PathLike[str]:
 
 def open_store(target: str | os.PathLike[str] | PioneerSettings, *, read_only: bool = False,
                create: bool = True, counter: TokenCounter | None = None,
-               cache_size: int = 4096, settings: PioneerSettings | None = None) -> SqlStore:
+               cache_bytes: int | None = None,
+               settings: PioneerSettings | None = None) -> SqlStore:
     """The store at ``target``: :class:`PostgresStore` for a URL, else :class:`SqliteStore`;
     for :class:`PioneerSettings`, the store they configure (:func:`configured_store`).
 
     A PostgreSQL store takes its time limits from ``settings`` (or the settings given as
     ``target``), else the defaults. ``read_only`` opens it for reading only (the read
     commands): nothing is created, migrated or switched, and a database this pioneer does
-    not know is refused.
+    not know is refused. ``cache_bytes`` is the budget of the store's cache of turns
+    (default: the settings' ``history_cache_bytes``); the settings' ``token_cache_bytes``
+    sizes the process-wide token counter's cache when the store uses it.
     """
     if isinstance(target, PioneerSettings):
         settings = settings or target
@@ -110,6 +114,10 @@ def open_store(target: str | os.PathLike[str] | PioneerSettings, *, read_only: b
     elif not isinstance(target, str | os.PathLike):
         raise InputError(Problem(f"expected a store URL, an SQLite path or PioneerSettings "
                                  f"(got {type(target).__name__})", path="open_store → target"))
+    if cache_bytes is None:
+        cache_bytes = HISTORY_CACHE_BYTES if settings is None else settings.history_cache_bytes
+    if counter is None and settings is not None:
+        counter = default_counter(settings.token_cache_bytes)
     if is_store_url(target):
         url = str(target)
         try:
@@ -127,7 +135,7 @@ def open_store(target: str | os.PathLike[str] | PioneerSettings, *, read_only: b
             "statement_timeout": settings.postgres_statement_timeout,
             "idle_in_transaction_timeout": settings.postgres_idle_in_transaction_timeout,
         }
-        return PostgresStore(url, read_only=read_only, counter=counter, cache_size=cache_size,
+        return PostgresStore(url, read_only=read_only, counter=counter, cache_bytes=cache_bytes,
                              **limits)
     if _CONNINFO_PASSWORD.search(str(target)):
         # libpq's key=value form: not a store pioneer opens, and never echoed (a password)
@@ -136,4 +144,4 @@ def open_store(target: str | os.PathLike[str] | PioneerSettings, *, read_only: b
     from .sqlite_store import SqliteStore
 
     return SqliteStore(target, read_only=read_only, create=create, counter=counter,
-                       cache_size=cache_size)
+                       cache_bytes=cache_bytes)

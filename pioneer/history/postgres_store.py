@@ -48,6 +48,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import StoreError
 from ..tokens import TokenCounter
+from .cache import HISTORY_CACHE_BYTES
 from .migrations import Migration, check_order, check_version
 from .open import normalize_url, redact_url
 from .postgres_migrations import MIGRATION_LOCK, MIGRATIONS
@@ -141,7 +142,7 @@ class PostgresStore(SqlStore):
         *,
         counter: TokenCounter | None = None,
         read_only: bool = False,
-        cache_size: int = 4096,
+        cache_bytes: int = HISTORY_CACHE_BYTES,
         pool_size: int = 8,
         connect_timeout: float = 5.0,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
@@ -150,7 +151,7 @@ class PostgresStore(SqlStore):
         migrations: Sequence[Migration] = MIGRATIONS,
     ) -> None:
         super().__init__(dialect="postgresql", where=redact_url(url), counter=counter,
-                         cache_size=cache_size, read_only=read_only)
+                         cache_bytes=cache_bytes, read_only=read_only)
         url = normalize_url(url)
         self.url = url
         self._connect_timeout = connect_timeout

@@ -31,6 +31,7 @@ from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from ..caches import CacheStats, LruCache
 from ..compile.manifest import PromptManifest
 from ..errors import StoreError
 from ..sections.artifacts import ArtifactRef, Side, render_message
@@ -135,14 +136,23 @@ class SqlStore:
     RETRY_DELAY = 0.25
 
     def __init__(self, *, dialect: Dialect, where: str, counter: TokenCounter | None,
-                 cache_size: int, read_only: bool) -> None:
+                 cache_bytes: int, read_only: bool) -> None:
         self._dialect: Dialect = dialect
         self._where = where
         self._counter = counter or default_counter()
-        self._cache = TurnCache(cache_size)
+        self._cache = TurnCache(cache_bytes)
         self._read_only = read_only
         self._hooks: list[WriteHook] = []
         self._hooks_lock = threading.Lock()
+
+    def cache_stats(self) -> list[CacheStats]:
+        """The store's caches: its turns (``history_turns``) and the token counter's
+        counts (``token_counts``, shared by everything that uses the same counter)."""
+        stats = [self._cache.cache.stats()]
+        counter_cache = getattr(self._counter, "cache", None)
+        if isinstance(counter_cache, LruCache):
+            stats.append(counter_cache.stats())
+        return stats
 
     # -- what a subclass supplies --------------------------------------------------
 

@@ -38,6 +38,7 @@ from urllib.parse import quote
 from ..errors import StoreError
 from ..files import os_reason
 from ..tokens import TokenCounter
+from .cache import HISTORY_CACHE_BYTES
 from .migrations import MIGRATIONS, Migration, check_known, configure_connection, migrate
 from .sql_store import SqlStore
 from .store import Cursor, Dialect, StoreTimeout, StoreTransaction
@@ -148,12 +149,12 @@ class SqliteStore(SqlStore):
         create: bool = True,
         read_only: bool = False,
         busy_timeout: float = 30.0,
-        cache_size: int = 4096,
+        cache_bytes: int = HISTORY_CACHE_BYTES,
         migrations: Sequence[Migration] = MIGRATIONS,
     ) -> None:
         self.path = Path(path)
         super().__init__(dialect="sqlite", where=str(self.path), counter=counter,
-                         cache_size=cache_size, read_only=read_only)
+                         cache_bytes=cache_bytes, read_only=read_only)
         if (read_only or not create) and not self.path.is_file():
             raise StoreError(f"{self.path}: no conversation store at this path")
         if not (read_only or self.path.exists()):
