@@ -507,9 +507,6 @@ class BootstrapLoader:
         self.reader = FileReader(file_budget)
         self.cache: LruCache[tuple[object, ...], BootstrapResult] = LruCache(
             "bootstrap_results", budget)
-        #: The latest trusted key and its result: most turns find it unchanged, which one
-        #: comparison tells (the memo hashes the key and takes a lock).
-        self._last: tuple[tuple[object, ...], BootstrapResult] | None = None
 
     def load(
         self,
@@ -527,23 +524,16 @@ class BootstrapLoader:
         signatures = tuple(probe[0] for probe in probes)
         key = (folder, files, max_chars_per_file, max_chars_total, signatures)
         trusted = None not in signatures
-        if not trusted:
-            found = None
-        else:
-            last = self._last
-            if last is not None and last[0] == key:
-                return last[1]
+        if trusted:
             found = self.cache.get(key)
-        if found is not None:
-            self._last = (key, found)
-            return found
+            if found is not None:
+                return found
         result, as_probed = _load(
             root, files, max_chars_per_file=max_chars_per_file,
             max_chars_total=max_chars_total, reader=self.reader, probes=probes, paths=paths,
         )
         if trusted and as_probed:  # what was read is what the probes saw
             self.cache.put(key, result, result_bytes(result, folder))
-            self._last = (key, result)
         return result
 
 

@@ -61,7 +61,7 @@ from .manifest import (
     PromptManifest,
     built,
 )
-from .memo import ProfilePlan, Recent, Rendered, StablePart, freeze, plan_profile
+from .memo import ProfilePlan, Rendered, StablePart, freeze, plan_profile
 from .pools import Contribution, budget_pool, omitted_diagnostic
 from .profile import (
     ContributionSpec,
@@ -119,8 +119,6 @@ _TEXT, _DIAGNOSTIC, _OMISSION = (attrgetter("section.text"), attrgetter("diagnos
 _SEPARATOR = "\n\n"
 _CR = repeat("\r")  # for ``map(contains, parts, _CR)``: a part holds a carriage return
 _SEPARATOR_BYTES = b"\n\n"  # between rendered sections (boundary.render_sections)
-#: Slots (section, contribution id) whose latest render is kept for a quick check.
-RECENT_SIZE = 512
 #: Bytes counted for one section's two records (its payload entry and manifest record,
 #: with their sha256 texts) on top of its text (docs/speed.md, "Caches").
 SECTION_OVERHEAD = 1024
@@ -218,13 +216,10 @@ class PromptCompiler:
         self._plans: dict[str, ProfilePlan] = {}
         self._stable_memo: LruCache[tuple[object, ...], StablePart] = LruCache(
             "stable_parts", settings.stable_cache_bytes)
-        #: The latest stable key and part: most turns find them unchanged, which one
-        #: comparison tells (the memo hashes the key, its files included, and locks).
-        self._last_stable: tuple[tuple[object, ...], StablePart] | None = None
         self._section_memo: LruCache[tuple[object, ...], Rendered] = LruCache(
             "sections", settings.section_cache_bytes)
-        self._recent_sections: Recent[tuple[object, ...], Rendered] = Recent(RECENT_SIZE)
-        self._recent_conditions: Recent[tuple[object, ...], bool] = Recent(RECENT_SIZE)
+        self._conditions: LruCache[tuple[object, ...], bool] = LruCache(
+            "conditions", settings.condition_cache_bytes)
         # A turn's placements are mostly last turn's: a frozen record is reused by value
         # rather than validated again (ten of them were a tenth of a warm turn).
         self._placements: LruCache[PlacementKey, Placement] = LruCache(
@@ -371,7 +366,7 @@ class PromptCompiler:
         renderer = _TrialRenderer(
             self.templates, representative_input(profile.spec.name), profile,
             self._plan(profile), BootstrapResult(files, (), ()), [], [],
-            memo=LruCache("trial", 0), recent=Recent(1), conditions=Recent(1), counter=None,
+            memo=LruCache("trial", 0), conditions=LruCache("trial", 0), counter=None,
             placements=LruCache("trial", 0),
         )
         problems: list[Problem] = []
@@ -406,8 +401,7 @@ class PromptCompiler:
             self.templates, compile_input, profile, plan, boot, contributions, pool_omissions,
             history_refs=_history_refs(history) if history is not None else 0,
             memo=self._section_memo,
-            recent=self._recent_sections,
-            conditions=self._recent_conditions,
+            conditions=self._conditions,
             counter=(self._counter or default_counter()) if self._count_tokens else None,
             placements=self._placements,
         )
@@ -478,12 +472,8 @@ class PromptCompiler:
         any stable section reads has changed since a compile that rendered them."""
         key = renderer.stable_key()
         if key is not None:
-            last = self._last_stable
-            if last is not None and last[0] == key:
-                return last[1]
             found = self._stable_memo.get(key)
             if found is not None:
-                self._last_stable = (key, found)
                 return found
         rendered = renderer.render(plan.stable)
         kept = [r for r in rendered if r.section is not None]
@@ -499,7 +489,6 @@ class PromptCompiler:
         )
         if key is not None:
             self._stable_memo.put(key, part, _stable_bytes(part))
-            self._last_stable = (key, part)
         return part
 
     @staticmethod
@@ -695,16 +684,16 @@ class _SectionRenderer:
     """Renders one turn's declared sections, reusing those whose reads are unchanged.
 
     A section's key is the profile fingerprint, the section and the frozen values of
-    every context name its template reads. Its slot's latest render (``recent``) is
-    checked first, then the memo shared by all turns; only a miss renders. A ``when``
-    condition is kept per section the same way (``conditions``).
+    every context name its template reads; the memo shared by all turns is checked, and
+    only a miss renders. A ``when`` condition's result is kept the same way, keyed on
+    the condition and the values it reads (``conditions``).
     """
 
     __slots__ = (
         "at", "base", "boot", "conditions", "content_only", "contributions", "counter",
         "fingerprint", "history_refs", "input", "known_placements", "locator", "memo", "met",
-        "placed", "placed_count", "plan", "pool_left", "profile_name", "recent",
-        "recent_slots", "refs_first", "sections", "templates", "unclaimed",
+        "placed", "placed_count", "plan", "pool_left", "profile_name", "refs_first",
+        "sections", "templates", "unclaimed",
     )
 
     def __init__(
@@ -719,8 +708,7 @@ class _SectionRenderer:
         *,
         history_refs: int = 0,
         memo: LruCache[tuple[object, ...], Rendered],
-        recent: Recent[tuple[object, ...], Rendered],
-        conditions: Recent[tuple[object, ...], bool],
+        conditions: LruCache[tuple[object, ...], bool],
         counter: TokenCounter | None,
         placements: LruCache[PlacementKey, Placement],
     ):
@@ -781,8 +769,6 @@ class _SectionRenderer:
         self.placed_count = 0  # contributions a section placed
         self.known_placements = placements
         self.memo = memo
-        self.recent = recent
-        self.recent_slots = recent.slots
         self.content_only = plan.content_only
         self.conditions = conditions
         self.counter = counter
@@ -886,30 +872,21 @@ class _SectionRenderer:
         refused = section.refuse
         taken = 0
         at = self.at
-        # _emit_content's check of the slot, inline: most contributions are unchanged.
         fast = section.id in self.content_only
-        fingerprint, slots, section_id = self.fingerprint, self.recent_slots, section.id
+        fingerprint, section_id = self.fingerprint, section.id
         for item in items:
             if refused and item.id in refused:
                 self._met(item)
                 detail = f"refused by section `{section.id}` of profile `{self.profile_name}`"
                 out.append(_item_left_out(item, "refused", detail, diagnostic=True))
                 continue
-            if fast:
-                # Everything the render depends on (its source is pool and id); the
-                # source text is made only for a render.
-                slot_key = (fingerprint, section_id, item.id, item.title, item.pool,
-                            item.truncated, item.content)
-                found = slots.get((section_id, item.id))
-                if found is not None and found[0] == slot_key:
-                    rendered = found[1]
-                else:
-                    rendered = self._emit(section, item.id, item.title,
-                                          {"content": item.content}, f"{item.pool}:{item.id}",
-                                          item.truncated, slot_key)
-            else:
-                rendered = self._emit_content(section, item.id, item.title, item.content,
-                                              f"{item.pool}:{item.id}", item.truncated)
+            # Everything the render depends on (its source is pool and id), for a
+            # template that reads only ``content``: the key _key would build.
+            memo_key: tuple[object, ...] | None = (
+                (fingerprint, section_id, item.id, item.title, item.pool, item.truncated,
+                 (item.content,)) if fast else None)
+            rendered = self._emit(section, item.id, item.title, {"content": item.content},
+                                  f"{item.pool}:{item.id}", item.truncated, memo_key)
             out.append(rendered)
             if rendered.section is None:
                 self._met(item)
@@ -1009,7 +986,7 @@ class _SectionRenderer:
             )
         except TypeError:
             key = None
-        found = self.conditions.get(section.id, key) if key is not None else None
+        found = self.conditions.get(key) if key is not None else None
         if found is not None:
             return found
         expression = self.templates.condition(when)
@@ -1022,7 +999,7 @@ class _SectionRenderer:
                 f"condition failed: {describe(error)}",
             )) from None
         if key is not None:
-            self.conditions.put(section.id, key, result)
+            self.conditions.put(key, result, _condition_bytes(key))
         return result
 
     def _index(self, section: SectionSpec) -> int:
@@ -1038,15 +1015,12 @@ class _SectionRenderer:
         truncated: bool,
     ) -> Rendered:
         """:meth:`_emit` with ``{"content": content}``; for a template that reads only
-        ``content`` (most do) the slot is checked with the key :meth:`_key` would build,
-        made here in one step: ten or more sections take this path on every turn."""
+        ``content`` (most do) with the key :meth:`_key` would build, made here in one
+        step: ten or more sections take this path on every turn."""
         key = None
         if type(content) is str and section.id in self.content_only:
             key = (self.fingerprint, section.id, section_id, title, source, truncated,
                    (content,))
-            found = self.recent_slots.get((section.id, section_id))  # Recent.get, inline
-            if found is not None and found[0] == key:
-                return found[1]
         return self._emit(section, section_id, title, {"content": content}, source, truncated,
                           key)
 
@@ -1060,21 +1034,16 @@ class _SectionRenderer:
         truncated: bool,
         key: tuple[object, ...] | None = None,
     ) -> Rendered:
-        """The section rendered, or reused from its slot or the memo (``key``: the one
-        :meth:`_key` gives, when the caller has made it)."""
+        """The section rendered, or reused from the memo (``key``: the one :meth:`_key`
+        gives, when the caller has made it)."""
         if key is None:
             key = self._key(section, section_id, title, extra, source, truncated)
         if key is None:
             return self._render(section, section_id, title, extra, source, truncated)
-        slot = (section.id, section_id)
-        found = self.recent.get(slot, key)
-        if found is not None:
-            return found
         found = self.memo.get(key)
         if found is None:
             found = self._render(section, section_id, title, extra, source, truncated)
             self.memo.put(key, found, _rendered_bytes(found))
-        self.recent.put(slot, key, found)
         return found
 
     def _key(
@@ -1193,6 +1162,13 @@ def _rendered_bytes(rendered: Rendered) -> int:
     and the input it was rendered from, in the key), its records and the overhead."""
     section = rendered.section
     return ENTRY_OVERHEAD + SECTION_OVERHEAD + (3 * len(section.text) if section else 0)
+
+
+def _condition_bytes(key: tuple[object, ...]) -> int:
+    """The size estimate of a condition's result: the condition and the texts it read."""
+    when, values = key
+    return ENTRY_OVERHEAD + len(str(when)) + text_bytes(
+        value for value in values if isinstance(value, str))  # type: ignore[attr-defined]
 
 
 def _stable_bytes(part: StablePart) -> int:
