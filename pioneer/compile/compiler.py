@@ -234,7 +234,7 @@ class PromptCompiler:
         loader = self._bootstrap_loader
         caches: list[LruCache[Any, Any]] = [
             self._stable_memo, self._section_memo, loader.cache, loader.reader.cache,
-            self._placements, self._id_hints]
+            self._conditions, self._placements, self._id_hints]
         counter_cache = getattr(self._counter, "cache", None)
         if isinstance(counter_cache, LruCache):
             caches.append(counter_cache)
