@@ -28,6 +28,15 @@ from .audit import (
 from .audit import (
     TurnRecords as TurnRecords,
 )
+from .caches import (
+    CacheStats as CacheStats,
+)
+from .caches import (
+    LruCache as LruCache,
+)
+from .caches import (
+    cache_stats as cache_stats,
+)
 from .compile.bootstrap import (
     SeedResult as SeedResult,
 )

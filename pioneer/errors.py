@@ -546,11 +546,27 @@ def counted(count: int, noun: str) -> str:
 
 
 def did_you_mean(name: str, known: Iterable[str], *, cutoff: float = 0.6) -> str:
-    """`` (did you mean "x"?)`` for the known name closest to ``name``, or ``""``."""
-    import difflib  # only when a name is wrong
+    """`` (did you mean "x"?)`` for the known name closest to ``name``, or ``""``.
 
-    close = difflib.get_close_matches(name[:200], sorted(k for k in known if k != name), n=1,
-                                      cutoff=cutoff)
+    difflib's similarity of two names is ``2 * M / T``, ``M`` the characters they match
+    and ``T`` their lengths together. A known name that cannot reach ``cutoff`` by a
+    cheaper bound on ``M`` is left out before difflib compares the rest: ``M`` is at most
+    each name's length less one for every distinct character the other lacks. That gives
+    the answer difflib would give over every name, and most unknown names are like none.
+    """
+    word = name[:200]
+    size, chars = len(word), frozenset(word)
+    close_enough = [
+        k for k in known
+        if k != name and (total := size + len(k)) and 2.0 * min(
+            size - len(chars.difference(k)), len(k) - len(set(k).difference(chars))
+        ) / total >= cutoff
+    ]
+    if not close_enough:
+        return ""
+    import difflib  # only when a name is close to one
+
+    close = difflib.get_close_matches(word, sorted(close_enough), n=1, cutoff=cutoff)
     return f' (did you mean "{close[0]}"?)' if close else ""
 
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pioneer import CompiledPromptPayload, PromptCompileInput, PromptCompiler
 from pioneer.compile import bootstrap as bootstrap_module
 from pioneer.compile.bootstrap import MISSING, RACY_NS, BootstrapLoader, FileReader, file_signature
-from pioneer.compile.memo import Memo, freeze
+from pioneer.compile.memo import freeze
 
 PAST_NS = 1_600_000_000 * 10**9
 
@@ -222,45 +222,6 @@ def test_trusted_unchanged_files_give_the_same_result(home: Path, trusted: None)
         is not first
 
 
-def test_memo_forgets_the_least_recently_used() -> None:
-    memo: Memo[str, int] = Memo(2)
-    memo.put("a", 1)
-    memo.put("b", 2)
-    assert memo.get("a") == 1
-    memo.put("c", 3)
-    assert (memo.get("a"), memo.get("b"), memo.get("c"), len(memo)) == (1, None, 3, 2)
-
-
-@given(
-    size=st.integers(min_value=1, max_value=4),
-    steps=st.lists(st.tuples(st.booleans(), st.sampled_from("abcdef"), st.integers()),
-                   max_size=40),
-)
-def test_memo_is_a_least_recently_used_map(size: int,
-                                           steps: list[tuple[bool, str, int]]) -> None:
-    # The reference: keys from least to most recently used; a get or a put makes a key
-    # the most recent, and a put past ``size`` forgets the least recent.
-    memo: Memo[str, int] = Memo(size)
-    order: list[str] = []
-    values: dict[str, int] = {}
-    for is_put, key, value in steps:
-        if is_put:
-            memo.put(key, value)
-            values[key] = value
-            if key in order:
-                order.remove(key)
-            order.append(key)
-            if len(order) > size:
-                del values[order.pop(0)]
-        else:
-            assert memo.get(key) == values.get(key)
-            if key in order:
-                order.remove(key)
-                order.append(key)
-        assert len(memo) == len(order)
-    assert [memo.get(key) for key in order] == [values[key] for key in order]
-
-
 @pytest.mark.parametrize(
     ("left", "right"),
     [(True, 1), (1, 1.0), (0.0, -0.0), ([1], (1,)), ("1", 1), ({"a": 1}, {"a": True})],
@@ -414,20 +375,6 @@ def test_a_bootstrap_file_hashes_its_ends_and_compares_its_whole_content() -> No
     left, right = file("a" * 300 + "1" + "a" * 300), file("a" * 300 + "2" + "a" * 300)
     assert hash(left) == hash(right) and left != right
     assert file("same") == file("same") and hash(file("same")) == hash(file("same"))
-
-
-def test_recent_gives_a_slot_back_only_under_the_same_key() -> None:
-    from pioneer.compile.memo import Recent
-
-    recent: Recent[tuple[str, ...], str] = Recent(2)
-    recent.put("a", ("k1",), "one")
-    assert recent.get("a", ("k1",)) == "one"
-    assert recent.get("a", ("k2",)) is None and recent.get("b", ("k1",)) is None
-    recent.put("a", ("k2",), "two")  # a slot holds only its latest
-    assert recent.get("a", ("k1",)) is None and recent.get("a", ("k2",)) == "two"
-    recent.put("b", ("k1",), "three")
-    recent.put("c", ("k1",), "four")  # a third slot: the map starts again
-    assert recent.get("a", ("k2",)) is None and recent.get("c", ("k1",)) == "four"
 
 
 def test_a_file_read_again_unchanged_keeps_its_object(full_home: Path) -> None:

@@ -10,9 +10,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # telemetry: the span helpers both the turn stage and the audit use; terminal: colour and
 # progress for the review tables, the commands and the benchmarks; files: opening a file
 # beneath a root (the compile and sections stages share it); deadline: running a callable
-# with a deadline (hooks and summaries); _version: the version, which --version prints
-# without importing a stage.
-BASICS = {"__init__", "__main__", "_version", "cli", "deadline", "errors", "files",
+# with a deadline (hooks and summaries); caches: the one cache type every stage keeps
+# its caches in; _version: the version, which --version prints without importing a stage.
+BASICS = {"__init__", "__main__", "_version", "caches", "cli", "deadline", "errors", "files",
           "resources", "settings", "telemetry", "terminal", "text", "tokens"}
 
 

@@ -350,3 +350,26 @@ def test_a_turn_is_one_trace_under_its_invoke_agent_span(
         reasons = [dict(s.attributes or {})["gen_ai.response.finish_reasons"]
                    for s in sorted(chats, key=lambda s: s.start_time or 0)]
         assert reasons == [("tool_use",)] * (rounds - 1) + [("end_turn",)]
+
+
+def test_the_compile_span_carries_each_caches_counts(
+    spans: InMemorySpanExporter, home: Path,
+) -> None:
+    compiler = PromptCompiler()
+    compile_turn(compiler, _input(home), HookRegistry())
+    compile_turn(compiler, _input(home), HookRegistry())
+    first, second = (dict(s.attributes or {}) for s in spans.get_finished_spans()
+                     if s.name == "pioneer.compile_turn")
+    stats = {s.name: s for s in compiler.cache_stats()}
+    assert first["pioneer.cache.stable_parts.misses"] == 1
+    assert first["pioneer.cache.stable_parts.hits"] == 0
+    assert second["pioneer.cache.stable_parts.hits"] == 1
+    assert second["pioneer.cache.sections.hits"] > first["pioneer.cache.sections.hits"]
+    for name, one in stats.items():
+        assert (second[f"pioneer.cache.{name}.entries"], second[f"pioneer.cache.{name}.bytes"],
+                second[f"pioneer.cache.{name}.hits"], second[f"pioneer.cache.{name}.misses"],
+                second[f"pioneer.cache.{name}.evictions"]) == (
+            one.entries, one.bytes, one.hits, one.misses, one.evictions)
+    assert {key for key in second if key.startswith("pioneer.cache.")} == {
+        f"pioneer.cache.{name}.{count}" for name in stats
+        for count in ("entries", "bytes", "hits", "misses", "evictions")}

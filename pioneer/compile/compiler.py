@@ -427,13 +427,18 @@ class PromptCompiler:
         an id it knows (a likely typo)."""
         found = []
         known = profile.contributions
+        known_ids: frozenset[str] | None = None
         for item in contributions:
             if item.id in known:
                 continue
+            # Searched once per profile and id (never cleared wholesale: the cache is
+            # least recently used).
             key = (profile.fingerprint, item.id)
             hint = self._id_hints.get(key)
             if hint is None:
-                hint = did_you_mean(item.id, profile.known_ids, cutoff=0.85)
+                if known_ids is None:
+                    known_ids = profile.known_ids
+                hint = did_you_mean(item.id, known_ids, cutoff=0.85)
                 self._id_hints.put(key, hint, ENTRY_OVERHEAD + 2 * len(item.id) + len(hint))
             if hint:
                 found.append(Diagnostic(

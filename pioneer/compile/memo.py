@@ -3,13 +3,14 @@
 A template's output is a function of the context names it reads (found once per
 profile with jinja2's ``meta``, through includes and imports), so a rendered section
 can be reused whenever those values are equal to a previous turn's. Three memos sit on
-the compile path, each keyed on everything its result depends on:
+the compile path, each a byte-bounded :class:`~pioneer.caches.LruCache` keyed on
+everything its result depends on:
 
 - bootstrap results, keyed on the root, the budgets and each file's stat signature
   (:mod:`pioneer.compile.bootstrap`);
 - single sections, keyed on the profile fingerprint, the section and the values its
-  condition and template read; in front of that memo, :class:`Recent` keeps each
-  section slot's latest key and render, so an unchanged section costs one comparison;
+  template reads (a ``when`` condition's result likewise, on the condition and the
+  values it reads);
 - the whole stable part (texts, records and the sha256 state of the stable text),
   keyed on the profile fingerprint and every value any stable section reads.
 
@@ -19,11 +20,9 @@ Templates must be deterministic functions of their context (no ``random`` filter
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from .manifest import CompiledSection, Diagnostic, ManifestSection, Omission
 
@@ -33,10 +32,7 @@ if TYPE_CHECKING:
     from .profile import SectionSpec
     from .templates import TemplateSet
 
-__all__ = ["Memo", "ProfilePlan", "Recent", "Rendered", "StablePart", "freeze", "plan_profile"]
-
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
+__all__ = ["ProfilePlan", "Rendered", "StablePart", "freeze", "plan_profile"]
 
 def freeze(value: Any) -> Hashable:
     """A hashable value equal exactly when ``value`` is; ``TypeError`` when there is none.
@@ -57,65 +53,6 @@ def freeze(value: Any) -> Hashable:
         return ("mapping", *((key, freeze(item)) for key, item in sorted(value.items())))
     hash(value)  # frozen models and dataclasses hash their fields; anything else raises
     return cast(Hashable, value)
-
-
-class Memo(Generic[K, V]):
-    """A small least-recently-used map, safe to share between threads."""
-
-    def __init__(self, size: int):
-        self._size = size
-        self._items: OrderedDict[K, V] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        """The value stored under ``key``, or ``None``."""
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: K, value: V) -> None:
-        """Store ``value``, forgetting the least recently used entry when full."""
-        with self._lock:
-            items = self._items
-            held = len(items)
-            items[key] = value  # a new key goes to the end (and is hashed only here)
-            if len(items) == held:
-                items.move_to_end(key)  # it was there: now it is the most recent
-            elif held >= self._size:
-                items.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-
-class Recent(Generic[K, V]):
-    """What each slot (a section, say) held last time, checked against its full key.
-
-    A turn mostly finds its sections as the turn before left them, so a lookup by slot
-    and one comparison of keys is all it needs; the :class:`Memo` behind it is asked
-    only when the key moved. A slot's entry is replaced whole (a plain dict, safe to
-    share between threads), and the map starts again once it holds ``size`` slots.
-    """
-
-    def __init__(self, size: int):
-        self._size = size
-        #: Each slot's (key, value); the compiler's hottest path reads it directly.
-        self.slots: dict[Hashable, tuple[K, V]] = {}
-
-    def get(self, slot: Hashable, key: K) -> V | None:
-        """The value last stored for ``slot``, when it was stored under ``key``."""
-        found = self.slots.get(slot)
-        if found is not None and found[0] == key:
-            return found[1]
-        return None
-
-    def put(self, slot: Hashable, key: K, value: V) -> None:
-        """Remember ``value`` (stored under ``key``) as ``slot``'s latest."""
-        if len(self.slots) >= self._size and slot not in self.slots:
-            self.slots.clear()
-        self.slots[slot] = (key, value)
 
 
 class Rendered(NamedTuple):

@@ -24,11 +24,12 @@ so every round sees the same contributions and only the round's tool state chang
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from .. import telemetry
+from ..caches import CacheStats
 from ..compile.boundary import strip_prompt_cache_boundary
 from ..compile.compiler import PromptCompiler, as_compile_input
 from ..compile.inputs import PromptCompileInput, RuntimeSectionInput
@@ -51,8 +52,8 @@ from ..sections.tool_domains import SECTION_ID as HIDDEN_DOMAINS_ID
 from ..sections.tool_domains import render_hidden_tool_domains
 
 __all__ = [
-    "HistoryText", "HookRun", "compile_attributes", "compile_turn", "manifest_attributes",
-    "run_hooks",
+    "HistoryText", "HookRun", "cache_attributes", "compile_attributes", "compile_turn",
+    "manifest_attributes", "run_hooks",
 ]
 
 
@@ -144,6 +145,7 @@ def compile_turn(
                                  hidden_tool_domains, history)
         if current is not None and current.is_recording():
             telemetry.set_attributes(current, compile_attributes(compiled))
+            telemetry.set_attributes(current, cache_attributes(compiler.cache_stats()))
         return compiled
 
 
@@ -219,6 +221,20 @@ def compile_attributes(payload: CompiledPromptPayload) -> dict[str, Any]:
             strip_prompt_cache_boundary(text).strip()
             for text in (payload.stable_system_text, payload.dynamic_system_text)
         )
+    return attributes
+
+
+def cache_attributes(stats: Iterable[CacheStats]) -> dict[str, Any]:
+    """The compile span's cache attributes: each cache's entries, bytes, hits, misses and
+    evictions since the compiler was made, as ``pioneer.cache.<name>.<count>``."""
+    attributes: dict[str, Any] = {}
+    for one in stats:
+        prefix = f"pioneer.cache.{one.name}."
+        attributes[prefix + "entries"] = one.entries
+        attributes[prefix + "bytes"] = one.bytes
+        attributes[prefix + "hits"] = one.hits
+        attributes[prefix + "misses"] = one.misses
+        attributes[prefix + "evictions"] = one.evictions
     return attributes
 
 

@@ -1,0 +1,378 @@
+"""The one cache type: least recently used, bounded by bytes, refreshed on a hit, never
+emptied wholesale; the budgets are settings; a long-lived compiler serving many homes
+with small budgets gives the bytes fresh compilers give; the history store's turn cache
+keeps serving many threads from memory; the did-you-mean bound changes no answer."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pioneer
+from pioneer import CacheStats, LruCache, PioneerSettings, PromptCompileInput, PromptCompiler
+from pioneer.compile import bootstrap as bootstrap_module
+from pioneer.errors import did_you_mean
+from pioneer.history.open import open_store
+from pioneer.history.sql_store import SqlStore
+
+PAST_NS = 1_600_000_000 * 10**9
+
+# -- the cache type --------------------------------------------------------------------
+
+KEYS = st.sampled_from("abcdefgh")
+STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("get"), KEYS, st.just(0)),
+        st.tuples(st.just("put"), KEYS, st.integers(min_value=0, max_value=60)),
+    ),
+    max_size=60,
+)
+
+
+@given(budget=st.integers(min_value=0, max_value=150), steps=STEPS)
+def test_the_cache_is_a_byte_bounded_lru_map(budget: int,
+                                             steps: list[tuple[str, str, int]]) -> None:
+    # The reference: (key, size) from least to most recently used. A get of a held key
+    # and a put make the key the most recent; a put evicts from the least recent end
+    # while the sizes add up to more than the budget (an entry bigger than the whole
+    # budget is not kept, and evicts nothing).
+    cache: LruCache[str, int] = LruCache("test", budget)
+    order: list[tuple[str, int]] = []
+    values: dict[str, int] = {}
+    hits = misses = evictions = 0
+    for number, (action, key, size) in enumerate(steps):
+        held = [k for k, _ in order]
+        if action == "get":
+            assert cache.get(key) == values.get(key)
+            if key in held:
+                hits += 1
+                order.append(order.pop(held.index(key)))
+            else:
+                misses += 1
+            continue
+        cache.put(key, number, size)
+        if key in held:
+            order.pop(held.index(key))
+            del values[key]
+        if size <= budget:
+            order.append((key, size))
+            values[key] = number
+            while sum(s for _, s in order) > budget:
+                gone, _ = order.pop(0)
+                del values[gone]
+                evictions += 1
+        stats = cache.stats()
+        assert stats.bytes == sum(s for _, s in order) <= budget
+        assert cache.keys() == [k for k, _ in order]
+    assert cache.stats() == CacheStats("test", len(order), sum(s for _, s in order), budget,
+                                       hits, misses, evictions)
+
+
+def test_a_hit_refreshes_and_a_full_cache_keeps_the_most_recent() -> None:
+    cache: LruCache[int, str] = LruCache("test", 100)
+    for key in range(10):
+        cache.put(key, f"v{key}", 10)
+    assert cache.get(0) == "v0"  # now the most recent: the next put evicts 1, not 0
+    cache.put(10, "v10", 10)
+    assert cache.keys() == [2, 3, 4, 5, 6, 7, 8, 9, 0, 10]
+    for key in range(11, 1000):  # far past the budget: never emptied, always the newest
+        cache.put(key, f"v{key}", 10)
+        assert len(cache) == 10 and cache.stats().bytes == 100
+    assert cache.keys() == list(range(990, 1000))
+    assert cache.stats().evictions == 990
+
+
+def test_an_entry_bigger_than_the_budget_is_not_kept_and_evicts_nothing() -> None:
+    cache: LruCache[str, str] = LruCache("test", 50)
+    cache.put("a", "small", 20)
+    cache.put("b", "huge", 51)
+    assert cache.keys() == ["a"] and cache.get("b") is None
+
+
+def test_resize_evicts_the_least_recent_beyond_the_new_budget() -> None:
+    cache: LruCache[str, int] = LruCache("test", 30)
+    for number, key in enumerate("abc"):
+        cache.put(key, number, 10)
+    cache.get("a")
+    cache.resize(20)
+    assert cache.keys() == ["c", "a"]
+    with pytest.raises(ValueError, match="a budget is a number of bytes >= 0"):
+        cache.resize(-1)
+
+
+def test_threads_sharing_a_cache_keep_its_bytes_within_the_budget() -> None:
+    cache: LruCache[int, int] = LruCache("test", 1_000)
+
+    def work(seed: int) -> None:
+        for step in range(2_000):
+            key = (seed * 7919 + step * 104_729) % 300
+            if cache.get(key) is None:
+                cache.put(key, step, 1 + key % 37)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    stats = cache.stats()
+    assert stats.bytes <= 1_000
+    assert stats.hits + stats.misses == 8_000
+
+
+def test_the_process_wide_stats_sum_every_live_cache_by_name() -> None:
+    first: LruCache[str, int] = LruCache("test_process_wide", 100)
+    second: LruCache[str, int] = LruCache("test_process_wide", 50)
+    first.put("a", 1, 10)
+    second.put("b", 2, 5)
+    second.get("b")
+    summed = next(s for s in pioneer.cache_stats() if s.name == "test_process_wide")
+    assert (summed.entries, summed.bytes, summed.budget, summed.hits, summed.hit_rate) == (
+        2, 15, 150, 1, 1.0)
+
+
+# -- did you mean ----------------------------------------------------------------------
+
+NAMES = st.text(alphabet="abcdeo_1", min_size=0, max_size=12)
+
+
+@settings(max_examples=300)
+@given(name=NAMES, known=st.lists(NAMES, max_size=12),
+       cutoff=st.sampled_from([0.6, 0.85, 0.95]))
+def test_the_cheap_bound_gives_difflibs_answer(name: str, known: list[str],
+                                               cutoff: float) -> None:
+    close = difflib.get_close_matches(name, sorted(k for k in known if k != name), n=1,
+                                      cutoff=cutoff)
+    assert did_you_mean(name, known, cutoff=cutoff) == (
+        f' (did you mean "{close[0]}"?)' if close else "")
+
+
+def test_an_unknown_id_is_searched_once(tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pioneer.compile import compiler as compiler_module
+
+    searched: list[str] = []
+    original = compiler_module.did_you_mean
+
+    def counting(name: str, known: Any, *, cutoff: float = 0.6) -> str:
+        searched.append(name)
+        return original(name, known, cutoff=cutoff)
+
+    monkeypatch.setattr(compiler_module, "did_you_mean", counting)
+    compiler = PromptCompiler()
+    for turn in range(3):
+        payload = compiler.compile(PromptCompileInput(
+            workspace_root=tmp_path, dynamic_context=f"turn {turn}",
+            runtime_sections=[{"id": "memory_recal", "content": "typo"},  # type: ignore[list-item]
+                              {"id": f"fresh_{turn}", "content": "new each turn"}]))
+        assert [d.code for d in payload.manifest.diagnostics
+                if d.section_id == "memory_recal"] == ["unknown_contribution"]
+    assert searched == ["memory_recal", "fresh_0", "fresh_1", "fresh_2"]
+    hints = next(s for s in compiler.cache_stats() if s.name == "contribution_hints")
+    assert (hints.entries, hints.hits, hints.misses) == (4, 2, 4)
+
+
+# -- budgets are settings, and the compiler reports its caches -------------------------
+
+def test_budgets_come_from_the_settings_and_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    defaults = {s.name: s.budget for s in PromptCompiler(PioneerSettings()).cache_stats()}
+    assert defaults == {
+        "stable_parts": 128 << 20, "sections": 64 << 20, "bootstrap_results": 32 << 20,
+        "identity_files": 48 << 20, "conditions": 4 << 20, "placements": 4 << 20,
+        "contribution_hints": 1 << 20,
+    }
+    monkeypatch.setenv("PIONEER_SECTION_CACHE_BYTES", "12345")
+    given_settings = PioneerSettings(stable_cache_bytes=999)
+    budgets = {s.name: s.budget for s in PromptCompiler(given_settings).cache_stats()}
+    assert (budgets["stable_parts"], budgets["sections"]) == (999, 12345)
+
+
+def test_cache_stats_move_with_the_turns(tmp_path: Path) -> None:
+    (tmp_path / "SOUL.md").write_text("Calm.", encoding="utf-8")
+    compiler = PromptCompiler()
+
+    def stats() -> dict[str, CacheStats]:
+        return {s.name: s for s in compiler.cache_stats()}
+
+    def turn(context: str) -> None:
+        compiler.compile(PromptCompileInput(
+            workspace_root=tmp_path, dynamic_context=context,
+            runtime_sections=[{"id": "memory_recall", "content": "- tea"}]))  # type: ignore[list-item]
+
+    turn("one")
+    first = stats()
+    assert first["stable_parts"].misses == 1 and first["stable_parts"].hits == 0
+    assert first["stable_parts"].entries == 1 and first["stable_parts"].bytes > 0
+    assert first["sections"].entries > 0 and first["sections"].hits == 0
+    turn("two")
+    second = stats()
+    assert second["stable_parts"].hits == 1 and second["stable_parts"].misses == 1
+    assert second["stable_parts"].bytes == first["stable_parts"].bytes
+    # Only the dynamic context's section is new; the memory recall's is a hit.
+    assert second["sections"].misses == first["sections"].misses + 1
+    assert second["sections"].hits > first["sections"].hits
+    assert second["sections"].bytes > first["sections"].bytes
+    assert 0 < second["sections"].hit_rate < 1
+
+
+def test_a_budget_of_zero_keeps_nothing_and_changes_nothing(tmp_path: Path) -> None:
+    nothing = PioneerSettings(**{name: 0 for name in (
+        "stable_cache_bytes", "section_cache_bytes", "bootstrap_cache_bytes",
+        "file_cache_bytes", "condition_cache_bytes", "placement_cache_bytes",
+        "hint_cache_bytes")})
+    (tmp_path / "SOUL.md").write_text("Calm.", encoding="utf-8")
+    kept_nothing, usual = PromptCompiler(nothing), PromptCompiler()
+    for turn in range(3):
+        given_input = PromptCompileInput(workspace_root=tmp_path, dynamic_context=f"{turn}")
+        assert kept_nothing.compile(given_input).to_json() == usual.compile(given_input).to_json()
+    assert all(s.entries == 0 and s.bytes == 0 for s in kept_nothing.cache_stats())
+
+
+# -- a long-lived compiler serving many homes ------------------------------------------
+
+FILE_TEXT = st.text(alphabet=st.sampled_from("ab \nÄ\r"), max_size=40)
+ACTIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("compile"), st.integers(0, 3), st.sampled_from(["one", "two"])),
+        st.tuples(st.just("edit"), st.integers(0, 3),
+                  st.tuples(st.sampled_from(["SOUL.md", "IDENTITY.md", "USER.md"]),
+                            FILE_TEXT)),
+    ),
+    min_size=1, max_size=14,
+)
+#: Budgets small enough that every cache evicts within a few turns.
+SMALL = PioneerSettings(stable_cache_bytes=10_000, section_cache_bytes=12_000,
+                        bootstrap_cache_bytes=6_000, file_cache_bytes=12_000,
+                        condition_cache_bytes=1_500, placement_cache_bytes=2_000,
+                        hint_cache_bytes=1_600)
+
+
+def test_the_small_budgets_both_hit_and_evict(home: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bootstrap_module, "RACY_NS", 0)
+    homes = [home / f"h{n}" for n in range(4)]
+    for index, folder in enumerate(homes):
+        folder.mkdir()
+        (folder / "SOUL.md").write_text(f"Soul {index}. " * 40, encoding="utf-8")
+        (folder / "USER.md").write_text(f"User {index}. " * 40, encoding="utf-8")
+    compiler = PromptCompiler(SMALL)
+    # Each home twice in a row (the second turn finds what the first kept), and the first
+    # home again after one other (what its turns kept is partly evicted by then).
+    for index in (0, 1, 0, 2, 3, 0, 1):
+        for _ in range(2):
+            compiler.compile(_served(homes[index], index, "one"))
+    for stats in compiler.cache_stats():
+        assert stats.hits and stats.evictions, stats
+
+
+def _served(home: Path, index: int, detail: str) -> PromptCompileInput:
+    return PromptCompileInput(
+        workspace_root=home, profile="full" if index % 2 else "minimal",
+        dynamic_context=detail, extra_system=f"home {index}",
+        runtime_sections=[{"id": "memory_recall", "content": f"- {detail}"},  # type: ignore[list-item]
+                          {"id": f"note_{index}", "content": detail}])
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(files=st.lists(st.tuples(FILE_TEXT, FILE_TEXT, FILE_TEXT), min_size=4, max_size=4),
+       actions=ACTIONS)
+def test_one_compiler_serving_many_homes_matches_fresh_compilers(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+    files: list[tuple[str, str, str]], actions: list[tuple[str, int, Any]],
+) -> None:
+    # Every file is trusted as soon as it is written (its signature moves with each
+    # edit's own mtime), so the bootstrap caches engage within the test.
+    monkeypatch.setattr(bootstrap_module, "RACY_NS", 0)
+    root = tmp_path_factory.mktemp("homes")
+    stamp = [PAST_NS]
+
+    def write(path: Path, text: str) -> None:
+        stamp[0] += 10**9
+        path.write_text(text, encoding="utf-8", newline="")
+        os.utime(path, ns=(stamp[0], stamp[0]))
+
+    homes = []
+    for index, texts in enumerate(files):
+        home = root / f"home{index}"
+        home.mkdir()
+        for name, text in zip(("SOUL.md", "IDENTITY.md", "USER.md"), texts, strict=True):
+            write(home / name, text)
+        homes.append(home)
+    served = PromptCompiler(SMALL)
+    for action, index, detail in actions:
+        home = homes[index]
+        if action == "edit":
+            name, text = detail
+            write(home / name, text)
+            continue
+        given_input = _served(home, index, detail)
+        warm, fresh = served.compile(given_input), PromptCompiler().compile(given_input)
+        assert warm.full_system_text == fresh.full_system_text
+        assert warm.stable_system_text == fresh.stable_system_text
+        assert warm.dynamic_system_text == fresh.dynamic_system_text
+        assert warm.manifest.fingerprint_full == fresh.manifest.fingerprint_full
+        assert warm.to_json() == fresh.to_json()
+    assert all(s.bytes <= s.budget for s in served.cache_stats())
+
+
+# -- the history store's turn cache ----------------------------------------------------
+
+def test_round_robin_over_many_threads_reads_each_turn_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loaded: list[int] = []
+    original = SqlStore._load
+
+    def counting(self: SqlStore, tx: Any, turn_ids: list[str]) -> Any:
+        loaded.append(len(turn_ids))
+        return original(self, tx, turn_ids)
+
+    monkeypatch.setattr(SqlStore, "_load", counting)
+    threads, turns = 40, 12
+    with open_store(tmp_path / "writer.db") as writer:
+        for thread in range(threads):
+            writer.ensure_thread(f"t{thread}")
+            for turn in range(turns):
+                writer.add_turn(f"t{thread}", user_text=f"question {turn} " * 20,
+                                assistant_text=f"answer {turn} " * 30)
+    settings_given = PioneerSettings(store_path=tmp_path / "writer.db",
+                                     history_cache_bytes=8 << 20)
+    with open_store(settings_given) as reader:
+        for _ in range(4):
+            for thread in range(threads):
+                assert len(reader.get_thread_conversation_history(f"t{thread}")) == turns
+        stats = reader.cache_stats()[0]
+    assert sum(loaded) == threads * turns  # the first pass read each turn; no pass since
+    assert (stats.name, stats.budget, stats.misses) == ("history_turns", 8 << 20,
+                                                        threads * turns)
+    assert stats.hits == 3 * threads * turns and stats.evictions == 0
+
+
+def test_a_turn_cache_too_small_for_every_thread_keeps_the_ones_read_last(
+    tmp_path: Path,
+) -> None:
+    with open_store(tmp_path / "h.db") as writer:
+        for thread in range(6):
+            writer.ensure_thread(f"t{thread}")
+            for _ in range(5):
+                writer.add_turn(f"t{thread}", user_text="u" * 100, assistant_text="a" * 100)
+    per_turn = 512 + 2 * 200
+    with open_store(tmp_path / "h.db", cache_bytes=10 * per_turn) as reader:
+        for thread in range(6):
+            reader.get_thread_conversation_history(f"t{thread}")
+        reader.get_thread_conversation_history("t4")  # refreshed: t5 is now the older
+        reader.get_thread_conversation_history("t0")  # not held: t5 is evicted, not t4
+        before = reader.cache_stats()[0]
+        reader.get_thread_conversation_history("t4")
+        after = reader.cache_stats()[0]
+    assert before.entries == 10 and before.bytes <= 10 * per_turn
+    assert after.hits - before.hits == 5 and after.misses == before.misses
