@@ -7,7 +7,8 @@ entry to the most recent end; a ``put`` past the budget evicts least recently us
 entries, one at a time, until the cache is back under it, so filling a cache never
 empties it. The caller gives each entry's size at ``put``: an estimate, cheap to make,
 of the bytes the entry keeps alive (:func:`text_bytes` of the texts it holds plus
-:data:`ENTRY_OVERHEAD`), never a walk of the objects.
+:data:`ENTRY_OVERHEAD` and, for records, a fixed size per record), never a walk of the
+objects.
 
 Each cache counts its hits, misses and evictions; :meth:`LruCache.stats` gives them
 with its entries, bytes and budget, and :func:`cache_stats` sums every live cache of
@@ -16,6 +17,7 @@ the process by name.
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -39,9 +41,10 @@ _LIVE_LOCK = threading.Lock()
 
 
 def text_bytes(texts: Iterable[str | bytes]) -> int:
-    """The size estimate of ``texts``: one byte per character or byte (a string of ASCII
-    text costs that in CPython; wider characters cost more, which the overhead absorbs)."""
-    return sum(map(len, texts))
+    """The bytes ``texts`` take: each one's own size as the interpreter reports it, which
+    it knows without reading the text (1, 2 or 4 bytes a character, by the widest one it
+    holds, plus a header)."""
+    return sum(map(sys.getsizeof, texts))
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,6 +82,11 @@ ClockGranularity = Literal["minute", "hour", "day"]
 CLOCK_GRANULARITIES: tuple[ClockGranularity, ...] = ("minute", "hour", "day")
 #: A mebibyte, the unit the cache budgets' defaults are written in.
 MiB = 1 << 20
+#: Default budgets of the caches kept below the settings' layer (the compile stage's
+#: bootstrap caches and a store's turns are sized here for the same node).
+BOOTSTRAP_CACHE_BYTES = 64 * MiB
+FILE_CACHE_BYTES = 32 * MiB
+HISTORY_CACHE_BYTES = 160 * MiB
 
 # The deployment file one construction reads: set by ``load`` around it.
 _CONFIG: contextvars.ContextVar[Path | None] = contextvars.ContextVar("config", default=None)
@@ -225,7 +230,7 @@ class PioneerSettings(BaseModel):
     )
 
     # Cache budgets, in bytes (docs/speed.md, "Caches"): sized for a node serving 10,000
-    # threads from one process, 376 MiB in all.
+    # threads from one process, 473 MiB in all.
     stable_cache_bytes: int = Field(
         default=128 * MiB, ge=0,
         description="Bytes of compiled stable parts kept for reuse (one per profile and "
@@ -236,12 +241,12 @@ class PioneerSettings(BaseModel):
         description="Bytes of rendered sections kept for reuse.",
     )
     bootstrap_cache_bytes: int = Field(
-        default=32 * MiB, ge=0,
+        default=BOOTSTRAP_CACHE_BYTES, ge=0,
         description="Bytes of budgeted identity files kept per runtime home for reuse "
         "while their stat signatures hold.",
     )
     file_cache_bytes: int = Field(
-        default=48 * MiB, ge=0,
+        default=FILE_CACHE_BYTES, ge=0,
         description="Bytes of identity-file reads kept for reuse while each file's stat "
         "signature holds.",
     )
@@ -258,7 +263,7 @@ class PioneerSettings(BaseModel):
         description="Bytes of did-you-mean results for unknown contribution ids.",
     )
     history_cache_bytes: int = Field(
-        default=64 * MiB, ge=0,
+        default=HISTORY_CACHE_BYTES, ge=0,
         description="Bytes of stored turns a history store keeps in memory.",
     )
     token_cache_bytes: int = Field(

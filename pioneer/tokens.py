@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Protocol
 
-from .caches import ENTRY_OVERHEAD, LruCache
+from .caches import ENTRY_OVERHEAD, LruCache, text_bytes
 from .errors import PioneerError, Problem
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ class TiktokenCounter:
         found = cache.get(text)
         if found is None:
             found = self._encode_len(text)
-            cache.put(text, found, len(text) + ENTRY_OVERHEAD)
+            cache.put(text, found, ENTRY_OVERHEAD + text_bytes((text,)))
         return found
 
 

@@ -6,7 +6,9 @@ keeps serving many threads from memory; the did-you-mean bound changes no answer
 from __future__ import annotations
 
 import difflib
+import functools
 import os
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ import pioneer
 from pioneer import CacheStats, LruCache, PioneerSettings, PromptCompileInput, PromptCompiler
 from pioneer.compile import bootstrap as bootstrap_module
 from pioneer.errors import did_you_mean
+from pioneer.history.cache import turn_bytes
 from pioneer.history.open import open_store
 from pioneer.history.sql_store import SqlStore
 
@@ -185,8 +188,8 @@ def test_budgets_come_from_the_settings_and_the_environment(
 ) -> None:
     defaults = {s.name: s.budget for s in PromptCompiler(PioneerSettings()).cache_stats()}
     assert defaults == {
-        "stable_parts": 128 << 20, "sections": 64 << 20, "bootstrap_results": 32 << 20,
-        "identity_files": 48 << 20, "conditions": 4 << 20, "placements": 4 << 20,
+        "stable_parts": 128 << 20, "sections": 64 << 20, "bootstrap_results": 64 << 20,
+        "identity_files": 32 << 20, "conditions": 4 << 20, "placements": 4 << 20,
         "contribution_hints": 1 << 20,
     }
     monkeypatch.setenv("PIONEER_SECTION_CACHE_BYTES", "12345")
@@ -248,37 +251,60 @@ ACTIONS = st.lists(
     ),
     min_size=1, max_size=14,
 )
-#: Budgets small enough that every cache evicts within a few turns.
-SMALL = PioneerSettings(stable_cache_bytes=10_000, section_cache_bytes=12_000,
-                        bootstrap_cache_bytes=6_000, file_cache_bytes=12_000,
-                        condition_cache_bytes=1_500, placement_cache_bytes=2_000,
-                        hint_cache_bytes=1_600)
+#: The pattern of homes served (home, total budget of its identity files): each twice in
+#: a row (the second turn finds what the first kept), the first home again after one
+#: other and after three others, and once with a lower total budget (a new bootstrap
+#: result from the reads already made).
+PATTERN = ((0, None), (0, None), (0, 900), (1, None), (1, None), (0, None), (0, None),
+           (2, None), (2, None), (3, None), (3, None), (0, None), (0, None), (1, None))
+_BUDGETS = ("stable", "section", "bootstrap", "file", "condition", "placement", "hint")
+_NAMES = ("stable_parts", "sections", "bootstrap_results", "identity_files", "conditions",
+          "placements", "contribution_hints")
+
+
+def _homes(root: Path) -> list[Path]:
+    homes = [root / f"h{n}" for n in range(4)]
+    for index, folder in enumerate(homes):
+        folder.mkdir()
+        (folder / "SOUL.md").write_text(f"Soul {index}. " * 40, encoding="utf-8")
+        (folder / "USER.md").write_text(f"User {index}. " * 40, encoding="utf-8")
+    return homes
+
+
+@functools.cache
+def small_budgets() -> PioneerSettings:
+    """Budgets of half what :data:`PATTERN` keeps in each cache when nothing is evicted:
+    small enough that every cache evicts, big enough that each entry fits."""
+    with tempfile.TemporaryDirectory() as folder, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bootstrap_module, "RACY_NS", 0)
+        homes = _homes(Path(folder))
+        compiler = PromptCompiler()
+        for index, total in PATTERN:
+            compiler.compile(_served(homes[index], index, "one", total))
+        held = {s.name: s.bytes for s in compiler.cache_stats()}
+    return PioneerSettings(**{f"{budget}_cache_bytes": held[name] // 2
+                              for budget, name in zip(_BUDGETS, _NAMES, strict=True)})
 
 
 def test_the_small_budgets_both_hit_and_evict(home: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bootstrap_module, "RACY_NS", 0)
-    homes = [home / f"h{n}" for n in range(4)]
-    for index, folder in enumerate(homes):
-        folder.mkdir()
-        (folder / "SOUL.md").write_text(f"Soul {index}. " * 40, encoding="utf-8")
-        (folder / "USER.md").write_text(f"User {index}. " * 40, encoding="utf-8")
-    compiler = PromptCompiler(SMALL)
-    # Each home twice in a row (the second turn finds what the first kept), and the first
-    # home again after one other (what its turns kept is partly evicted by then).
-    for index in (0, 1, 0, 2, 3, 0, 1):
-        for _ in range(2):
-            compiler.compile(_served(homes[index], index, "one"))
+    homes = _homes(home)
+    compiler = PromptCompiler(small_budgets())
+    for index, total in PATTERN:
+        compiler.compile(_served(homes[index], index, "one", total))
     for stats in compiler.cache_stats():
         assert stats.hits and stats.evictions, stats
 
 
-def _served(home: Path, index: int, detail: str) -> PromptCompileInput:
+def _served(home: Path, index: int, detail: str, total: int | None = None
+            ) -> PromptCompileInput:
     return PromptCompileInput(
         workspace_root=home, profile="full" if index % 2 else "minimal",
         dynamic_context=detail, extra_system=f"home {index}",
         runtime_sections=[{"id": "memory_recall", "content": f"- {detail}"},  # type: ignore[list-item]
-                          {"id": f"note_{index}", "content": detail}])
+                          {"id": f"note_{index}", "content": detail}],
+        limits={"max_chars_total": total})  # type: ignore[arg-type]
 
 
 @settings(max_examples=25, deadline=None,
@@ -307,7 +333,7 @@ def test_one_compiler_serving_many_homes_matches_fresh_compilers(
         for name, text in zip(("SOUL.md", "IDENTITY.md", "USER.md"), texts, strict=True):
             write(home / name, text)
         homes.append(home)
-    served = PromptCompiler(SMALL)
+    served = PromptCompiler(small_budgets())
     for action, index, detail in actions:
         home = homes[index]
         if action == "edit":
@@ -364,8 +390,9 @@ def test_a_turn_cache_too_small_for_every_thread_keeps_the_ones_read_last(
         for thread in range(6):
             writer.ensure_thread(f"t{thread}")
             for _ in range(5):
-                writer.add_turn(f"t{thread}", user_text="u" * 100, assistant_text="a" * 100)
-    per_turn = 512 + 2 * 200
+                written = writer.add_turn(f"t{thread}", user_text="u" * 100,
+                                          assistant_text="a" * 100)
+    per_turn = turn_bytes(written)  # every turn is the same size
     with open_store(tmp_path / "h.db", cache_bytes=10 * per_turn) as reader:
         for thread in range(6):
             reader.get_thread_conversation_history(f"t{thread}")

@@ -33,11 +33,10 @@ from ..caches import ENTRY_OVERHEAD, LruCache, text_bytes
 from ..errors import PioneerError, Problem
 from ..files import Beneath, Refused, os_reason
 from ..resources import builtin_dir
+from ..settings import BOOTSTRAP_CACHE_BYTES, FILE_CACHE_BYTES
 from .manifest import Diagnostic, SourceManifestEntry
 
 __all__ = [
-    "BOOTSTRAP_CACHE_BYTES",
-    "FILE_CACHE_BYTES",
     "SEED_FILES",
     "BootstrapFile",
     "BootstrapLoader",
@@ -62,10 +61,6 @@ COUNT_LIMIT = 16 << 20
 RACY_NS = 2 * 10**9
 #: The signature of a path where no file exists.
 MISSING: tuple[int, ...] = ()
-#: Default byte budgets: budgeted results per root (``bootstrap_cache_bytes``) and the
-#: reader's reads (``file_cache_bytes``), docs/speed.md, "Caches".
-BOOTSTRAP_CACHE_BYTES = 32 << 20
-FILE_CACHE_BYTES = 48 << 20
 
 
 def sanitize(text: str) -> str:
@@ -283,7 +278,7 @@ class FileReader:
         else:
             result = _read(*beneath, keep)
         if signature and result.identity == signature:
-            self.cache.put(key, (signature, result), ENTRY_OVERHEAD + len(result.head))
+            self.cache.put(key, (signature, result), ENTRY_OVERHEAD + text_bytes((result.head,)))
         return result
 
     def file(
@@ -299,7 +294,7 @@ class FileReader:
         """
         key = ("file", name, path, original, truncated)
         found = self.cache.get(key)
-        size = ENTRY_OVERHEAD + len(content) + len(path)
+        size = ENTRY_OVERHEAD + text_bytes((content, path))
         if found is not None:
             seen, made = found
             if seen is content:
@@ -319,7 +314,7 @@ class FileReader:
             found = SourceManifestEntry.model_validate(
                 {"file": name, "path": path, "status": status, "chars": chars}
             )
-            self.cache.put(key, found, ENTRY_OVERHEAD + 2 * len(path))
+            self.cache.put(key, found, ENTRY_OVERHEAD + 2 * text_bytes((path,)))
         return cast(SourceManifestEntry, found)
 
 

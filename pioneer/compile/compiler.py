@@ -439,7 +439,7 @@ class PromptCompiler:
                 if known_ids is None:
                     known_ids = profile.known_ids
                 hint = did_you_mean(item.id, known_ids, cutoff=0.85)
-                self._id_hints.put(key, hint, ENTRY_OVERHEAD + 2 * len(item.id) + len(hint))
+                self._id_hints.put(key, hint, ENTRY_OVERHEAD + text_bytes((item.id, hint)))
             if hint:
                 found.append(Diagnostic(
                     code="unknown_contribution",
@@ -931,8 +931,8 @@ class _SectionRenderer:
         if found is None:
             found = built(Placement, id=key[0], pool=key[1], index=key[2], section=key[3],
                           chars=key[4], cut=key[5])
-            known.put(key, found, ENTRY_OVERHEAD + 2 * text_bytes(
-                (key[0], key[1], key[3] or "")))
+            known.put(key, found, ENTRY_OVERHEAD + SECTION_OVERHEAD + text_bytes(
+                (key[0], key[3] or "")))
         return found
 
     def _keep(self, section: SectionSpec, out: list[Rendered], rendered: Rendered) -> None:
@@ -1163,24 +1163,25 @@ class _SectionRenderer:
 
 
 def _rendered_bytes(rendered: Rendered) -> int:
-    """The size estimate of a kept section: its text three times (the text, its UTF-8
-    and the input it was rendered from, in the key), its records and the overhead."""
+    """The size estimate of a kept section: its text twice (the text and the input it was
+    rendered from, in the key), its UTF-8, its records and the overhead."""
     section = rendered.section
-    return ENTRY_OVERHEAD + SECTION_OVERHEAD + (3 * len(section.text) if section else 0)
+    return ENTRY_OVERHEAD + SECTION_OVERHEAD + (
+        2 * text_bytes((section.text,)) + text_bytes((rendered.data,)) if section else 0)
 
 
 def _condition_bytes(key: tuple[object, ...]) -> int:
     """The size estimate of a condition's result: the condition and the texts it read."""
     when, values = key
-    return ENTRY_OVERHEAD + len(str(when)) + text_bytes(
+    return ENTRY_OVERHEAD + text_bytes((str(when),)) + text_bytes(
         value for value in values if isinstance(value, str))  # type: ignore[attr-defined]
 
 
 def _stable_bytes(part: StablePart) -> int:
     """The size estimate of a stable part: its text, each section's text and records,
     and the overhead."""
-    return (ENTRY_OVERHEAD + len(part.text)
-            + sum(SECTION_OVERHEAD + len(s.text) for s in part.sections))
+    return (ENTRY_OVERHEAD + text_bytes((part.text,))
+            + len(part.sections) * SECTION_OVERHEAD + text_bytes(s.text for s in part.sections))
 
 
 def _left_out(section_id: str, reason: OmissionReason, detail: str) -> Rendered:

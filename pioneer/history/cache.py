@@ -13,12 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..caches import ENTRY_OVERHEAD, LruCache, text_bytes
+from ..settings import HISTORY_CACHE_BYTES
 from .models import HistoryEntry
 
-__all__ = ["HISTORY_CACHE_BYTES", "TurnCache", "turn_bytes"]
-
-#: The default byte budget of a store's turn cache (the ``history_cache_bytes`` setting).
-HISTORY_CACHE_BYTES = 64 << 20
+__all__ = ["TurnCache", "turn_bytes"]
 #: Bytes counted for each artifact ref a turn carries (its fields and rendered block).
 _REF_BYTES = 256
 

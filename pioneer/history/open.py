@@ -21,9 +21,13 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from ..errors import InputError, Problem, StoreError
-from ..settings import STORE_URL_SCHEMES, PioneerSettings, store_url_parameters
+from ..settings import (
+    HISTORY_CACHE_BYTES,
+    STORE_URL_SCHEMES,
+    PioneerSettings,
+    store_url_parameters,
+)
 from ..tokens import TokenCounter, default_counter
-from .cache import HISTORY_CACHE_BYTES
 from .sql_store import SqlStore
 
 __all__ = ["URL_SCHEMES", "configured_store", "is_store_url", "normalize_url", "open_store",

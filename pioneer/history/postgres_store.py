@@ -47,8 +47,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import StoreError
+from ..settings import HISTORY_CACHE_BYTES
 from ..tokens import TokenCounter
-from .cache import HISTORY_CACHE_BYTES
 from .migrations import Migration, check_order, check_version
 from .open import normalize_url, redact_url
 from .postgres_migrations import MIGRATION_LOCK, MIGRATIONS

@@ -37,8 +37,8 @@ from urllib.parse import quote
 
 from ..errors import StoreError
 from ..files import os_reason
+from ..settings import HISTORY_CACHE_BYTES
 from ..tokens import TokenCounter
-from .cache import HISTORY_CACHE_BYTES
 from .migrations import MIGRATIONS, Migration, check_known, configure_connection, migrate
 from .sql_store import SqlStore
 from .store import Cursor, Dialect, StoreTimeout, StoreTransaction
