@@ -514,7 +514,13 @@ class BootstrapLoader:
         """Like :func:`load_bootstrap`, reusing the result while nothing changed."""
         folder = os.fspath(root)
         files = tuple(files)
-        paths = tuple(str(Path(root) / name) for name, _ in files)
+        # Each file's path as the manifest shows it, made once per root (pathlib's
+        # parsing was a tenth of a warm turn).
+        where = ("paths", folder, files)
+        paths = self.reader.cache.get(where)
+        if paths is None:
+            paths = tuple(str(Path(root) / name) for name, _ in files)
+            self.reader.cache.put(where, paths, ENTRY_OVERHEAD + 2 * text_bytes(paths))
         probes = tuple(map(file_probe, paths))
         signatures = tuple(probe[0] for probe in probes)
         key = (folder, files, max_chars_per_file, max_chars_total, signatures)
