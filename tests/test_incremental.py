@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pioneer import CompiledPromptPayload, PromptCompileInput, PromptCompiler
 from pioneer.compile import bootstrap as bootstrap_module
 from pioneer.compile.bootstrap import MISSING, RACY_NS, BootstrapLoader, FileReader, file_signature
-from pioneer.compile.memo import freeze
+from pioneer.compile.plan import freeze
 
 PAST_NS = 1_600_000_000 * 10**9
 
@@ -294,7 +294,7 @@ def test_a_symlink_repointed_outside_the_root_is_seen(
 def test_the_render_limit_counts_the_same_input_text(
     full_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pioneer.compile import compiler as compiler_module
+    from pioneer.compile import render as render_module
     from pioneer.compile.sandbox import render_parts, text_size
 
     seen: list[int] = []
@@ -314,7 +314,7 @@ def test_the_render_limit_counts_the_same_input_text(
     (folder / "content.md.j2").write_text("{{ content | string }}\n", encoding="utf-8")
     (folder / "bootstrap_file.md.j2").write_text(
         "### {{ file.name }}\n{{ file.content | string }}\n", encoding="utf-8")
-    monkeypatch.setattr(compiler_module, "render_parts", checked)
+    monkeypatch.setattr(render_module, "render_parts", checked)
     PromptCompiler(template_path=[folder]).compile(_input(
         full_home, **TURNS[3], extra_system="x", skills_prompt="y", continue_generation_hint=True,
         dynamic_sections=[{"id": "hook.a", "content": "from a hook"}],

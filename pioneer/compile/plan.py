@@ -1,18 +1,12 @@
-"""The incremental compile: what each section reads, and the memos keyed on it.
+"""The plan of a profile: what each section reads, split at the cache boundary.
 
 A template's output is a function of the context names it reads (found once per
 profile with jinja2's ``meta``, through includes and imports), so a rendered section
-can be reused whenever those values are equal to a previous turn's. Three memos sit on
-the compile path, each a byte-bounded :class:`~pioneer.caches.LruCache` keyed on
-everything its result depends on:
-
-- bootstrap results, keyed on the root, the budgets and each file's stat signature
-  (:mod:`pioneer.compile.bootstrap`);
-- single sections, keyed on the profile fingerprint, the section and the values its
-  template reads (a ``when`` condition's result likewise, on the condition and the
-  values it reads);
-- the whole stable part (texts, records and the sha256 state of the stable text),
-  keyed on the profile fingerprint and every value any stable section reads.
+can be reused whenever those values are equal to a previous turn's. The plan records,
+once per profile, which names each section's template and condition read, which
+sections are stable and which base names and identity files the stable part reads:
+what the caches' keys are made of (:mod:`pioneer.compile.render`,
+:mod:`pioneer.compile.stable`); :func:`freeze` makes a value part of a key.
 
 Templates must be deterministic functions of their context (no ``random`` filter, no
 ``lipsum``), which the determinism rule of the design already demands.
@@ -22,17 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
-
-from .manifest import CompiledSection, Diagnostic, ManifestSection, Omission
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    import hashlib
-
     from .profile import SectionSpec
     from .templates import TemplateSet
 
-__all__ = ["ProfilePlan", "Rendered", "StablePart", "freeze", "plan_profile"]
+__all__ = ["ProfilePlan", "freeze", "plan_profile"]
+
 
 def freeze(value: Any) -> Hashable:
     """A hashable value equal exactly when ``value`` is; ``TypeError`` when there is none.
@@ -53,41 +44,6 @@ def freeze(value: Any) -> Hashable:
         return ("mapping", *((key, freeze(item)) for key, item in sorted(value.items())))
     hash(value)  # frozen models and dataclasses hash their fields; anything else raises
     return cast(Hashable, value)
-
-
-class Rendered(NamedTuple):
-    """One emitted section: its text (and its UTF-8, hashed once) and audit record, or
-    only a diagnostic, or why a declared section emitted nothing.
-
-    A named tuple, as it is made for every section rendered and every one left out.
-    """
-
-    section: CompiledSection | None
-    record: ManifestSection | None
-    diagnostic: Diagnostic | None
-    data: bytes = b""
-    omission: Omission | None = None
-    #: Artifact ref lines in the text of a contribution or input section (0 for any
-    #: other): counted once, when the section is rendered.
-    refs: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class StablePart:
-    """The stable half of a compile, reusable while nothing it reads changes."""
-
-    text: str
-    digest: hashlib._Hash  # sha256 of ``text``; copied, never updated in place
-    fingerprint: str
-    #: Diagnostics of the stable sections (kept or not), in order.
-    diagnostics: tuple[Diagnostic, ...]
-    #: The kept sections' payload entries and manifest records, in order.
-    sections: tuple[CompiledSection, ...]
-    records: tuple[ManifestSection, ...]
-    #: Why each stable section that emitted nothing was left out, in order.
-    omissions: tuple[Omission, ...] = ()
-    #: Artifact ref lines the kept stable contribution and input sections carry.
-    refs: int = 0
 
 
 @dataclass(frozen=True, slots=True)
