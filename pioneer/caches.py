@@ -105,6 +105,21 @@ class LruCache(Generic[K, V]):
             self._hits += 1
             return found[0]
 
+    def get_many(self, keys: Iterable[K]) -> dict[K, V]:
+        """The values held among ``keys`` (each now the most recent), under one lock."""
+        found: dict[K, V] = {}
+        with self._lock:
+            items = self._items
+            for key in keys:
+                held = items.get(key)
+                if held is None:
+                    self._misses += 1
+                else:
+                    items.move_to_end(key)
+                    self._hits += 1
+                    found[key] = held[0]
+        return found
+
     def put(self, key: K, value: V, size: int) -> None:
         """Store ``value`` under ``key`` as the most recent, counted as ``size`` bytes."""
         with self._lock:

@@ -92,6 +92,16 @@ def test_a_hit_refreshes_and_a_full_cache_keeps_the_most_recent() -> None:
     assert cache.stats().evictions == 990
 
 
+def test_get_many_refreshes_and_counts_like_get() -> None:
+    cache: LruCache[str, int] = LruCache("test", 30)
+    for number, key in enumerate("abc"):
+        cache.put(key, number, 10)
+    assert cache.get_many(["a", "x", "b"]) == {"a": 0, "b": 1}
+    assert cache.keys() == ["c", "a", "b"]
+    stats = cache.stats()
+    assert (stats.hits, stats.misses) == (2, 1)
+
+
 def test_an_entry_bigger_than_the_budget_is_not_kept_and_evicts_nothing() -> None:
     cache: LruCache[str, str] = LruCache("test", 50)
     cache.put("a", "small", 20)

@@ -37,8 +37,7 @@ class TurnCache:
 
     def get_many(self, turn_ids: Sequence[str]) -> dict[str, HistoryEntry]:
         """The cached entries among ``turn_ids`` (each now among the most recent)."""
-        get = self.cache.get
-        return {turn_id: entry for turn_id in turn_ids if (entry := get(turn_id)) is not None}
+        return self.cache.get_many(turn_ids)
 
     def put_many(self, entries: dict[str, HistoryEntry]) -> None:
         """Remember ``entries``, evicting the least recently used beyond the budget."""
