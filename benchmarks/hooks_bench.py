@@ -8,9 +8,14 @@ Rows, timed in interleaved rounds so machine drift hits every row alike (medians
   and passed as runtime sections: what a turn costs with no hook machinery at all;
 * ``compile_turn, blocking hooks``: a memory hook, a thread-context hook and the
   AGENTS.md hook (a three-level walk) run inline, then the same compile;
-* ``compile_turn, deadline hooks``: the same hooks with a deadline, so each runs on its
-  own thread (the price of an enforced deadline);
+* ``compile_turn, deadline hooks``: the same hooks with a deadline, so each runs on a
+  worker of the deadline pool (the price of an enforced deadline);
 * one row per renderer on its own.
+
+Then ``--hooks`` (1,000) trivial hooks in one phase, blocking and with a deadline, in
+``--many-rounds`` interleaved rounds: the cost per hook of each, and the difference (what
+handing a hook to the deadline pool and waiting for it adds; a thread per hook cost
+0.55-0.76 ms each).
 """
 
 from __future__ import annotations
@@ -77,6 +82,8 @@ def registry(root: Path, deadline: int | None) -> HookRegistry:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=300)
+    parser.add_argument("--hooks", type=int, default=1000)
+    parser.add_argument("--many-rounds", type=int, default=20)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder) / "workspace"
@@ -116,7 +123,37 @@ def main() -> int:
         median = statistics.median(values)
         p90 = statistics.quantiles(values, n=10)[-1]
         print(f"{name:32} {median:10.0f} {p90:10.0f} {median / floor:8.2f}")
+    many_hooks(args.hooks, args.many_rounds)
     return 0
+
+
+def trivial(count: int, deadline: int | None) -> HookRegistry:
+    hooks = HookRegistry()
+    for n in range(count):
+        hooks.hook(f"bench.h{n}", phase="turn.pre_prompt_context", deadline_ms=deadline)(
+            lambda context: None)
+    return hooks
+
+
+def many_hooks(count: int, rounds: int) -> None:
+    """Per hook: ``count`` trivial hooks of one phase, blocking and with a deadline."""
+    with tempfile.TemporaryDirectory() as folder:
+        compiler = PromptCompiler(count_tokens=False)
+        base = PromptCompileInput(workspace_root=Path(folder))
+        rows = {"blocking": trivial(count, None), "deadline": trivial(count, 5000)}
+        samples: dict[str, list[float]] = {name: [] for name in rows}
+        compile_turn(compiler, base, rows["deadline"])  # the pool's workers start here
+        for _ in range(rounds):
+            for name, hooks in rows.items():
+                start = time.perf_counter()
+                compile_turn(compiler, base, hooks)
+                samples[name].append((time.perf_counter() - start) * 1e6 / count)
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    print(f"\n{count:,} trivial hooks in one phase, {rounds} rounds (µs per hook)")
+    print(f"{'row':32} {'median µs':>10}")
+    for name, median in medians.items():
+        print(f"{f'{count:,} hooks, {name}':32} {median:10.1f}")
+    print(f"{'deadline pool, added per hook':32} {medians['deadline'] - medians['blocking']:10.1f}")
 
 
 if __name__ == "__main__":

@@ -106,8 +106,9 @@ class OpenAIChatSummarizer:
     thread's). The key is read from the ``api_key_env`` environment variable on each
     call and sent as a bearer token when set. ``timeout`` (seconds) bounds the whole
     call, from resolving the host to the last byte of the reply: the request runs on a
-    thread of its own, and once the deadline passes its connection is shut, so a server
-    that drips its headers or body cannot hold the call (or that thread) any longer. A
+    worker of the deadline pool, and once the deadline passes its connection is shut, so
+    a server that drips its headers or body cannot hold the call (or that worker) any
+    longer. A
     redirect is an error, never followed; a body over :data:`MAX_REPLY_BYTES` is an
     error. A key set for an ``http://`` endpoint is an error unless ``allow_http``.
     """

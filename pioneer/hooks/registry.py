@@ -7,9 +7,10 @@ subscription of a phase and returns a :class:`PhaseOutcome`: the contributions (
 to its own ``max_chars`` on the hook side), the manifest diagnostics and the manifest
 entries for diagnostics and failures.
 
-Deadline hooks of a phase start together on daemon threads, and each is waited for no
-longer than its own deadline counted from its start; a hook that overruns is abandoned
-(Python cannot stop a thread) and its late result is discarded. A hook that raises or
+Deadline hooks of a phase are handed together to the process's deadline pool
+(:mod:`pioneer.deadline`), and each is waited for no longer than its own deadline counted
+from that hand-over; a hook that overruns is abandoned (Python cannot stop a thread) and
+its late result is discarded. A hook that raises or
 overruns is handled by its failure policy: ``fail_closed`` raises :class:`HookError`,
 ``best_effort`` becomes a ``hook_best_effort_failed`` diagnostic and the turn goes on.
 Hooks register in code or through the ``pioneer.hooks.registry`` entry-point group. The values
@@ -214,7 +215,7 @@ _OUTPUT_TYPES = (PromptSectionContribution, PromptContextContribution, HookDiagn
 def _invoke(subscription: Subscription, context: HookContext) -> object:
     """The hook's own work: its call, and running an iterator it returns to the end.
 
-    This is all that runs on a deadline hook's thread; everything the runtime does
+    This is all that runs on a deadline hook's worker; everything the runtime does
     with the result (:func:`_outputs`) happens on the caller's thread, once the result
     is known to be in time.
     """
@@ -261,7 +262,7 @@ def _call(subscription: Subscription, context: HookContext,
 
 
 class _Pending:
-    """A deadline hook running on its own daemon thread, its deadline counted from now."""
+    """A deadline hook handed to the deadline pool, its deadline counted from now."""
 
     def __init__(self, subscription: Subscription, context: HookContext,
                  accept: tuple[type, ...] = ()):
