@@ -95,9 +95,9 @@ class Workload:
         workload.write_home(self.home)
         for name in ("SOUL.md", "IDENTITY.md", "USER.md"):
             _set_mtime(self.home / name, 0)
-        self.inputs = [
-            parse_compile_input(workload.compile_input(self.home, turn)) for turn in range(rounds)
-        ]
+        #: Each turn's input as a client sends it, and validated.
+        self.dicts = [workload.compile_input(self.home, turn) for turn in range(rounds)]
+        self.inputs = [parse_compile_input(data) for data in self.dicts]
         reference = PromptCompiler(token_counter=TiktokenCounter())
         self.payloads = [reference.compile(item) for item in self.inputs]
         profile = reference.load_profile("full").spec
@@ -251,6 +251,19 @@ def pioneer_bootstrap_changed(work: Workload, *, counted: bool) -> Row:
     name = "pioneer warm, USER.md edited + new turn"
     return Row(f"{name}, + with_token_counts()" if counted else name, run, prepare, check,
                target="" if counted else "<= 1.3")
+
+
+def pioneer_warm_dict(work: Workload) -> Row:
+    """The warm row with each turn's input handed over as the dict a client sends, so the
+    compiler validates it (the row beside it takes the validated model)."""
+    compiler = PromptCompiler()
+    compiler.compile(work.dicts[-1])
+
+    def run(turn: int) -> object:
+        return compiler.compile(work.dicts[turn])
+
+    return Row("pioneer warm, only dynamic inputs changed, input as a dict", run,
+               target="<= 1.2x the model row")
 
 
 def pioneer_fresh(work: Workload) -> Row:
@@ -548,6 +561,8 @@ def report(rows: list[Row], start: dict[str, list[int]] | None, out: Any) -> Non
     print(f"banks / pioneer warm:          {banks / warm:.2f}x "
           f"({banks / counted_warm:.2f}x with token counts)", file=out)
     print(f"history stored / tiktoken:     1/{counted / stored:.0f} (target <= 1/50)", file=out)
+    as_dict = by_name["pioneer warm, only dynamic inputs changed, input as a dict"]
+    print(f"input as a dict / as a model:  {as_dict / warm:.2f}x (target <= 1.2x)", file=out)
     if start is not None:
         names = list(start)
         base = statistics.median(start[names[1]])
@@ -579,6 +594,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             pioneer_warm(work),
             pioneer_warm(work, full=True),
             pioneer_warm(work, counted=True),
+            pioneer_warm_dict(work),
             pioneer_bootstrap_changed(work, counted=False),
             pioneer_bootstrap_changed(work, counted=True),
             pioneer_fresh(work),

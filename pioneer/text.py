@@ -11,7 +11,10 @@ valid text.
 
 from __future__ import annotations
 
+import functools
 import re
+import types
+import typing
 from collections.abc import Sequence
 from typing import Any, ClassVar, get_args
 
@@ -35,8 +38,12 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def utf8_text(text: str) -> str:
     """``text`` with every lone surrogate replaced by U+FFFD (unchanged when it has none)."""
+    if text.isascii():  # a flag of the string: no surrogate, and nothing to encode
+        return text
     try:
-        text.encode("utf-8")
+        # UTF-32 refuses lone surrogates as UTF-8 does, and is a plain copy of each code
+        # point: 2 to 10 times faster than UTF-8 for text that is not ASCII.
+        text.encode("utf-32-le")
     except UnicodeEncodeError:
         return _SURROGATE.sub(REPLACEMENT, text)
     return text
@@ -45,7 +52,7 @@ def utf8_text(text: str) -> str:
 def scrub(value: Any) -> Any:
     """:func:`utf8_text` over the strings in a mapping, list or tuple (keys too)."""
     if isinstance(value, str):
-        return utf8_text(value)
+        return value if value.isascii() else utf8_text(value)
     if type(value) is dict:
         return {scrub(key): scrub(item) for key, item in value.items()}
     if type(value) in (list, tuple):
@@ -121,7 +128,9 @@ class EdgeModel(CheckedModel):
     """A model validated at an edge: lone surrogates in its input become U+FFFD.
 
     Fields named in ``raw_fields`` are left alone (a path may carry surrogates that
-    stand for the undecodable bytes of a real file name).
+    stand for the undecodable bytes of a real file name), and so is a field whose every
+    value is an edge model (``list[RuntimeSectionInput]``): each of its items is scrubbed
+    by its own model, so each string is read once, not once per level.
     """
 
     raw_fields: ClassVar[frozenset[str]] = frozenset()
@@ -131,7 +140,34 @@ class EdgeModel(CheckedModel):
     def _utf8(cls, data: Any) -> Any:
         if type(data) is not dict:
             return scrub(data)
+        left_alone = _left_alone(cls)
         return {
-            scrub(key): value if key in cls.raw_fields else scrub(value)
+            scrub(key): value if key in left_alone else scrub(value)
             for key, value in data.items()
         }
+
+
+@functools.cache
+def _left_alone(model: type[EdgeModel]) -> frozenset[str]:
+    """The fields of ``model`` its ``_utf8`` leaves alone: its raw fields, and those whose
+    values are edge models that scrub themselves."""
+    return model.raw_fields | {
+        name for name, field in model.model_fields.items()
+        if _scrubs_itself(field.annotation)
+    }
+
+
+def _scrubs_itself(annotation: Any) -> bool:
+    """Whether every value ``annotation`` admits is an edge model (or ``None``), alone
+    or in a list or tuple: then the value's own validation scrubs it."""
+    if annotation is type(None):
+        return True
+    if isinstance(annotation, type) and not typing.get_args(annotation):
+        return issubclass(annotation, EdgeModel)
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _scrubs_itself(typing.get_args(annotation)[0])
+    if origin in (list, tuple, typing.Union, types.UnionType):
+        arguments = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+        return bool(arguments) and all(map(_scrubs_itself, arguments))
+    return False

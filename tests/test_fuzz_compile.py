@@ -10,6 +10,7 @@ inputs change. Lone surrogates (which UTF-8 cannot encode) become U+FFFD at the 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -36,6 +37,7 @@ from pioneer.compile.inputs import parse_compile_input
 from pioneer.hooks.models import PromptSectionContribution
 from pioneer.hooks.registry import HookContext, HookRegistry
 from pioneer.resources import builtin_dir
+from pioneer.text import scrub
 from pioneer.turn.run import compile_turn
 
 FUZZ = settings(max_examples=int(os.environ.get("PIONEER_FUZZ_EXAMPLES", "100")), deadline=None,
@@ -277,3 +279,46 @@ def test_a_huge_value_compiles(home: Path) -> None:
         PromptCompileInput(workspace_root=home, extra_system=huge))
     assert payload.dynamic_system_text.endswith(huge.strip())
     assert payload.manifest.fingerprint_full == _sha(payload.full_system_text)
+
+
+def _problems(error: InputError, prefix: str = "") -> list[tuple[str | None, str]]:
+    return [((p.path or "").removeprefix(prefix), p.message.split(";")[0].split(" (known")[0])
+            for p in error.problems]
+
+
+@FUZZ
+@given(stable=STABLE, dynamic=DYNAMIC, junk=JUNK, nested=st.booleans())
+def test_a_dict_input_is_its_model_and_fails_as_its_model_fails(
+    stable: dict[str, Any], dynamic: dict[str, Any], junk: dict[str, str], nested: bool
+) -> None:
+    """A dict and the model built from it validate alike; each string is scrubbed once,
+    by the model that holds it, and ends as if the whole input had been scrubbed first."""
+    with tempfile.TemporaryDirectory() as folder:
+        data: dict[str, Any] = {"workspace_root": folder, **stable, **dynamic, **junk}
+        if nested:  # sections given as models inside the dict
+            for key in ("runtime_sections", "dynamic_sections"):
+                with contextlib.suppress(InputError):
+                    data[key] = PromptCompileInput(**{key: data.get(key, [])}).__dict__[key]
+        # What the edge did before each model scrubbed its own fields: every string of
+        # the input but the root scrubbed at once, then validated.
+        reference = {scrub(key): value if key == "workspace_root" else scrub(value)
+                     for key, value in data.items()}
+        try:
+            from_dict = parse_compile_input(data)
+        except InputError as error:
+            with pytest.raises(InputError) as expected:
+                parse_compile_input(reference)
+            assert [(p.path, p.message, p.line) for p in error.problems] == [
+                (p.path, p.message, p.line) for p in expected.value.problems]
+            with pytest.raises(InputError) as as_model:
+                PromptCompileInput(**data)
+            assert sorted(_problems(error)) == sorted(
+                _problems(as_model.value, "PromptCompileInput → "))
+            return
+        model = PromptCompileInput(**data)
+        assert from_dict == model == parse_compile_input(reference)
+        assert from_dict.model_dump_json() == model.model_dump_json()  # no lone surrogate left
+        assert_same_as_validated(from_dict)
+        by_dict, by_model = COMPILER.compile(data), COMPILER.compile(model)
+        assert by_dict.full_system_text == by_model.full_system_text
+        assert by_dict.manifest == by_model.manifest

@@ -47,7 +47,7 @@ def check_dynamic_id(value: str) -> str:
         raise ValueError("must not be empty")
     if value != value.strip():
         raise ValueError(f"must not have leading or trailing whitespace (got {value!r})")
-    if any(ch.isspace() for ch in value):
+    if len(value.split()) != 1:  # split() cuts at exactly the characters isspace() names
         raise ValueError(f"must not contain whitespace (got {value!r})")
     if value in BUILT_IN_SECTION_IDS:
         raise ValueError(f"{value!r} is a built-in section id and cannot be used as a dynamic id")
