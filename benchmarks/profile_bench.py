@@ -24,6 +24,7 @@ import math
 import statistics
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,11 +57,11 @@ def profile_text(shape: str, size: int) -> str:
     return "".join(parts)
 
 
-def write_profiles(root: Path) -> dict[tuple[str, int], Path]:
+def write_profiles(root: Path, sizes: Sequence[int] = SIZES) -> dict[tuple[str, int], Path]:
     """One folder per profile, each with the templates beside it."""
     folders = {}
     for shape in SHAPES:
-        for size in SIZES:
+        for size in sizes:
             folder = root / f"{shape}-{size}"
             folder.mkdir()
             (folder / "bench.toml").write_text(profile_text(shape, size))
@@ -88,10 +89,11 @@ def rows_for(label: str, package: Any, folders: dict[tuple[str, int], Path]) -> 
     return rows
 
 
-def report(rows: list[Row], out: Any) -> None:
-    """Each row's median, per section and growth exponent; then each shape's exponent."""
+def report(rows: list[Row], out: Any, unit: str = "section") -> None:
+    """Each row's median, per ``unit`` (rows are named ``label: shape COUNT``) and growth
+    exponent from the count before."""
     width = max(len(row.name) for row in rows) + 2
-    print(f"{'row':<{width}}{'median':>11}{'per section':>13}  exponent (target ≤ {TARGET})",
+    print(f"{'row':<{width}}{'median':>11}{f'per {unit}':>17}  exponent (target ≤ {TARGET})",
           file=out)
     before: dict[str, tuple[int, float]] = {}
     for row in rows:
@@ -103,7 +105,7 @@ def report(rows: list[Row], out: Any) -> None:
             value = math.log(median / last) / math.log(size / last_size)
             exponent = f"{value:.2f}" + ("" if value <= TARGET else " (over)")
         before[label_shape] = (size, median)
-        print(f"{row.name:<{width}}{_fmt(median):>11}{_fmt(median / size):>13}"
+        print(f"{row.name:<{width}}{_fmt(median):>11}{_fmt(median / size):>17}"
               f"  {exponent}", file=out)
 
 

@@ -1,0 +1,462 @@
+"""One gateway process serving many threads: what a turn costs at 1 to 2,048 threads.
+
+    python benchmarks/gateway_bench.py [--threads 1,32,256,2048] [--rounds N]
+                                       [--stores sqlite,postgresql] [--samples N]
+                                       [--history-turns N] [--profile-rounds N]
+                                       [--no-profiles] [--postgres-url URL]
+
+A gateway runs one long-lived process per node for many threads, each with its own
+runtime home (SOUL.md, IDENTITY.md and USER.md of its own, about 4,000 characters in
+all) and its own history (``--history-turns`` stored turns, 16 by default, under a
+history budget of 1,200 tokens, so every window is cut back to about the same size).
+For each thread count and store (SQLite: a file; PostgreSQL: a database created on the
+server at ``--postgres-url`` and dropped at the end), the threads' turns are served
+round robin, thread after thread, and three rows are timed on each visit:
+
+* ``compile``: one long-lived ``PromptCompiler`` compiles the thread's input (its home,
+  a new dynamic context and memory recall each turn);
+* ``history pass``: the budgeting pass over the thread's stored turns
+  (``HistoryBudgeter.build``);
+* ``whole turn``: the turn runner (``pioneer.Agent``) runs one turn: ``next_body`` (window,
+  budget, recall, hooks, compile, tools, request body, cache plan), a scripted provider
+  reply (``examples/agent_loop.py``'s), ``receive`` and ``finish`` (the turn, its record
+  and its index in one transaction). The runner's base compile input is pointed at the
+  thread's home before each turn (the runner takes one base input per agent).
+
+The first round of each count is a warm-up and is not counted; every count runs at
+least ``--rounds`` timed rounds and at least ``--samples`` visits per row. Each row's
+cost is the median per turn, beside its ratio to the one-thread case and the targets:
+256 threads at most 1.5 times one thread, 2,048 threads at most 2 times. Then the
+process's resident memory after each count (``VmRSS``) beside what it was before the
+first home was made (the interpreter with pioneer imported), and the caches' bytes and
+hit rates when the compiler reports them (``cache_stats``).
+
+Last, the growth exponents of profile loading (``profile_bench.py``'s profiles of 10,
+100 and 1,000 sections) and of a compile with 10, 100 and 1,000 contributions (runtime
+sections with the same ids each turn, and with ids new each turn); the target is at
+most 1.1. Not a test: run it on demand (about 10 minutes on a 2-core machine in full).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import random
+import resource
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+
+import profile_bench
+import workload
+from agent_loop import response, usage
+from bench import Row, _fmt, run_interleaved, settle
+
+import pioneer
+from pioneer import Agent, PromptCompileInput, PromptCompiler, RuntimeSectionInput
+from pioneer.history import HistoryBudgeter, HistoryLimits
+
+PROVIDER, MODEL = "anthropic", "claude-sonnet-4-5"
+SIZES = (1, 32, 256, 2048)
+#: The targets: a thread count's cost per turn at most this many times one thread's.
+TARGETS = {256: 1.5, 2048: 2.0}
+#: The contributions' growth exponent target, as profile_bench's.
+GROWTH = profile_bench.TARGET
+HISTORY_BUDGET = 1200
+DEFAULT_URL = os.environ.get("PIONEER_BENCH_POSTGRES_URL",
+                             "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+# -- the threads ----------------------------------------------------------------------
+
+
+def write_home(home: Path, number: int) -> None:
+    """A runtime home of its own: identity files no other thread has."""
+    rng = random.Random(f"home:{number}")
+    home.mkdir(parents=True)
+    for name, chars in (("SOUL.md", 1500), ("IDENTITY.md", 800), ("USER.md", 1700)):
+        (home / name).write_text(workload.text(rng, chars, f"{name} of thread {number}."),
+                                 encoding="utf-8")
+
+
+def turn_input(home: Path, number: int, turn: int) -> PromptCompileInput:
+    """Thread ``number``'s compile input for ``turn``: what changes each turn is dynamic."""
+    rng = random.Random(f"turn:{number}:{turn}")
+    return PromptCompileInput(
+        workspace_root=home,
+        dynamic_context=workload.text(rng, 400, f"Thread {number}, turn {turn}."),
+        runtime_sections=[RuntimeSectionInput(id="memory_recall",
+                                              content=workload.text(rng, 600))],
+    )
+
+
+def seed(store: Any, threads: Sequence[str], turns: int, workers: int) -> None:
+    """``turns`` stored turns in each thread (``workers`` writers at once)."""
+    def one(thread: str) -> None:
+        rng = random.Random(thread)
+        store.ensure_thread(thread, model=MODEL)
+        for n in range(turns):
+            store.add_turn(thread, user_text=workload.text(rng, 150, f"Question {n}."),
+                           assistant_text=workload.text(rng, 350, f"Answer {n}."),
+                           turn_id=f"{thread}-seed-{n}")
+
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(one, threads))
+
+
+# -- memory and caches ----------------------------------------------------------------
+
+
+def rss_bytes() -> int:
+    """The process's resident memory now (``VmRSS``), else its peak."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def cache_stats(compiler: PromptCompiler) -> Any:
+    """What the compiler reports of its caches, or None when this version reports nothing
+    (``PromptCompiler.cache_stats`` or ``pioneer.cache_stats``, whichever exists)."""
+    for owner, takes_compiler in ((compiler, False), (pioneer, True)):
+        try:
+            found = getattr(owner, "cache_stats", None)
+        except AttributeError:  # pioneer's lazy exports raise for an unknown name
+            found = None
+        if callable(found):
+            return found(compiler) if takes_compiler else found()
+        if found is not None:
+            return found
+    return None
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as plain data: a mapping, a dataclass or a model, a list, a number."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump()
+    if hasattr(value, "__dataclass_fields__"):
+        return {name: getattr(value, name) for name in value.__dataclass_fields__}
+    if hasattr(value, "_asdict"):
+        return value._asdict()
+    return value
+
+
+def cache_lines(stats: Any) -> list[str]:
+    """One line per cache: its bytes (and budget) and hit rate, from whatever shape the
+    stats come in (a mapping of caches, or a sequence of them with a ``name``)."""
+    stats = _plain(stats)
+    if isinstance(stats, dict):
+        items = list(stats.items())
+    elif isinstance(stats, (list, tuple)):
+        items = [(str(_plain(s).get("name", n)) if isinstance(_plain(s), dict) else str(n), s)
+                 for n, s in enumerate(stats)]
+    else:
+        return [f"  {stats!r}"]
+    lines = []
+    for name, entry in items:
+        entry = _plain(entry)
+        if not isinstance(entry, dict):
+            lines.append(f"  {name}: {entry!r}")
+            continue
+        used = _first(entry, "bytes", "size_bytes", "used_bytes", "current_bytes")
+        budget = _first(entry, "budget", "budget_bytes", "max_bytes", "limit_bytes", "capacity")
+        hits, misses = _first(entry, "hits"), _first(entry, "misses")
+        rate = _first(entry, "hit_rate")
+        if rate is None and isinstance(hits, int) and isinstance(misses, int):
+            rate = hits / (hits + misses) if hits + misses else None
+        parts = []
+        if used is not None:
+            parts.append(f"{_mib(used)}" + (f" of {_mib(budget)}" if budget is not None else ""))
+        if rate is not None:
+            parts.append(f"hit rate {rate:.1%}")
+        if hits is not None and misses is not None:
+            parts.append(f"{hits:,} hits, {misses:,} misses")
+        lines.append(f"  {name}: " + (", ".join(parts) if parts else repr(entry)))
+    return lines
+
+
+def cache_budget(stats: Any) -> int | None:
+    """The caches' byte budgets added up, when the stats give them."""
+    stats = _plain(stats)
+    entries = stats.values() if isinstance(stats, dict) else stats \
+        if isinstance(stats, (list, tuple)) else ()
+    total = None
+    for entry in entries:
+        entry = _plain(entry)
+        if isinstance(entry, dict):
+            budget = _first(entry, "budget", "budget_bytes", "max_bytes", "limit_bytes")
+            if isinstance(budget, int):
+                total = (total or 0) + budget
+    return total
+
+
+def _first(entry: dict[str, Any], *names: str) -> Any:
+    return next((entry[name] for name in names if name in entry), None)
+
+
+def _mib(value: Any) -> str:
+    return f"{value / 2**20:.1f} MiB" if isinstance(value, (int, float)) else repr(value)
+
+
+# -- the stores -----------------------------------------------------------------------
+
+
+def _with_database(url: str, name: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(path="/" + name))
+
+
+@contextmanager
+def stores(names: Sequence[str], folder: Path, url: str) -> Iterator[dict[str, str]]:
+    """Where each store goes; a PostgreSQL database made for the run, dropped after it."""
+    targets = {}
+    database = None
+    if "sqlite" in names:
+        targets["sqlite"] = str(folder / "gateway.db")
+    if "postgresql" in names:
+        import psycopg
+
+        database = f"pioneer_gateway_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{database}"')
+        targets["postgresql"] = _with_database(url, database)
+        print(f"postgresql: database {database} on {urlsplit(url).hostname or 'the socket'}"
+              " (dropped at the end)", flush=True)
+    try:
+        yield targets
+    finally:
+        if database is not None:
+            import psycopg
+
+            with psycopg.connect(url, autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+# -- one thread count on one store ----------------------------------------------------
+
+ROWS = ("compile", "history pass", "whole turn")
+
+
+def serve(store: Any, homes: list[Path], size: int, rounds: int, samples: int,
+          history_turns: int, out: Any) -> tuple[dict[str, float], int, Any]:
+    """The rows' median per turn (ns) for ``size`` threads, the RSS after, the stats."""
+    threads = [f"s{size}-t{n}" for n in range(size)]
+    seed(store, threads, history_turns, workers=8)
+    compiler = PromptCompiler(count_tokens=False)
+    limits = HistoryLimits.from_tokens(HISTORY_BUDGET, 0)
+    budgeter = HistoryBudgeter(store, limits)
+    agent = Agent(store, provider=PROVIDER, model=MODEL, limits=limits,
+                  compiler=PromptCompiler(count_tokens=False),
+                  compile_input={"workspace_root": homes[0]})
+    bases = [PromptCompileInput(workspace_root=homes[n]) for n in range(size)]
+    timed = max(rounds, math.ceil(samples / size))
+    times: dict[str, list[int]] = {row: [] for row in ROWS}
+    clock = time.perf_counter_ns
+    try:
+        for turn in range(timed + 1):
+            for n, thread in enumerate(threads):
+                given = turn_input(homes[n], n, turn)
+                start = clock()
+                compiler.compile(given)
+                compiled = clock()
+                budgeter.build(thread)
+                passed = clock()
+                agent.compile_input = bases[n]
+                run_turn(agent, thread, turn)
+                ended = clock()
+                if turn:
+                    times["compile"].append(compiled - start)
+                    times["history pass"].append(passed - compiled)
+                    times["whole turn"].append(ended - passed)
+            print(f"  {size} threads: round {turn + 1} of {timed + 1}", file=out, flush=True)
+        stats = cache_stats(compiler)
+    finally:
+        agent.close()
+    return {row: statistics.median(values) for row, values in times.items()}, rss_bytes(), stats
+
+
+def run_turn(agent: Agent, thread: str, number: int) -> None:
+    """One turn through the runner, answered by a scripted reply."""
+    turn = agent.turn(thread, f"Question {number} of {thread}: what is next?",
+                      turn_id=f"{thread}-turn-{number}")
+    turn.next_body()
+    plan = turn.rounds[-1].cache
+    assert plan is not None
+    step = turn.receive(response(PROVIDER, MODEL, f"Answer {number}: the next step.", [],
+                                 usage(PROVIDER, plan, 40)))
+    if not step.done:
+        raise SystemExit("gateway_bench.py: the scripted reply did not end the turn")
+    turn.finish()
+
+
+def report_store(name: str, results: dict[int, tuple[dict[str, float], int, Any]],
+                 base_rss: int, rounds: int, samples: int, history_turns: int, out: Any) -> None:
+    """The table of one store: each row per thread count, beside one thread's."""
+    print(f"\n{name}: turns served round robin; at least {rounds} timed rounds and "
+          f"{samples} visits a row; {history_turns} stored turns a thread", file=out)
+    print(f"{'row':<14}{'threads':>8}{'per turn':>12}{'x 1 thread':>12}  target", file=out)
+    one = results.get(1)
+    for row in ROWS:
+        for size, (medians, _, _) in results.items():
+            ratio = medians[row] / one[0][row] if one else float("nan")
+            target = ""
+            if size in TARGETS and one:
+                bound = TARGETS[size]
+                target = f"<= {bound:g}x: " + ("met" if ratio <= bound else "missed")
+            print(f"{row:<14}{size:>8,}{_fmt(medians[row]):>12}{ratio:>11.2f}x  {target}",
+                  file=out)
+    # The interpreter: pioneer, the store and the runner loaded, one count served.
+    smallest, largest = min(results), max(results)
+    interpreter = results[smallest][1]
+    print(f"{'RSS':<14}{'threads':>8}{'resident':>12}{'growth':>12}  (over {smallest:,} "
+          f"thread{'s' if smallest > 1 else ''}; {_mib(base_rss)} before the first home)",
+          file=out)
+    for size, (_, rss, _) in results.items():
+        print(f"{'RSS':<14}{size:>8,}{_mib(rss):>12}{_mib(rss - interpreter):>12}", file=out)
+    stats = results[largest][2]
+    for size, (_, _, found) in results.items():
+        if found is None:
+            continue
+        print(f"caches of the compile row at {size:,} threads:", file=out)
+        for line in cache_lines(found):
+            print(line, file=out)
+    budget = cache_budget(stats) if stats is not None else None
+    growth = results[largest][1] - interpreter
+    if budget is None:
+        print(f"RSS at {largest:,} threads: {_mib(growth)} over the interpreter; cache "
+              "budget: not reported by this version (no cache_stats)", file=out)
+    else:
+        verdict = "within" if growth <= budget else "over"
+        print(f"RSS at {largest:,} threads: {_mib(growth)} over the interpreter; cache "
+              f"budget {_mib(budget)}: {verdict}", file=out)
+
+
+# -- growth: profiles and contributions ---------------------------------------------
+
+
+def contribution_rows(home: Path, sizes: Sequence[int]) -> list[Row]:
+    """A warm compile with ``size`` runtime contributions, their ids the same each turn
+    or new each turn."""
+    rows = []
+    for shape in ("same-ids", "new-ids"):
+        for size in sizes:
+            compiler = PromptCompiler(count_tokens=False)
+
+            def run(turn: int, size: int = size, shape: str = shape,
+                    compiler: PromptCompiler = compiler) -> object:
+                prefix = f"gw.t{turn}" if shape == "new-ids" else "gw"
+                return compiler.compile(PromptCompileInput(
+                    workspace_root=home, dynamic_context=f"Turn {turn}.",
+                    runtime_sections=[RuntimeSectionInput(id=f"{prefix}.c{n}",
+                                                          content=f"Contribution {n}, turn {turn}.")
+                                      for n in range(size)]))
+
+            run(-1)
+            rows.append(Row(f"contributions: {shape} {size}", run))
+    return rows
+
+
+def growth(folder: Path, sizes: Sequence[int], rounds: int, out: Any) -> None:
+    """Profile loading and contributions against their count, with growth exponents."""
+    (folder / "profiles").mkdir()
+    folders = profile_bench.write_profiles(folder / "profiles", sizes)
+    profiles = profile_bench.rows_for("profile", pioneer, folders)
+    home = folder / "growth-home"
+    write_home(home, -1)
+    contributions = contribution_rows(home, sizes)
+    settle()
+    run_interleaved(profiles + contributions, rounds, cold=True)
+    print(f"\nprofiles (a fresh compiler loads each), {rounds - 1} timed rounds", file=out)
+    profile_bench.report(profiles, out)
+    print(f"\ncontributions (a warm compile), {rounds - 1} timed rounds", file=out)
+    profile_bench.report(contributions, out, unit="contribution")
+
+
+# -- main ------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", default=",".join(map(str, SIZES)),
+                        help="comma-separated thread counts (default 1,32,256,2048)")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="timed rounds at least, after the warm-up round (default 2)")
+    parser.add_argument("--samples", type=int, default=48,
+                        help="timed visits a row at least (default 48)")
+    parser.add_argument("--stores", default="sqlite,postgresql",
+                        help="comma-separated stores (default sqlite,postgresql)")
+    parser.add_argument("--history-turns", type=int, default=16,
+                        help="stored turns a thread starts with (default 16)")
+    parser.add_argument("--profile-rounds", type=int, default=4,
+                        help="rounds of the growth rows, the first untimed (default 4)")
+    parser.add_argument("--growth-sizes", default=",".join(map(str, profile_bench.SIZES)),
+                        help="section and contribution counts of the growth rows "
+                        "(default 10,100,1000)")
+    parser.add_argument("--no-profiles", action="store_true",
+                        help="skip the profile and contribution growth rows")
+    parser.add_argument("--postgres-url", default=DEFAULT_URL,
+                        help="the server's maintenance database (PIONEER_BENCH_POSTGRES_URL)")
+    args = parser.parse_args(argv)
+    sizes, counts = (_counts(parser, option, value) for option, value in (
+        ("--threads", args.threads), ("--growth-sizes", args.growth_sizes)))
+    names = [part for part in args.stores.split(",") if part]
+    unknown = sorted(set(names) - {"sqlite", "postgresql"})
+    if unknown:
+        parser.error(f"unknown store {unknown[0]!r} (known: sqlite, postgresql)")
+    if args.rounds < 1 or args.samples < 1 or args.profile_rounds < 2:
+        parser.error("--rounds and --samples must be at least 1, --profile-rounds 2")
+    out = sys.stdout
+    print(f"gateway_bench: threads {','.join(map(str, sizes))}; stores {','.join(names)}; "
+          f"Python {sys.version.split()[0]}; {os.cpu_count()} CPUs; load average "
+          f"{os.getloadavg()[0]:.1f}", file=out)
+    base_rss = rss_bytes()
+    with tempfile.TemporaryDirectory() as temporary:
+        folder = Path(temporary)
+        homes = [folder / "homes" / f"h{n}" for n in range(max(sizes))]
+        for number, home in enumerate(homes):
+            write_home(home, number)
+        settle()  # the homes' files settle, so their stat signatures are trusted
+        with stores(names, folder, args.postgres_url) as targets:
+            for name in names:
+                store = pioneer.open_store(targets[name])
+                results: dict[int, tuple[dict[str, float], int, Any]] = {}
+                try:
+                    for size in sizes:
+                        results[size] = serve(store, homes, size, args.rounds, args.samples,
+                                              args.history_turns, sys.stderr)
+                finally:
+                    store.close()
+                report_store(name, results, base_rss, args.rounds, args.samples,
+                             args.history_turns, out)
+                out.flush()
+        if not args.no_profiles:
+            growth(folder, counts, args.profile_rounds, out)
+    return 0
+
+
+def _counts(parser: argparse.ArgumentParser, option: str, value: str) -> list[int]:
+    try:
+        counts = sorted({int(part) for part in value.split(",") if part})
+    except ValueError:
+        parser.error(f"{option}: expected comma-separated counts (got {value!r})")
+    if not counts or counts[0] < 1:
+        parser.error(f"{option}: expected counts of at least 1")
+    return counts
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
