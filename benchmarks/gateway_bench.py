@@ -23,8 +23,10 @@ round robin, thread after thread, and three rows are timed on each visit:
   and its index in one transaction). The runner's base compile input is pointed at the
   thread's home before each turn (the runner takes one base input per agent).
 
-The first round of each count is a warm-up and is not counted; every count runs at
-least ``--rounds`` timed rounds and at least ``--samples`` visits per row. Each row's
+Every thread gets a warm-up turn (not counted) and ``--rounds`` timed turns, so every
+thread's history is the same size at every count; a count that needs more than that
+for ``--samples`` visits a row serves several groups of its threads, one group after
+the other, on the same homes, compiler, store and runner. Each row's
 cost is the median per turn, beside its ratio to the one-thread case and the targets:
 256 threads at most 1.5 times one thread, 2,048 threads at most 2 times. Then the
 process's resident memory after each count (``VmRSS``) beside what it was before the
@@ -44,6 +46,7 @@ import math
 import os
 import random
 import resource
+import signal
 import statistics
 import sys
 import tempfile
@@ -253,9 +256,14 @@ ROWS = ("compile", "history pass", "whole turn")
 
 def serve(store: Any, homes: list[Path], size: int, rounds: int, samples: int,
           history_turns: int, out: Any) -> tuple[dict[str, float], int, Any]:
-    """The rows' median per turn (ns) for ``size`` threads, the RSS after, the stats."""
-    threads = [f"s{size}-t{n}" for n in range(size)]
-    seed(store, threads, history_turns, workers=8)
+    """The rows' median per turn (ns) for ``size`` threads, the RSS after, the stats.
+
+    Every thread gets the same number of turns at every count (a warm-up and ``rounds``),
+    so its history and index are the same size: a small count that needs more visits
+    serves several groups of ``size`` threads, one group after the other, on the same
+    homes and the same long-lived compiler, store and runner.
+    """
+    groups = max(1, math.ceil(samples / (size * rounds)))
     compiler = PromptCompiler(count_tokens=False)
     limits = HistoryLimits.from_tokens(HISTORY_BUDGET, 0)
     budgeter = HistoryBudgeter(store, limits)
@@ -263,30 +271,40 @@ def serve(store: Any, homes: list[Path], size: int, rounds: int, samples: int,
                   compiler=PromptCompiler(count_tokens=False),
                   compile_input={"workspace_root": homes[0]})
     bases = [PromptCompileInput(workspace_root=homes[n]) for n in range(size)]
-    timed = max(rounds, math.ceil(samples / size))
     times: dict[str, list[int]] = {row: [] for row in ROWS}
-    clock = time.perf_counter_ns
     try:
-        for turn in range(timed + 1):
-            for n, thread in enumerate(threads):
-                given = turn_input(homes[n], n, turn)
-                start = clock()
-                compiler.compile(given)
-                compiled = clock()
-                budgeter.build(thread)
-                passed = clock()
-                agent.compile_input = bases[n]
-                run_turn(agent, thread, turn)
-                ended = clock()
-                if turn:
-                    times["compile"].append(compiled - start)
-                    times["history pass"].append(passed - compiled)
-                    times["whole turn"].append(ended - passed)
-            print(f"  {size} threads: round {turn + 1} of {timed + 1}", file=out, flush=True)
+        for group in range(groups):
+            threads = [f"s{size}-g{group}-t{n}" for n in range(size)]
+            seed(store, threads, history_turns, workers=8)
+            serve_group(compiler, budgeter, agent, threads, homes, bases, rounds, times)
+            print(f"  {size} threads: group {group + 1} of {groups} served", file=out,
+                  flush=True)
         stats = cache_stats(compiler)
     finally:
         agent.close()
     return {row: statistics.median(values) for row, values in times.items()}, rss_bytes(), stats
+
+
+def serve_group(compiler: PromptCompiler, budgeter: HistoryBudgeter, agent: Agent,
+                threads: list[str], homes: list[Path], bases: list[PromptCompileInput],
+                rounds: int, times: dict[str, list[int]]) -> None:
+    """A warm-up round and ``rounds`` timed rounds over ``threads``, round robin."""
+    clock = time.perf_counter_ns
+    for turn in range(rounds + 1):
+        for n, thread in enumerate(threads):
+            given = turn_input(homes[n], n, turn)
+            start = clock()
+            compiler.compile(given)
+            compiled = clock()
+            budgeter.build(thread)
+            passed = clock()
+            agent.compile_input = bases[n]
+            run_turn(agent, thread, turn)
+            ended = clock()
+            if turn:
+                times["compile"].append(compiled - start)
+                times["history pass"].append(passed - compiled)
+                times["whole turn"].append(ended - passed)
 
 
 def run_turn(agent: Agent, thread: str, number: int) -> None:
@@ -306,8 +324,8 @@ def run_turn(agent: Agent, thread: str, number: int) -> None:
 def report_store(name: str, results: dict[int, tuple[dict[str, float], int, Any]],
                  base_rss: int, rounds: int, samples: int, history_turns: int, out: Any) -> None:
     """The table of one store: each row per thread count, beside one thread's."""
-    print(f"\n{name}: turns served round robin; at least {rounds} timed rounds and "
-          f"{samples} visits a row; {history_turns} stored turns a thread", file=out)
+    print(f"\n{name}: turns served round robin; every thread {history_turns} stored turns, "
+          f"a warm-up turn and {rounds} timed; at least {samples} visits a row", file=out)
     print(f"{'row':<14}{'threads':>8}{'per turn':>12}{'x 1 thread':>12}  target", file=out)
     one = results.get(1)
     for row in ROWS:
@@ -393,10 +411,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", default=",".join(map(str, SIZES)),
                         help="comma-separated thread counts (default 1,32,256,2048)")
-    parser.add_argument("--rounds", type=int, default=2,
-                        help="timed rounds at least, after the warm-up round (default 2)")
-    parser.add_argument("--samples", type=int, default=48,
-                        help="timed visits a row at least (default 48)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="timed turns of each thread, after its warm-up turn (default 1)")
+    parser.add_argument("--samples", type=int, default=32,
+                        help="timed visits a row at least (default 32)")
     parser.add_argument("--stores", default="sqlite,postgresql",
                         help="comma-separated stores (default sqlite,postgresql)")
     parser.add_argument("--history-turns", type=int, default=16,
@@ -411,6 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--postgres-url", default=DEFAULT_URL,
                         help="the server's maintenance database (PIONEER_BENCH_POSTGRES_URL)")
     args = parser.parse_args(argv)
+    # A stop (Ctrl-C, SIGTERM) still drops the PostgreSQL database made for the run.
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     sizes, counts = (_counts(parser, option, value) for option, value in (
         ("--threads", args.threads), ("--growth-sizes", args.growth_sizes)))
     names = [part for part in args.stores.split(",") if part]
