@@ -7,8 +7,8 @@
 
 A gateway runs one long-lived process per node for many threads, each with its own
 runtime home (SOUL.md, IDENTITY.md and USER.md of its own, about 4,000 characters in
-all) and its own history (``--history-turns`` stored turns, 16 by default, under a
-history budget of 1,200 tokens, so every window is cut back to about the same size).
+all) and its own history (``--history-turns`` stored turns, 8 by default, of about 170
+tokens each, under a history budget of 1,200 tokens).
 For each thread count and store (SQLite: a file; PostgreSQL: a database created on the
 server at ``--postgres-url`` and dropped at the end), the threads' turns are served
 round robin, thread after thread, and three rows are timed on each visit:
@@ -23,8 +23,9 @@ round robin, thread after thread, and three rows are timed on each visit:
   and its index in one transaction). The runner's base compile input is pointed at the
   thread's home before each turn (the runner takes one base input per agent).
 
-Every thread gets a warm-up turn (not counted) and ``--rounds`` timed turns, so every
-thread's history is the same size at every count; a count that needs more than that
+Every thread gets a warm-up visit (its input compiled by both compilers and its history
+pass, untimed) and ``--rounds`` timed turns, so every thread's history is the same size
+at every count; a count that needs more than that
 for ``--samples`` visits a row serves several groups of its threads, one group after
 the other, on the same homes, compiler, store and runner. Each row's
 cost is the median per turn, beside its ratio to the one-thread case and the targets:
@@ -288,7 +289,9 @@ def serve(store: Any, homes: list[Path], size: int, rounds: int, samples: int,
 def serve_group(compiler: PromptCompiler, budgeter: HistoryBudgeter, agent: Agent,
                 threads: list[str], homes: list[Path], bases: list[PromptCompileInput],
                 rounds: int, times: dict[str, list[int]]) -> None:
-    """A warm-up round and ``rounds`` timed rounds over ``threads``, round robin."""
+    """A warm-up round and ``rounds`` timed rounds over ``threads``, round robin. The
+    warm-up compiles each thread's input with both compilers (the compile row's and the
+    runner's) and runs its history pass, as the thread's turn before would have."""
     clock = time.perf_counter_ns
     for turn in range(rounds + 1):
         for n, thread in enumerate(threads):
@@ -299,12 +302,14 @@ def serve_group(compiler: PromptCompiler, budgeter: HistoryBudgeter, agent: Agen
             budgeter.build(thread)
             passed = clock()
             agent.compile_input = bases[n]
+            if not turn:  # the warm-up: the runner's compiler meets the home, untimed
+                agent.compiler.compile(given)
+                continue
             run_turn(agent, thread, turn)
             ended = clock()
-            if turn:
-                times["compile"].append(compiled - start)
-                times["history pass"].append(passed - compiled)
-                times["whole turn"].append(ended - passed)
+            times["compile"].append(compiled - start)
+            times["history pass"].append(passed - compiled)
+            times["whole turn"].append(ended - passed)
 
 
 def run_turn(agent: Agent, thread: str, number: int) -> None:
@@ -325,7 +330,7 @@ def report_store(name: str, results: dict[int, tuple[dict[str, float], int, Any]
                  base_rss: int, rounds: int, samples: int, history_turns: int, out: Any) -> None:
     """The table of one store: each row per thread count, beside one thread's."""
     print(f"\n{name}: turns served round robin; every thread {history_turns} stored turns, "
-          f"a warm-up turn and {rounds} timed; at least {samples} visits a row", file=out)
+          f"a warm-up visit and {rounds} timed turns; at least {samples} visits a row", file=out)
     print(f"{'row':<14}{'threads':>8}{'per turn':>12}{'x 1 thread':>12}  target", file=out)
     one = results.get(1)
     for row in ROWS:
@@ -412,13 +417,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", default=",".join(map(str, SIZES)),
                         help="comma-separated thread counts (default 1,32,256,2048)")
     parser.add_argument("--rounds", type=int, default=1,
-                        help="timed turns of each thread, after its warm-up turn (default 1)")
+                        help="timed turns of each thread, after its warm-up visit (default 1)")
     parser.add_argument("--samples", type=int, default=32,
                         help="timed visits a row at least (default 32)")
     parser.add_argument("--stores", default="sqlite,postgresql",
                         help="comma-separated stores (default sqlite,postgresql)")
-    parser.add_argument("--history-turns", type=int, default=16,
-                        help="stored turns a thread starts with (default 16)")
+    parser.add_argument("--history-turns", type=int, default=8,
+                        help="stored turns a thread starts with (default 8)")
     parser.add_argument("--profile-rounds", type=int, default=4,
                         help="rounds of the growth rows, the first untimed (default 4)")
     parser.add_argument("--growth-sizes", default=",".join(map(str, profile_bench.SIZES)),
