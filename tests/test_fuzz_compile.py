@@ -282,7 +282,10 @@ def test_a_huge_value_compiles(home: Path) -> None:
 
 
 def _problems(error: InputError, prefix: str = "") -> list[tuple[str | None, str]]:
-    return [((p.path or "").removeprefix(prefix), p.message.split(";")[0].split(" (known")[0])
+    """(path, message) of each problem; an unknown field's hint (the fields it might
+    have meant), which only the located report gives, left out."""
+    return [((p.path or "").removeprefix(prefix),
+             "unknown field" if p.message.startswith("unknown field") else p.message)
             for p in error.problems]
 
 
