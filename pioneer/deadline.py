@@ -33,6 +33,7 @@ exception.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -196,6 +197,16 @@ class _Pool:
 
 
 _POOL = _Pool()
+
+
+def _forked() -> None:
+    # A forked child has none of its parent's workers (only the forking thread goes on),
+    # so it starts with an empty pool of its own rather than counting threads it lacks.
+    global _POOL
+    _POOL = _Pool()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def pool_threads() -> tuple[int, int]:

@@ -196,3 +196,26 @@ def test_a_hook_sees_its_own_name_on_its_worker(
     compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
     assert names == [f"pioneer-hook:acme.named.{PHASE}"]
     assert [t.name for t in started_since(pool)] == ["pioneer-deadline-1"]
+
+
+def _deadline_call_in_a_child(queue: object) -> None:
+    outcome = pool_module.run_with_deadline(lambda: "ran", 5.0, name="child")
+    queue.put((outcome.value, outcome.late))  # type: ignore[attr-defined]
+
+
+def test_a_forked_child_runs_deadline_calls_on_a_pool_of_its_own(
+    pool: set[threading.Thread],
+) -> None:
+    import multiprocessing
+
+    assert pool_module.run_with_deadline(lambda: 1, 5.0, name="parent").value == 1
+    assert pool_module.pool_threads() == (1, 0)  # an idle worker the child will not have
+    fork = multiprocessing.get_context("fork")
+    queue = fork.Queue()
+    child = fork.Process(target=_deadline_call_in_a_child, args=(queue,))
+    child.start()
+    try:
+        assert queue.get(timeout=BOUNDED) == ("ran", False)
+    finally:
+        child.join(BOUNDED)
+    assert child.exitcode == 0
