@@ -31,8 +31,9 @@ the other, on the same homes, compiler, store and runner. Each row's
 cost is the median per turn, beside its ratio to the one-thread case and the targets:
 256 threads at most 1.5 times one thread, 2,048 threads at most 2 times. Then the
 process's resident memory after each count (``VmRSS``) beside what it was before the
-first home was made (the interpreter with pioneer imported), and the caches' bytes and
-hit rates when the compiler reports them (``cache_stats``).
+first home was made (the interpreter with pioneer imported), the compile row's caches'
+bytes and hit rates (``PromptCompiler.cache_stats``), and the growth at the largest count
+against the byte budgets of every cache alive in the process (``pioneer.cache_stats``).
 
 Last, the growth exponents of profile loading (``profile_bench.py``'s profiles of 10,
 100 and 1,000 sections) and of a compile with 10, 100 and 1,000 contributions (runtime
@@ -57,7 +58,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -69,7 +70,7 @@ from agent_loop import response, usage
 from bench import Row, _fmt, run_interleaved, settle
 
 import pioneer
-from pioneer import Agent, PromptCompileInput, PromptCompiler, RuntimeSectionInput
+from pioneer import Agent, CacheStats, PromptCompileInput, PromptCompiler, RuntimeSectionInput
 from pioneer.history import HistoryBudgeter, HistoryLimits
 
 PROVIDER, MODEL = "anthropic", "claude-sonnet-4-5"
@@ -95,12 +96,15 @@ def write_home(home: Path, number: int) -> None:
                                  encoding="utf-8")
 
 
-def turn_input(home: Path, number: int, turn: int) -> PromptCompileInput:
-    """Thread ``number``'s compile input for ``turn``: what changes each turn is dynamic."""
-    rng = random.Random(f"turn:{number}:{turn}")
+def turn_input(home: Path, thread: str, turn: int) -> PromptCompileInput:
+    """``thread``'s compile input for ``turn``: what changes each turn is dynamic, and new
+    to the compiler on every visit (a group served again on the same home is a new
+    thread, with turns of its own), so no count is timed on dynamic sections it rendered
+    before."""
+    rng = random.Random(f"turn:{thread}:{turn}")
     return PromptCompileInput(
         workspace_root=home,
-        dynamic_context=workload.text(rng, 400, f"Thread {number}, turn {turn}."),
+        dynamic_context=workload.text(rng, 400, f"Thread {thread}, turn {turn}."),
         runtime_sections=[RuntimeSectionInput(id="memory_recall",
                                               content=workload.text(rng, 600))],
     )
@@ -134,83 +138,11 @@ def rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def cache_stats(compiler: PromptCompiler) -> Any:
-    """What the compiler reports of its caches, or None when this version reports nothing
-    (``PromptCompiler.cache_stats`` or ``pioneer.cache_stats``, whichever exists)."""
-    for owner, takes_compiler in ((compiler, False), (pioneer, True)):
-        try:
-            found = getattr(owner, "cache_stats", None)
-        except AttributeError:  # pioneer's lazy exports raise for an unknown name
-            found = None
-        if callable(found):
-            return found(compiler) if takes_compiler else found()
-        if found is not None:
-            return found
-    return None
-
-
-def _plain(value: Any) -> Any:
-    """``value`` as plain data: a mapping, a dataclass or a model, a list, a number."""
-    if hasattr(value, "model_dump"):
-        return value.model_dump()
-    if hasattr(value, "__dataclass_fields__"):
-        return {name: getattr(value, name) for name in value.__dataclass_fields__}
-    if hasattr(value, "_asdict"):
-        return value._asdict()
-    return value
-
-
-def cache_lines(stats: Any) -> list[str]:
-    """One line per cache: its bytes (and budget) and hit rate, from whatever shape the
-    stats come in (a mapping of caches, or a sequence of them with a ``name``)."""
-    stats = _plain(stats)
-    if isinstance(stats, dict):
-        items = list(stats.items())
-    elif isinstance(stats, (list, tuple)):
-        items = [(str(_plain(s).get("name", n)) if isinstance(_plain(s), dict) else str(n), s)
-                 for n, s in enumerate(stats)]
-    else:
-        return [f"  {stats!r}"]
-    lines = []
-    for name, entry in items:
-        entry = _plain(entry)
-        if not isinstance(entry, dict):
-            lines.append(f"  {name}: {entry!r}")
-            continue
-        used = _first(entry, "bytes", "size_bytes", "used_bytes", "current_bytes")
-        budget = _first(entry, "budget", "budget_bytes", "max_bytes", "limit_bytes", "capacity")
-        hits, misses = _first(entry, "hits"), _first(entry, "misses")
-        rate = _first(entry, "hit_rate")
-        if rate is None and isinstance(hits, int) and isinstance(misses, int):
-            rate = hits / (hits + misses) if hits + misses else None
-        parts = []
-        if used is not None:
-            parts.append(f"{_mib(used)}" + (f" of {_mib(budget)}" if budget is not None else ""))
-        if rate is not None:
-            parts.append(f"hit rate {rate:.1%}")
-        if hits is not None and misses is not None:
-            parts.append(f"{hits:,} hits, {misses:,} misses")
-        lines.append(f"  {name}: " + (", ".join(parts) if parts else repr(entry)))
-    return lines
-
-
-def cache_budget(stats: Any) -> int | None:
-    """The caches' byte budgets added up, when the stats give them."""
-    stats = _plain(stats)
-    entries = stats.values() if isinstance(stats, dict) else stats \
-        if isinstance(stats, (list, tuple)) else ()
-    total = None
-    for entry in entries:
-        entry = _plain(entry)
-        if isinstance(entry, dict):
-            budget = _first(entry, "budget", "budget_bytes", "max_bytes", "limit_bytes")
-            if isinstance(budget, int):
-                total = (total or 0) + budget
-    return total
-
-
-def _first(entry: dict[str, Any], *names: str) -> Any:
-    return next((entry[name] for name in names if name in entry), None)
+def cache_lines(stats: Sequence[CacheStats]) -> list[str]:
+    """One line per cache: its bytes against its budget, and its hit rate."""
+    return [f"  {one.name}: {_mib(one.bytes)} of {_mib(one.budget)}, hit rate "
+            f"{one.hit_rate:.1%}, {one.hits:,} hits, {one.misses:,} misses"
+            for one in stats]
 
 
 def _mib(value: Any) -> str:
@@ -255,9 +187,18 @@ def stores(names: Sequence[str], folder: Path, url: str) -> Iterator[dict[str, s
 ROWS = ("compile", "history pass", "whole turn")
 
 
+class Served(NamedTuple):
+    """What serving one thread count measured."""
+
+    medians: dict[str, float]  # each row's median per turn, in ns
+    rss: int  # the resident memory after it
+    stats: list[CacheStats]  # the compile row's compiler's caches
+    budget: int  # the byte budgets of every cache alive in the process, added up
+
+
 def serve(store: Any, homes: list[Path], size: int, rounds: int, samples: int,
-          history_turns: int, out: Any) -> tuple[dict[str, float], int, Any]:
-    """The rows' median per turn (ns) for ``size`` threads, the RSS after, the stats.
+          history_turns: int, out: Any) -> Served:
+    """The rows' median per turn for ``size`` threads, the RSS after, the caches.
 
     Every thread gets the same number of turns at every count (a warm-up and ``rounds``),
     so its history and index are the same size: a small count that needs more visits
@@ -280,10 +221,12 @@ def serve(store: Any, homes: list[Path], size: int, rounds: int, samples: int,
             serve_group(compiler, budgeter, agent, threads, homes, bases, rounds, times)
             print(f"  {size} threads: group {group + 1} of {groups} served", file=out,
                   flush=True)
-        stats = cache_stats(compiler)
+        stats = compiler.cache_stats()
+        budget = sum(one.budget for one in pioneer.cache_stats())
     finally:
         agent.close()
-    return {row: statistics.median(values) for row, values in times.items()}, rss_bytes(), stats
+    return Served({row: statistics.median(values) for row, values in times.items()},
+                  rss_bytes(), stats, budget)
 
 
 def serve_group(compiler: PromptCompiler, budgeter: HistoryBudgeter, agent: Agent,
@@ -295,7 +238,7 @@ def serve_group(compiler: PromptCompiler, budgeter: HistoryBudgeter, agent: Agen
     clock = time.perf_counter_ns
     for turn in range(rounds + 1):
         for n, thread in enumerate(threads):
-            given = turn_input(homes[n], n, turn)
+            given = turn_input(homes[n], thread, turn)
             start = clock()
             compiler.compile(given)
             compiled = clock()
@@ -326,7 +269,7 @@ def run_turn(agent: Agent, thread: str, number: int) -> None:
     turn.finish()
 
 
-def report_store(name: str, results: dict[int, tuple[dict[str, float], int, Any]],
+def report_store(name: str, results: dict[int, Served],
                  base_rss: int, rounds: int, samples: int, history_turns: int, out: Any) -> None:
     """The table of one store: each row per thread count, beside one thread's."""
     print(f"\n{name}: turns served round robin; every thread {history_turns} stored turns, "
@@ -334,8 +277,9 @@ def report_store(name: str, results: dict[int, tuple[dict[str, float], int, Any]
     print(f"{'row':<14}{'threads':>8}{'per turn':>12}{'x 1 thread':>12}  target", file=out)
     one = results.get(1)
     for row in ROWS:
-        for size, (medians, _, _) in results.items():
-            ratio = medians[row] / one[0][row] if one else float("nan")
+        for size, served in results.items():
+            medians = served.medians
+            ratio = medians[row] / one.medians[row] if one else float("nan")
             target = ""
             if size in TARGETS and one:
                 bound = TARGETS[size]
@@ -344,28 +288,23 @@ def report_store(name: str, results: dict[int, tuple[dict[str, float], int, Any]
                   file=out)
     # The interpreter: pioneer, the store and the runner loaded, one count served.
     smallest, largest = min(results), max(results)
-    interpreter = results[smallest][1]
+    interpreter = results[smallest].rss
     print(f"{'RSS':<14}{'threads':>8}{'resident':>12}{'growth':>12}  (over {smallest:,} "
           f"thread{'s' if smallest > 1 else ''}; {_mib(base_rss)} before the first home)",
           file=out)
-    for size, (_, rss, _) in results.items():
-        print(f"{'RSS':<14}{size:>8,}{_mib(rss):>12}{_mib(rss - interpreter):>12}", file=out)
-    stats = results[largest][2]
-    for size, (_, _, found) in results.items():
-        if found is None:
-            continue
+    for size, served in results.items():
+        print(f"{'RSS':<14}{size:>8,}{_mib(served.rss):>12}"
+              f"{_mib(served.rss - interpreter):>12}", file=out)
+    for size, served in results.items():
         print(f"caches of the compile row at {size:,} threads:", file=out)
-        for line in cache_lines(found):
+        for line in cache_lines(served.stats):
             print(line, file=out)
-    budget = cache_budget(stats) if stats is not None else None
-    growth = results[largest][1] - interpreter
-    if budget is None:
-        print(f"RSS at {largest:,} threads: {_mib(growth)} over the interpreter; cache "
-              "budget: not reported by this version (no cache_stats)", file=out)
-    else:
-        verdict = "within" if growth <= budget else "over"
-        print(f"RSS at {largest:,} threads: {_mib(growth)} over the interpreter; cache "
-              f"budget {_mib(budget)}: {verdict}", file=out)
+    growth = results[largest].rss - interpreter
+    budget = results[largest].budget
+    verdict = "within" if growth <= budget else "over"
+    print(f"RSS at {largest:,} threads: {_mib(growth)} over the interpreter; the process's "
+          f"cache budgets (both compilers and the store): {_mib(budget)}: {verdict}",
+          file=out)
 
 
 # -- growth: profiles and contributions ---------------------------------------------
@@ -458,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         with stores(names, folder, args.postgres_url) as targets:
             for name in names:
                 store = pioneer.open_store(targets[name])
-                results: dict[int, tuple[dict[str, float], int, Any]] = {}
+                results: dict[int, Served] = {}
                 try:
                     for size in sizes:
                         results[size] = serve(store, homes, size, args.rounds, args.samples,

@@ -44,9 +44,13 @@ def test_the_bench_prints_each_row_per_thread_count_store_and_growth_size() -> N
         for threads in (1, 3):
             assert re.search(rf"^RSS +{threads} +[\d.]+ MiB +-?[\d.]+ MiB$", table,
                              re.MULTILINE), table
-        assert re.search(r"^RSS at 3 threads: -?[\d.]+ MiB over the interpreter; cache "
-                         r"budget: (not reported by this version \(no cache_stats\)|"
-                         r"[\d.]+ MiB: (within|over))$", table, re.MULTILINE), table
+        assert re.search(r"^RSS at 3 threads: -?[\d.]+ MiB over the interpreter; the "
+                         r"process's cache budgets \(both compilers and the store\): "
+                         r"[\d.]+ MiB: (within|over)$", table, re.MULTILINE), table
+        for threads in (1, 3):
+            assert re.search(rf"^caches of the compile row at {threads} threads:\n"
+                             r"(  \w+: [\d.]+ MiB of [\d.]+ MiB, hit rate [\d.]+%, "
+                             r"[\d,]+ hits, [\d,]+ misses\n)+", table, re.MULTILINE), table
     for shape in ("plain", "when", "derived"):
         assert re.search(rf"^profile: {shape} 2 .*\n^profile: {shape} 4 .* \d\.\d\d", out,
                          re.MULTILINE), out
