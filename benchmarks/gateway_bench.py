@@ -44,6 +44,7 @@ most 1.1. Not a test: run it on demand (about 10 minutes on a 2-core machine in 
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import os
 import random
@@ -222,6 +223,7 @@ def serve(store: Any, homes: list[Path], size: int, rounds: int, samples: int,
             print(f"  {size} threads: group {group + 1} of {groups} served", file=out,
                   flush=True)
         stats = compiler.cache_stats()
+        gc.collect()  # the caches of an earlier store's compilers, gone
         budget = sum(one.budget for one in pioneer.cache_stats())
     finally:
         agent.close()
