@@ -188,26 +188,30 @@ def _watch(args: argparse.Namespace, err: TextIO) -> int:
         raise UsageError("--watch cannot watch standard input: name the file")
     from ..review.watch import snapshot, snapshot_since, wait_for_change
 
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    # Ctrl-C and SIGTERM only raise a flag, read between polls and page builds: an
+    # exception raised wherever the signal lands could be swallowed (inside a callback
+    # the interpreter runs for a finalizer, say), and the watch would go on.
+    stop: list[int] = []
+    previous = {number: signal.signal(number, lambda signum, frame: stop.append(signum))
+                for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         started = time.time_ns()
         watched = _live_page(args, err, None)
         print(f"watching {len(snapshot(watched))} files (Ctrl-C stops)", file=err)
-        while True:
+        while not stop:
             # What changed once the page began to be built counts as a change: an edit
             # made while it was drawn is drawn next, never missed.
-            wait_for_change(watched, snapshot_since(watched, started))
+            changed = wait_for_change(watched, snapshot_since(watched, started),
+                                      stopped=lambda: bool(stop))
+            if changed is None:
+                break
             started = time.time_ns()
             watched = _live_page(args, err, watched)
-    except KeyboardInterrupt:
-        print(f"stopped watching; {args.html} keeps the last page", file=err)
-        return 0
     finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    print(f"stopped watching; {args.html} keeps the last page", file=err)
+    return 0
 
 
 def _live_page(args: argparse.Namespace, err: TextIO, last: Watched | None) -> Watched:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -117,16 +117,21 @@ def _matching(folder: Path, pattern: str) -> Iterator[Path]:
 
 
 def wait_for_change(watched: Watched, since: Mapping[Path, Signature], *,
-                    interval: float = 0.25) -> dict[Path, Signature]:
+                    interval: float = 0.25,
+                    stopped: Callable[[], bool] = lambda: False) -> dict[Path, Signature] | None:
     """Poll until a snapshot differs from ``since`` and then stays the same for one more
-    poll; the settled snapshot."""
+    poll; the settled snapshot, or None once ``stopped()`` holds (checked every poll)."""
     while True:
         time.sleep(interval)
+        if stopped():
+            return None
         now = snapshot(watched)
         if now == since:
             continue
         while True:
             time.sleep(interval)
+            if stopped():
+                return None
             settled = snapshot(watched)
             if settled == now:
                 return settled
