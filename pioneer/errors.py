@@ -14,7 +14,7 @@ import os
 import re
 import sys
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -43,11 +43,13 @@ __all__ = [
     "json_lines",
     "json_problem",
     "parse_document",
+    "problem_summary",
     "quoted_key",
     "read_document",
     "read_json",
     "read_text",
     "report_lines",
+    "row_labels",
     "schema_message",
     "toml_line",
     "toml_problem",
@@ -88,6 +90,30 @@ def _shown_path(path: str) -> str:
         return path
     left = len(path) - MAX_SHOWN_PATH
     return f"{path[:200]}…({left:,} characters left out)…{path[-100:]}"
+
+
+def row_labels(data: Any, parts: Sequence[str | int],
+               label: Callable[[dict[str, Any]], str | None]) -> dict[int, str]:
+    """The labels :func:`format_path` shows after list indexes: for each index in
+    ``parts`` that reaches a table of ``data``, what ``label`` names it by (a section's
+    id, a model row's name), where it names one."""
+    labels: dict[int, str] = {}
+    node = data
+    for position, part in enumerate(parts):
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            break
+        if isinstance(part, int) and isinstance(node, dict):
+            found = label(node)
+            if found is not None:
+                labels[position] = found
+    return labels
+
+
+def problem_summary(problems: Sequence[Problem], file: str) -> str:
+    """The closing line of a report of ``problems`` found in ``file``."""
+    return f"error: {counted(len(problems), 'problem')} in {file}"
 
 
 def format_path(parts: Iterable[str | int], labels: dict[int, str] | None = None) -> str:

@@ -35,6 +35,7 @@ from ..errors import (
     ProfileError,
     TemplateError,
     did_you_mean,
+    problem_summary,
 )
 from ..settings import PioneerSettings
 from ..tokens import TokenCounter, default_counter
@@ -52,7 +53,6 @@ from .profile import (
     ProfileSpec,
     find_profile,
     list_profiles,
-    problem_summary,
     structural_problems,
 )
 from .refs import count_ref_lines

@@ -33,7 +33,14 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import Problem, ProfileError, ProfileSyntaxError, parse_document, read_text
+from ..errors import (
+    Problem,
+    ProfileError,
+    ProfileSyntaxError,
+    parse_document,
+    problem_summary,
+    read_text,
+)
 from .ids import PROFILE_ALIASES
 from .profile import (
     BudgetSpec,
@@ -45,7 +52,6 @@ from .profile import (
     display_path,
     is_file,
     is_profile_path,
-    problem_summary,
     profile_candidates,
     schema_problems,
     shown_name,

@@ -21,9 +21,9 @@ from ..errors import (
     Problem,
     ProfileError,
     TomlLines,
-    counted,
     did_you_mean,
     format_path,
+    row_labels,
     schema_message,
 )
 from ..resources import builtin_dir, load_schema
@@ -252,7 +252,7 @@ class TextLocator:
 
     def where(self, parts: Sequence[str | int]) -> tuple[str, int | None, str]:
         """(file, line, rendered path) for ``parts``."""
-        path = format_path(parts, _section_labels(self.data, parts)) or "(root)"
+        path = format_path(parts, row_labels(self.data, parts, _section_label)) or "(root)"
         return self.file, self.lines.line(parts), path
 
     def problem(self, parts: Sequence[str | int], message: str) -> Problem:
@@ -261,22 +261,9 @@ class TextLocator:
         return Problem(message, file=file, line=line, path=path)
 
 
-def problem_summary(problems: Sequence[Problem], file: str) -> str:
-    """The closing line of a multi-problem report."""
-    return f"error: {counted(len(problems), 'problem')} in {file}"
-
-
-def _section_labels(data: Any, parts: Sequence[str | int]) -> dict[int, str]:
-    labels: dict[int, str] = {}
-    node = data
-    for position, part in enumerate(parts):
-        try:
-            node = node[part]
-        except (KeyError, IndexError, TypeError):
-            break
-        if isinstance(part, int) and isinstance(node, dict) and isinstance(node.get("id"), str):
-            labels[position] = f'id "{node["id"]}"'
-    return labels
+def _section_label(row: dict[str, Any]) -> str | None:
+    section_id = row.get("id")
+    return f'id "{section_id}"' if isinstance(section_id, str) else None
 
 
 def _describe(error: jsonschema.ValidationError) -> str:

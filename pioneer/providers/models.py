@@ -28,11 +28,12 @@ from pydantic import Field, ValidationError, field_validator
 from ..errors import (
     InputError,
     Problem,
-    counted,
     did_you_mean,
     format_path,
     parse_document,
+    problem_summary,
     read_text,
+    row_labels,
     schema_message,
     toml_line,
 )
@@ -303,22 +304,17 @@ def _parse(path: Path, shown: str) -> tuple[ModelTableFile, str, Any]:
         problems = [_problem(shown, text, data, list(item["loc"]),
                              str(item["msg"]).removeprefix("Value error, "))
                     for item in pydantic_errors]
-    raise InputError(problems, summary=f"error: {counted(len(problems), 'problem')} in {shown}")
+    raise InputError(problems, summary=problem_summary(problems, shown))
+
+
+def _row_label(row: dict[str, Any]) -> str | None:
+    name = row.get("model", row.get("family"))
+    return f'"{name}"' if isinstance(name, str) else None
 
 
 def _problem(file: str, text: str, data: Any, parts: list[str | int], message: str) -> Problem:
     """A problem at ``parts`` of a table file, each row labelled by its model or family."""
-    labels: dict[int, str] = {}
-    node = data
-    for position, part in enumerate(parts):
-        try:
-            node = node[part]
-        except (KeyError, IndexError, TypeError):
-            break
-        if isinstance(part, int) and isinstance(node, dict):
-            name = node.get("model", node.get("family"))
-            if isinstance(name, str):
-                labels[position] = f'"{name}"'
+    labels = row_labels(data, parts, _row_label)
     return Problem(message, file=file, line=toml_line(text, parts),
                    path=format_path(parts, labels) or "(root)")
 
@@ -406,8 +402,7 @@ def load_model_table(paths: Sequence[str | os.PathLike[str]] = ()) -> ModelTable
         parsed, text, data = _parse(file, shown)
         problems = layers.add(parsed, shown, text, data, first=file is builtin)
         if problems:
-            raise InputError(problems,
-                             summary=f"error: {counted(len(problems), 'problem')} in {shown}")
+            raise InputError(problems, summary=problem_summary(problems, shown))
     return ModelTable(layers.models, [(name, layers.families[name]) for name in layers.order])
 
 
