@@ -14,8 +14,12 @@ them unindexed until :meth:`EpisodicIndex.reindex_thread`.
 A search runs the user's text as quoted terms (:func:`~.terms.fts_query` on SQLite FTS5,
 :func:`~.terms.ts_query` on PostgreSQL) against the thread's snippets, keeps those the
 request's history does not already carry (:class:`Retained`), and orders them by score
-(higher is better; the newer turn first on a tie): ``-bm25()`` on SQLite, ``ts_rank`` on
-PostgreSQL, each with its own recall threshold (:mod:`.recall`, docs/stores.md). A query
+(higher is better; the newer turn first on a tie). Every count a score uses is the
+thread's own, so a thread's results never depend on the other threads in the store, nor
+does the time a search takes: on SQLite the score is BM25 computed here over the thread's
+snippets, read from the thread's rowid range of the FTS5 index (:mod:`.writer`); on
+PostgreSQL ``ts_rank`` weighed by the terms' rarity in the thread. The same recall
+threshold applies to both (:mod:`.recall`, docs/stores.md). A query
 can be given a time limit, after which the database itself stops it, so a query abandoned
 by its hook's deadline does not keep working in the background.
 """
@@ -39,13 +43,20 @@ from ..sections.thread_context import ThreadSnippet, snippet_artifacts
 from ..text import utf8_text
 from .chunks import CONTEXTS, Snippet, task_summary_snippets, turn_snippets
 from .terms import TS_CONFIG, fts_query, query_terms, query_words, ts_operands, ts_query
-from .writer import delete_snippets, index_thread_summary, index_turn, insert_snippets, write_hook
+from .writer import (
+    delete_snippets,
+    index_thread_summary,
+    index_turn,
+    insert_snippets,
+    slot_rowids,
+    write_hook,
+)
 
 __all__ = ["MAX_CANDIDATES", "SMALL_INDEX", "EpisodicIndex", "Retained", "SearchResult"]
 
 #: Candidates one search returns at most (docs/recall.md, "The recall hook").
 MAX_CANDIDATES = 40
-#: An index of fewer snippets is too small for BM25 to tell a rare word from an everyday
+#: A thread of fewer snippets is too small for BM25 to tell a rare word from an everyday
 #: one: the fewest snippets among which a word found in one snippet of four (what the
 #: recall floor of 1.0 stands for) turns up at most once less than one time in twenty.
 SMALL_INDEX = next(n for n in range(2, 100) if 0.75 ** n + n * 0.25 * 0.75 ** (n - 1) <= 0.05)
@@ -58,16 +69,33 @@ _REF_COLUMNS = (
 _SNIPPET_COLUMNS = "thread_id, turn_id, item_id, chunk_id, role, seq, text"
 _SNIPPET_KINDS = ("text", "text", "text", "text", "text", "int", "text")
 _HIT_COLUMNS = "turn_id, item_id, chunk_id, role, text"
-# The last column counts the query's terms a snippet holds: one membership test per term.
+# SQLite: BM25 over the thread's own snippets, computed here rather than by FTS5's bm25(),
+# which counts each term's snippets over the whole index, every thread's, and so costs
+# time that grows with the store. A thread's snippets have the rowids of its slot
+# (writer.py), so each query below reads only the thread's part of a term's doclist.
+K1, B = 1.2, 0.75  # BM25's term-frequency saturation and length normalisation, as FTS5's
+_THREAD_SLOT = "SELECT slot FROM episodic_threads WHERE thread_id = ?"
+_THREAD_SIZE = ("SELECT count(*), COALESCE(avg(length(text)), 1) FROM episodic_fts "
+                "WHERE rowid BETWEEN ? AND ?")
+_TERM_COUNT = ("SELECT count(*) FROM episodic_fts "
+               "WHERE episodic_fts MATCH ? AND rowid BETWEEN ? AND ?")
+_TERM_ROWS = "SELECT rowid FROM episodic_fts WHERE episodic_fts MATCH ? AND rowid BETWEEN ? AND ?"
+# How often the term occurs in each snippet holding it: highlight() puts one marker
+# character before each occurrence, so the text grows by one character per occurrence
+# (whatever the text itself holds); the length is the snippet's, for BM25's normalisation.
+_TERM_FREQUENCIES = (
+    "SELECT rowid, length(highlight(episodic_fts, 0, char(1), '')) - length(text), "
+    "length(text) FROM episodic_fts WHERE episodic_fts MATCH ? AND rowid BETWEEN ? AND ?"
+)
+# The candidates, scored above, passed as a JSON object {rowid: score}; ordered here so
+# that what the history already carries is left out before the limit applies.
 _SEARCH_SQLITE = """
-SELECT s.turn_id, s.item_id, s.chunk_id, s.role, s.text, -bm25(episodic_fts) AS score,
-       {shared}
-FROM episodic_fts JOIN episodic_snippets AS s ON s.id = episodic_fts.rowid
-WHERE episodic_fts MATCH ? AND s.thread_id = ?
-  AND NOT (s.role IN ('user', 'assistant')
+SELECT s.turn_id, s.item_id, s.chunk_id, s.role, s.text, s.id
+FROM json_each(?) AS j JOIN episodic_snippets AS s ON s.id = CAST(j.key AS INTEGER)
+WHERE NOT (s.role IN ('user', 'assistant')
            AND s.turn_id IN (SELECT value FROM json_each(?)))
   AND NOT (? AND s.role = 'generated_summary')
-ORDER BY score DESC, s.seq DESC, s.id DESC
+ORDER BY j.value DESC, s.seq DESC, s.id DESC
 LIMIT ?
 """
 # PostgreSQL: candidates match any term. ts_rank knows no term rarity, so the score weighs
@@ -79,9 +107,6 @@ LIMIT ?
 _TS_RANK_ONE = 0.0607927  # ts_rank of a single occurrence against a one-term query
 _COUNTS_POSTGRESQL = ("SELECT count(*), COALESCE(avg(length(search)), 1)::float8{terms} "
                       "FROM episodic_snippets WHERE thread_id = ?")
-_SHARED_SQLITE = "(s.id IN (SELECT rowid FROM episodic_fts WHERE episodic_fts MATCH ?))"
-# BM25 on SQLite counts over the whole index: is it smaller than SMALL_INDEX? (bounded)
-_SMALL_SQLITE = "SELECT count(*) < ? FROM (SELECT 1 FROM episodic_snippets LIMIT ?)"
 _SEARCH_POSTGRESQL = f"""
 SELECT s.turn_id, s.item_id, s.chunk_id, s.role, s.text,
        ({{score}})::float8 / {_TS_RANK_ONE} AS score, {{shared}}
@@ -165,7 +190,7 @@ class EpisodicIndex:
 
     @property
     def dialect(self) -> str:
-        """``sqlite`` (FTS5, BM25 scores) or ``postgresql`` (tsvector, ts_rank scores)."""
+        """``sqlite`` (FTS5, BM25 scores) or ``postgresql`` (tsvector, weighed ts_rank)."""
         return self._store.dialect
 
     def _check_open(self) -> None:
@@ -218,21 +243,14 @@ class EpisodicIndex:
 
         def work(tx: StoreTransaction) -> tuple[list[Any], bool,
                                                 dict[tuple[str, str], list[ArtifactRef]]]:
-            params: tuple[object, ...]
             with tx.time_limit(timeout_ms):
                 if tx.dialect == "postgresql":
                     sql, params, small = _postgres_search(
                         tx, text, query, thread_id, excluded, retained.summary, limit)
+                    rows = tx.execute(sql, params).fetchall()
                 else:
-                    small = bool(tx.execute(_SMALL_SQLITE, (SMALL_INDEX, SMALL_INDEX)
-                                            ).fetchone()[0])
-                    # Only a small index's rule reads the shared terms (recall.py).
-                    phrases = query_terms(utf8_text(text)) if small else []
-                    sql = _SEARCH_SQLITE.format(
-                        shared=" + ".join([_SHARED_SQLITE] * len(phrases)) or "0")
-                    params = (*phrases, query, thread_id, json.dumps(excluded),
-                              int(retained.summary), limit)
-                rows = tx.execute(sql, params).fetchall()
+                    rows, small = _sqlite_search(tx, text, thread_id, excluded,
+                                                 retained.summary, limit)
             for row in rows:
                 check_row(row[:5], _HIT_COLUMNS, ("text",) * 5, where=self.path,
                           what=f"episodic snippet of turn {row[0]!r}")
@@ -406,6 +424,41 @@ class EpisodicIndex:
         threads = self._store.read(lambda tx: [
             t for (t,) in tx.execute("SELECT thread_id FROM threads ORDER BY 1").fetchall()])
         return {thread_id: self.reindex_thread(thread_id) for thread_id in threads}
+
+
+def _sqlite_search(tx: StoreTransaction, text: str, thread_id: str, excluded: list[str],
+                   summary: bool, limit: int) -> tuple[list[tuple[Any, ...]], bool]:
+    """The thread's best ``limit`` hits, scored by BM25 over the thread's own snippets
+    (FTS5's formula, with the snippet's length in characters), and whether the thread
+    has fewer than :data:`SMALL_INDEX` snippets."""
+    slot = tx.execute(_THREAD_SLOT, (thread_id,)).fetchone()
+    if slot is None:
+        return [], True
+    first, last = slot_rowids(int(slot[0]))
+    total, average = tx.execute(_THREAD_SIZE, (first, last)).fetchone()
+    total, average = int(total), max(1.0, float(average))
+    scores: dict[int, float] = {}
+    shared: dict[int, int] = {}
+    for term in query_terms(utf8_text(text)):
+        found = int(tx.execute(_TERM_COUNT, (term, first, last)).fetchone()[0])
+        if not found:
+            continue
+        weight = idf(total, found)
+        if weight > 0:
+            for rowid, occurs, length in tx.execute(_TERM_FREQUENCIES, (term, first, last)):
+                occurs = max(1, int(occurs))
+                scores[rowid] = scores.get(rowid, 0.0) + weight * occurs * (K1 + 1) / (
+                    occurs + K1 * (1 - B + B * int(length) / average))
+                shared[rowid] = shared.get(rowid, 0) + 1
+        else:  # a term in half the thread or more: its snippets are candidates, scoring 0
+            for (rowid,) in tx.execute(_TERM_ROWS, (term, first, last)):
+                scores.setdefault(rowid, 0.0)
+                shared[rowid] = shared.get(rowid, 0) + 1
+    if not scores:
+        return [], total < SMALL_INDEX
+    hits = tx.execute(_SEARCH_SQLITE, (json.dumps(scores), json.dumps(excluded),
+                                       int(summary), limit)).fetchall()
+    return [(*hit[:5], scores[hit[5]], shared[hit[5]]) for hit in hits], total < SMALL_INDEX
 
 
 def _postgres_search(tx: StoreTransaction, text: str, query: str, thread_id: str,

@@ -8,12 +8,13 @@ hook ``thread_episodic.context_recall`` (docs/recall.md, "The recall hook"): pha
 kept snippets, with their scoped artifact refs, to the Thread Context renderer; no kept
 snippet means no contribution and so no section.
 
-The threshold. A score is ``-bm25()`` of the snippet (SQLite FTS5, k1 1.2, b 0.75): the sum
-over matched query terms of the term's inverse document frequency ``ln((N - n + 0.5) /
-(n + 0.5))`` (``N`` snippets in the index, ``n`` of them holding the term), weighted by how
-often the term occurs in the snippet against the snippet's length. A term found in one
-snippet in ten scores about 2, in a quarter of them about 1, in half of them about 0. A
-candidate is kept when both hold:
+The threshold. A score is BM25 over the thread's own snippets (k1 1.2, b 0.75, as SQLite
+FTS5's ``bm25()``, with lengths in characters): the sum over matched query terms of the
+term's inverse document frequency ``ln((N - n + 0.5) / (n + 0.5))`` (``N`` snippets in the
+thread, ``n`` of them holding the term), weighted by how often the term occurs in the
+snippet against the snippet's length. A term found in one snippet in ten scores about 2,
+in a quarter of them about 1, in half of them or more 0. A candidate is kept when both
+hold:
 
 * its score is at least :data:`MIN_SCORE` = 1.0: it shares with the message a word found
   in fewer than about a quarter of the snippets (or several commoner ones), so snippets
@@ -23,22 +24,23 @@ candidate is kept when both hold:
   snippets that share one incidental word.
 
 An absolute floor alone cannot do both jobs, because BM25 grows with the size of the
-index (``ln N``): a floor high enough to stop incidental matches in a long thread would
-stop real ones in a short one. Counts are over the whole index, so a database of a handful
-of snippets recalls little: with so few, no word is uncommon.
+thread (``ln N``): a floor high enough to stop incidental matches in a long thread would
+stop real ones in a short one. Counts are over the thread alone, never the other threads
+in the store, so a thread of a handful of snippets recalls little: with so few, no word
+is uncommon.
 
-Both rules weigh a word by how rare it is in the index, which a small index cannot
+Both rules weigh a word by how rare it is in the thread, which a small thread cannot
 tell: among a dozen snippets an everyday word ("weekend") is found once and scores like a
-rare name, and when it is the best candidate the share of the best keeps it. So in an
-index of fewer than :data:`~.index.SMALL_INDEX` = 18 snippets (the fewest among which a
+rare name, and when it is the best candidate the share of the best keeps it. So in a
+thread of fewer than :data:`~.index.SMALL_INDEX` = 18 snippets (the fewest among which a
 word found in one snippet of four turns up at most once less than one time in twenty),
 recall needs a candidate that holds two of the message's words; when none does, nothing
 is recalled. A message of one word is judged by the two scores alone, and so is any
-message in a larger index.
+message in a larger thread.
 
 On PostgreSQL the score is built from ``ts_rank`` (which knows no term rarity) weighed by
-the same inverse document frequency, counted over the thread's snippets, so that the
-same two rules and numbers apply; docs/stores.md has the rule and its measurements.
+the same inverse document frequency, so that the same two rules and numbers apply;
+docs/stores.md has the rule and its measurements.
 """
 
 from __future__ import annotations

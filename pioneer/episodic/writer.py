@@ -8,12 +8,18 @@ its snippets nor indexed without being stored. A snippet is one row of
 of the FTS5 table ``episodic_fts`` under the same rowid; on PostgreSQL a ``tsvector``
 column of the same row, under a GIN index. Every writer first removes what it is about to
 replace, so writing the same source twice leaves one copy.
+
+On SQLite each thread has a slot (``episodic_threads``, numbered from 1 as threads are
+first indexed), and its snippets take the rowids ``slot * 2**32 + 1`` upwards, in the
+order they are written: a thread's rows are one range of every term's doclist, which a
+search reads alone (``rowid BETWEEN``), whatever else the index holds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..errors import StoreError
 from ..history.store import StoreEvent, StoreTransaction, SummaryWritten, TurnWritten
 from .chunks import Snippet, summary_snippets, turn_snippets
 from .terms import TS_CONFIG, search_form, ts_search_form
@@ -23,8 +29,36 @@ __all__ = [
     "index_thread_summary",
     "index_turn",
     "insert_snippets",
+    "slot_rowids",
     "write_hook",
 ]
+
+#: Bits of a snippet's rowid numbering it within its thread's slot (SQLite).
+SLOT_BITS = 32
+_LAST_SLOT = (1 << (63 - SLOT_BITS)) - 1
+
+
+def slot_rowids(slot: int) -> tuple[int, int]:
+    """The first and last rowid of a thread slot's snippets."""
+    first = slot << SLOT_BITS
+    return first, first + (1 << SLOT_BITS) - 1
+
+
+def _next_rowid(tx: StoreTransaction, thread_id: str) -> int:
+    """The rowid after the thread's last snippet, giving the thread a slot if it has none."""
+    tx.execute("INSERT INTO episodic_threads (thread_id) VALUES (?) "
+               "ON CONFLICT (thread_id) DO NOTHING", (thread_id,))
+    (slot,) = tx.execute("SELECT slot FROM episodic_threads WHERE thread_id = ?",
+                         (thread_id,)).fetchone()
+    if slot > _LAST_SLOT:
+        raise StoreError(f"the episodic index has no slot left for thread {thread_id!r}")
+    first, last = slot_rowids(int(slot))
+    (latest,) = tx.execute("SELECT max(id) FROM episodic_snippets WHERE id BETWEEN ? AND ?",
+                           (first, last)).fetchone()
+    rowid = first + 1 if latest is None else int(latest) + 1
+    if rowid > last:
+        raise StoreError(f"thread {thread_id!r} has more episodic snippets than its slot holds")
+    return rowid
 
 
 def insert_snippets(tx: StoreTransaction, snippets: Iterable[Snippet]) -> int:
@@ -46,13 +80,16 @@ def insert_snippets(tx: StoreTransaction, snippets: Iterable[Snippet]) -> int:
             )
         return len(rows)
     count = 0
+    rowids: dict[str, int] = {}
     for snippet in snippets:
-        row = (snippet.thread_id, snippet.turn_id, snippet.item_id, snippet.chunk_id,
-               snippet.role, snippet.seq, snippet.text)
-        (rowid,) = tx.execute(
-            "INSERT INTO episodic_snippets (thread_id, turn_id, item_id, chunk_id, role, "
-            "seq, text) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id", row,
-        ).fetchone()
+        rowid = rowids.get(snippet.thread_id) or _next_rowid(tx, snippet.thread_id)
+        rowids[snippet.thread_id] = rowid + 1
+        tx.execute(
+            "INSERT INTO episodic_snippets (id, thread_id, turn_id, item_id, chunk_id, role, "
+            "seq, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (rowid, snippet.thread_id, snippet.turn_id, snippet.item_id, snippet.chunk_id,
+             snippet.role, snippet.seq, snippet.text),
+        )
         tx.execute("INSERT INTO episodic_fts (rowid, text) VALUES (?, ?)",
                    (rowid, search_form(snippet.text)))
         count += 1

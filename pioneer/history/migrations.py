@@ -183,6 +183,37 @@ MIGRATIONS: tuple[Migration, ...] = (
         "turn records: the title of each section of a round",
         ("ALTER TABLE turn_rounds ADD COLUMN section_titles TEXT",),
     ),
+    Migration(
+        9,
+        "episodic index: a rowid range per thread, so a search reads only its thread's rows",
+        (
+            # Each thread gets a slot, and its snippets the rowids slot * 2**32 + 1
+            # upwards (pioneer.episodic.writer). Existing snippets are renumbered in their
+            # order and the FTS5 rows rewritten under the new rowids; 'optimize' then
+            # merges the index into one segment, which the rowid range reads fastest.
+            """CREATE TABLE episodic_threads (
+                slot INTEGER PRIMARY KEY,
+                thread_id TEXT NOT NULL UNIQUE
+            )""",
+            "INSERT INTO episodic_threads (thread_id) SELECT thread_id FROM episodic_snippets "
+            "GROUP BY thread_id ORDER BY min(id)",
+            """CREATE TEMP TABLE episodic_renumbered AS
+                SELECT s.id AS old_id, f.text AS search_text,
+                       (t.slot << 32) + row_number() OVER (
+                           PARTITION BY s.thread_id ORDER BY s.id) AS new_id
+                FROM episodic_snippets AS s
+                JOIN episodic_threads AS t ON t.thread_id = s.thread_id
+                JOIN episodic_fts AS f ON f.rowid = s.id""",
+            "CREATE UNIQUE INDEX temp.episodic_renumbered_old ON episodic_renumbered (old_id)",
+            "UPDATE episodic_snippets SET id = (SELECT new_id FROM temp.episodic_renumbered "
+            "WHERE old_id = episodic_snippets.id)",
+            "DELETE FROM episodic_fts",
+            "INSERT INTO episodic_fts (rowid, text) SELECT new_id, search_text "
+            "FROM temp.episodic_renumbered ORDER BY new_id",
+            "DROP TABLE temp.episodic_renumbered",
+            "INSERT INTO episodic_fts (episodic_fts) VALUES ('optimize')",
+        ),
+    ),
 )
 
 
