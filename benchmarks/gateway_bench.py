@@ -198,7 +198,7 @@ class Served(NamedTuple):
 
 
 def serve(store: Any, homes: list[Path], size: int, rounds: int, samples: int,
-          history_turns: int, out: Any) -> Served:
+          history_turns: int, out: Any, runner: bool = True) -> Served:
     """The rows' median per turn for ``size`` threads, the RSS after, the caches.
 
     Every thread gets the same number of turns at every count (a warm-up and ``rounds``),
@@ -219,7 +219,8 @@ def serve(store: Any, homes: list[Path], size: int, rounds: int, samples: int,
         for group in range(groups):
             threads = [f"s{size}-g{group}-t{n}" for n in range(size)]
             seed(store, threads, history_turns, workers=8)
-            serve_group(compiler, budgeter, agent, threads, homes, bases, rounds, times)
+            serve_group(compiler, budgeter, agent, threads, homes, bases, rounds, times,
+                        runner)
             print(f"  {size} threads: group {group + 1} of {groups} served", file=out,
                   flush=True)
         stats = compiler.cache_stats()
@@ -227,16 +228,17 @@ def serve(store: Any, homes: list[Path], size: int, rounds: int, samples: int,
         budget = sum(one.budget for one in pioneer.cache_stats())
     finally:
         agent.close()
-    return Served({row: statistics.median(values) for row, values in times.items()},
+    return Served({row: statistics.median(values) for row, values in times.items() if values},
                   rss_bytes(), stats, budget)
 
 
 def serve_group(compiler: PromptCompiler, budgeter: HistoryBudgeter, agent: Agent,
                 threads: list[str], homes: list[Path], bases: list[PromptCompileInput],
-                rounds: int, times: dict[str, list[int]]) -> None:
+                rounds: int, times: dict[str, list[int]], runner: bool = True) -> None:
     """A warm-up round and ``rounds`` timed rounds over ``threads``, round robin. The
     warm-up compiles each thread's input with both compilers (the compile row's and the
-    runner's) and runs its history pass, as the thread's turn before would have."""
+    runner's) and runs its history pass, as the thread's turn before would have. Without
+    ``runner`` no turn runs between the visits: the compile and history rows alone."""
     clock = time.perf_counter_ns
     for turn in range(rounds + 1):
         for n, thread in enumerate(threads):
@@ -248,13 +250,14 @@ def serve_group(compiler: PromptCompiler, budgeter: HistoryBudgeter, agent: Agen
             passed = clock()
             agent.compile_input = bases[n]
             if not turn:  # the warm-up: the runner's compiler meets the home, untimed
-                agent.compiler.compile(given)
+                if runner:
+                    agent.compiler.compile(given)
                 continue
-            run_turn(agent, thread, turn)
-            ended = clock()
             times["compile"].append(compiled - start)
             times["history pass"].append(passed - compiled)
-            times["whole turn"].append(ended - passed)
+            if runner:
+                run_turn(agent, thread, turn)
+                times["whole turn"].append(clock() - passed)
 
 
 def run_turn(agent: Agent, thread: str, number: int) -> None:
@@ -278,7 +281,7 @@ def report_store(name: str, results: dict[int, Served],
           f"a warm-up visit and {rounds} timed turns; at least {samples} visits a row", file=out)
     print(f"{'row':<14}{'threads':>8}{'per turn':>12}{'x 1 thread':>12}  target", file=out)
     one = results.get(1)
-    for row in ROWS:
+    for row in [row for row in ROWS if one is None or row in one.medians]:
         for size, served in results.items():
             medians = served.medians
             ratio = medians[row] / one.medians[row] if one else float("nan")
@@ -372,6 +375,10 @@ def main(argv: list[str] | None = None) -> int:
                         "(default 10,100,1000)")
     parser.add_argument("--no-profiles", action="store_true",
                         help="skip the profile and contribution growth rows")
+    parser.add_argument("--no-runner", action="store_true",
+                        help="run no turn through the runner between the visits: the "
+                        "compile and history rows alone, each visit right after the other "
+                        "threads' compile and history pass")
     parser.add_argument("--postgres-url", default=DEFAULT_URL,
                         help="the server's maintenance database (PIONEER_BENCH_POSTGRES_URL)")
     args = parser.parse_args(argv)
@@ -403,7 +410,8 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     for size in sizes:
                         results[size] = serve(store, homes, size, args.rounds, args.samples,
-                                              args.history_turns, sys.stderr)
+                                              args.history_turns, sys.stderr,
+                                              runner=not args.no_runner)
                 finally:
                     store.close()
                 report_store(name, results, base_rss, args.rounds, args.samples,

@@ -67,3 +67,14 @@ def test_a_bad_option_is_named() -> None:
     done = _run("--stores", "sqlite,mysql", "--no-profiles")
     assert done.returncode == 2
     assert "unknown store 'mysql' (known: sqlite, postgresql)" in done.stderr
+
+
+def test_without_the_runner_only_the_compile_and_history_rows_are_timed() -> None:
+    done = _run("--threads", "1,3", "--samples", "2", "--history-turns", "2",
+                "--stores", "sqlite", "--no-profiles", "--no-runner")
+    assert done.returncode == 0, done.stderr
+    for row in ("compile", "history pass"):
+        for threads in (1, 3):
+            assert re.search(ROW.format(row=row, threads=threads), done.stdout), done.stdout
+    assert "whole turn" not in done.stdout
+    assert "Traceback" not in done.stderr
