@@ -44,6 +44,7 @@ most 1.1. Not a test: run it on demand (about 10 minutes on a 2-core machine in 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import math
 import os
@@ -195,6 +196,7 @@ class Served(NamedTuple):
     rss: int  # the resident memory after it
     stats: list[CacheStats]  # the compile row's compiler's caches
     budget: int  # the byte budgets of every cache alive in the process, added up
+    shared: list[CacheStats]  # the token counter's and the store's caches, over this count
 
 
 def serve(store: Any, homes: list[Path], size: int, rounds: int, samples: int,
@@ -207,6 +209,7 @@ def serve(store: Any, homes: list[Path], size: int, rounds: int, samples: int,
     homes and the same long-lived compiler, store and runner.
     """
     groups = max(1, math.ceil(samples / (size * rounds)))
+    before = {one.name: one for one in pioneer.cache_stats()}
     compiler = PromptCompiler(count_tokens=False)
     limits = HistoryLimits.from_tokens(HISTORY_BUDGET, 0)
     budgeter = HistoryBudgeter(store, limits)
@@ -226,10 +229,24 @@ def serve(store: Any, homes: list[Path], size: int, rounds: int, samples: int,
         stats = compiler.cache_stats()
         gc.collect()  # the caches of an earlier store's compilers, gone
         budget = sum(one.budget for one in pioneer.cache_stats())
+        shared = [_since(one, before.get(one.name)) for one in pioneer.cache_stats()
+                  if one.name in SHARED]
     finally:
         agent.close()
     return Served({row: statistics.median(values) for row, values in times.items() if values},
-                  rss_bytes(), stats, budget)
+                  rss_bytes(), stats, budget, shared)
+
+
+#: The caches shared by the whole turn rather than kept by the compile row's compiler.
+SHARED = ("token_counts", "history_turns")
+
+
+def _since(now: CacheStats, then: CacheStats | None) -> CacheStats:
+    """``now``'s hits, misses and evictions since ``then`` (its size as it is now)."""
+    if then is None:
+        return now
+    return dataclasses.replace(now, hits=now.hits - then.hits, misses=now.misses - then.misses,
+                               evictions=now.evictions - then.evictions)
 
 
 def serve_group(compiler: PromptCompiler, budgeter: HistoryBudgeter, agent: Agent,
@@ -303,6 +320,10 @@ def report_store(name: str, results: dict[int, Served],
     for size, served in results.items():
         print(f"caches of the compile row at {size:,} threads:", file=out)
         for line in cache_lines(served.stats):
+            print(line, file=out)
+        print(f"shared caches at {size:,} threads (seeding, warm-up and timed turns):",
+              file=out)
+        for line in cache_lines(served.shared):
             print(line, file=out)
     growth = results[largest].rss - interpreter
     budget = results[largest].budget

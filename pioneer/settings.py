@@ -268,7 +268,7 @@ class PioneerSettings(BaseModel):
     )
     token_cache_bytes: int = Field(
         default=TOKEN_CACHE_BYTES, ge=0,
-        description="Bytes of texts whose token counts the process-wide counter keeps.",
+        description="Bytes of token counts the process-wide counter keeps (320 a count).",
     )
 
     def __init__(self, **values: Any) -> None:

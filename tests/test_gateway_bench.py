@@ -51,6 +51,9 @@ def test_the_bench_prints_each_row_per_thread_count_store_and_growth_size() -> N
             assert re.search(rf"^caches of the compile row at {threads} threads:\n"
                              r"(  \w+: [\d.]+ MiB of [\d.]+ MiB, hit rate [\d.]+%, "
                              r"[\d,]+ hits, [\d,]+ misses\n)+", table, re.MULTILINE), table
+            assert re.search(rf"^shared caches at {threads} threads \(seeding, warm-up and "
+                             r"timed turns\):\n  history_turns: .*\n  token_counts: [\d.]+ "
+                             r"MiB of [\d.]+ MiB, hit rate [\d.]+%", table, re.MULTILINE), table
     for shape in ("plain", "when", "derived"):
         assert re.search(rf"^profile: {shape} 2 .*\n^profile: {shape} 4 .* \d\.\d\d", out,
                          re.MULTILINE), out

@@ -125,3 +125,26 @@ def test_a_million_spaces_are_counted_by_every_command(tmp_path: Path,
     code, out, err = run_cli("check", "--max-tokens", "100", "--input", str(given), "minimal")
     total = sum(tokens.values())
     assert code == 1 and f"minimal {total} " in out + err
+
+
+def test_the_counter_keeps_counts_not_texts() -> None:
+    counter = TiktokenCounter(cache_bytes=10 * 320)
+    encoded: list[str] = []
+    encode = counter._encode_len
+    counter._encode_len = lambda text: (encoded.append(text), encode(text))[1]  # type: ignore[method-assign]
+    long = "word " * 20_000
+    texts = [long, "the same length? " * 2, "other same length" * 2, "x"]
+    counts = [counter.count(text) for text in texts]
+    assert counts == [encode(text) for text in texts]
+    # Each count costs the same whatever the text's size: one entry of 320 bytes each.
+    stats = counter.cache.stats()
+    assert (stats.entries, stats.bytes) == (4, 4 * 320)
+    # A text of the same length but other characters is counted on its own; a copy of a
+    # text (another string object) is a hit, as the text itself is.
+    assert [counter.count("".join(list(text))) for text in texts] == counts
+    assert encoded == texts
+    # Least recently used counts go first once the budget is full.
+    for n in range(10):
+        counter.count(f"filler {n}")
+    counter.count(long)
+    assert encoded[-1] == long and counter.cache.stats().entries == 10
