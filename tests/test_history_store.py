@@ -472,3 +472,30 @@ def test_artifact_fields_cannot_forge_lines_in_a_stored_message(store: SqlStore)
             f"- artifactId=a1{escaped}, versionId=v1\\r{escaped}, "
             f'name="plan.md\\"{escaped}", kind=document{escaped}, '
             f"mime=text/plain\\u2028{escaped}, role=user\\u0085\\u001b[2J{escaped}.")
+
+
+@pytest.mark.parametrize(("summary", "cut", "exclude", "limit"), [
+    (None, None, None, 200), ("turn-3", None, None, 200), (None, "turn-5", None, 200),
+    ("turn-6", "turn-2", None, 200), ("turn-2", "turn-6", "turn-8", 200),
+    ("turn-1", None, "turn-9", 3), (None, None, None, 0), ("turn-9", None, None, 200),
+])
+def test_a_warm_window_read_is_the_cold_one(store_target: StoreTarget, summary: str | None,
+                                           cut: str | None, exclude: str | None,
+                                           limit: int) -> None:
+    # A store whose turn cache holds the window reads it in one statement; a store that
+    # has cached nothing reads it in a transaction. The two agree on every field.
+    with make_store(store_target.target) as warm:
+        warm.ensure_thread("t1")
+        for n in range(10):
+            warm.add_turn("t1", user_text=f"question {n}", assistant_text=f"answer {n}",
+                          turn_id=f"turn-{n}")
+        if summary:
+            warm.set_thread_summary("t1", f"through {summary}", through_turn_id=summary)
+        if cut:
+            warm.set_history_cut("t1", first_turn_id=cut)
+        hot = warm.get_history_window("t1", limit, exclude_turn_id=exclude)
+        with make_store(store_target.target) as cold:
+            assert cold.get_history_window("t1", limit, exclude_turn_id=exclude) == hot
+        assert warm.get_history_window("t1", limit, exclude_turn_id=exclude) == hot
+        with pytest.raises(StoreError, match="thread 'nope' does not exist"):
+            warm.get_history_window("nope")

@@ -149,8 +149,10 @@ def test_a_window_read_cut_in_half_is_read_again_whole(pg: tuple[Server, str],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     server, url = pg
     with PostgresStore(url) as store, PostgresStore(url) as writer:
-        _fill(store, 6)
-        store.set_thread_summary("t1", "through turn 2", through_turn_id="turn-2")
+        # Written by the other store: this one's turn cache is empty, so its window is read
+        # in a transaction (summary, then turns), not in the one statement of a warm read.
+        _fill(writer, 6)
+        writer.set_thread_summary("t1", "through turn 2", through_turn_id="turn-2")
         original = SqlStore._entries
         calls: list[int] = []
 

@@ -266,20 +266,33 @@ class PostgresStore(SqlStore):
 
     @contextmanager
     def _transaction(self, write: bool) -> Iterator[StoreTransaction]:
+        with self._session() as conn:
+            try:
+                conn.execute("BEGIN" if write else
+                             "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                yield _Transaction(conn, self._where)
+                conn.execute("COMMIT")
+            except BaseException:
+                if not conn.broken and not conn.closed:
+                    with suppress(psycopg.Error):
+                        conn.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def _statement(self) -> Iterator[StoreTransaction]:
+        # One statement is a consistent snapshot by itself: sent on its own, in autocommit,
+        # it is one round trip to the server instead of three (BEGIN, it, COMMIT).
+        with self._session() as conn:
+            yield _Transaction(conn, self._where)
+
+    @contextmanager
+    def _session(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection, with the server's and the pool's errors as store errors."""
         if self._pool.closed:
             raise StoreError(f"{self._where}: the store is closed")
         try:
             with self._pool.connection() as conn:
-                try:
-                    conn.execute("BEGIN" if write else
-                                 "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                    yield _Transaction(conn, self._where)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if not conn.broken and not conn.closed:
-                        with suppress(psycopg.Error):
-                            conn.execute("ROLLBACK")
-                    raise
+                yield conn
         except PoolTimeout:
             raise ConnectionLost(f"{self._where}: no connection to the server within "
                                  f"{self._connect_timeout:g} s") from None

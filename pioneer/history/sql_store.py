@@ -82,6 +82,29 @@ _SUMMARY_KINDS = ("text", "int", "int", "int", "text")
 _CUT_COLUMNS = "cut_seq, cut_turn_id"
 _CUT_KINDS = ("int", "text")
 _EXPECTED = {"int": "an integer", "text": "text"}
+# A history window in one statement, a consistent snapshot by itself: the thread's row,
+# with the id of each of its newest turns after the summary's coverage and the cut, oldest
+# first (one row with no turn id when there is none; no row when there is no thread).
+_WINDOW = f"""
+WITH th AS (
+    SELECT thread_id, model, created_at, {_SUMMARY_COLUMNS}, {_CUT_COLUMNS},
+           CASE WHEN summary IS NULL THEN 0 ELSE summary_through_seq END AS summarised,
+           COALESCE(cut_seq - 1, 0) AS before_cut
+    FROM threads WHERE thread_id = ?
+), recent AS (
+    SELECT turn_id, seq FROM turns
+    WHERE thread_id = ?
+      AND seq > (SELECT CASE WHEN summarised > before_cut THEN summarised ELSE before_cut END
+                 FROM th)
+      AND (CAST(? AS TEXT) IS NULL OR turn_id <> ?)
+    ORDER BY seq DESC LIMIT ?
+)
+SELECT th.thread_id, th.model, th.created_at, th.summary, th.summary_tokens,
+       th.summary_turn_count, th.summary_through_seq, th.summary_through_turn_id,
+       th.cut_seq, th.cut_turn_id, recent.turn_id
+FROM th LEFT JOIN recent ON 1 = 1
+ORDER BY recent.seq
+"""
 
 
 class ConnectionLost(StoreError):
@@ -159,6 +182,11 @@ class SqlStore:
     def _transaction(self, write: bool) -> AbstractContextManager[StoreTransaction]:
         raise NotImplementedError
 
+    def _statement(self) -> AbstractContextManager[StoreTransaction]:
+        """Where :meth:`_read_statement`'s one statement runs: a read transaction, unless
+        the database can run a lone statement more cheaply outside one."""
+        return self._transaction(False)
+
     def _lock_thread(self, tx: StoreTransaction, thread_id: str) -> bool:
         """Hold the thread's row for the rest of ``tx``; whether the thread exists."""
         return tx.execute("SELECT 1 FROM threads WHERE thread_id = ?",
@@ -234,11 +262,17 @@ class SqlStore:
         for hook in hooks:
             hook(tx, event)
 
-    def _run(self, work: Callable[[StoreTransaction], T], *, write: bool) -> T:
+    def _read_statement(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        """The rows of one statement, which reads a consistent snapshot by itself."""
+        return self._run(lambda tx: tx.execute(sql, params).fetchall(), write=False,
+                         statement=True)
+
+    def _run(self, work: Callable[[StoreTransaction], T], *, write: bool,
+             statement: bool = False) -> T:
         delay = self.RETRY_DELAY
         for attempt in range(1, self.ATTEMPTS + 1):
             try:
-                with self._transaction(write) as tx:
+                with self._statement() if statement else self._transaction(write) as tx:
                     return work(tx)
             except ConnectionLost as lost:
                 if attempt == self.ATTEMPTS:
@@ -499,6 +533,18 @@ class SqlStore:
         ``limit`` is: turns before the cut are never loaded again.
         """
 
+        # The warm path: one statement (the thread's row and the window's turn ids), and
+        # every turn from the cache.
+        rows = self._read_statement(_WINDOW, (thread_id, thread_id, exclude_turn_id,
+                                              exclude_turn_id, max(0, limit)))
+        if not rows:
+            raise StoreError(f"{self._where}: thread {thread_id!r} does not exist")
+        thread, summary, cut = self._thread_of(rows[0][:10], thread_id)
+        ids = [row[10] for row in rows if row[10] is not None]
+        found = self._cache.get_many(ids)
+        if len(found) == len(ids):
+            return HistoryWindow(thread, summary, tuple(found[i] for i in ids), cut)
+
         def work(tx: StoreTransaction) -> HistoryWindow:
             row = tx.execute(
                 f"SELECT thread_id, model, created_at, {_SUMMARY_COLUMNS}, {_CUT_COLUMNS} "
@@ -507,17 +553,21 @@ class SqlStore:
             ).fetchone()
             if row is None:
                 raise StoreError(f"{self._where}: thread {thread_id!r} does not exist")
-            check_row(row[:3], "thread_id, model, created_at", _THREAD_KINDS,
-                      where=self._where, what=f"thread {thread_id!r}")
-            thread = ThreadRecord(*row[:3])
-            summary = self._summary_of(row[3:8], thread_id)
-            cut = self._cut_of(row[8:], thread_id)
+            thread, summary, cut = self._thread_of(row, thread_id)
             after = max(summary.through_seq if summary else 0,
                         cut.first_seq - 1 if cut else 0)
             entries = self._entries(tx, thread_id, limit, after, exclude_turn_id)
             return HistoryWindow(thread, summary, entries, cut)
 
         return self.read(work)
+
+    def _thread_of(self, row: Sequence[Any], thread_id: str
+                   ) -> tuple[ThreadRecord, ThreadSummary | None, HistoryCut | None]:
+        """A thread's record, summary and cut from its row (``_WINDOW``'s first ten)."""
+        check_row(row[:3], "thread_id, model, created_at", _THREAD_KINDS,
+                  where=self._where, what=f"thread {thread_id!r}")
+        return (ThreadRecord(*row[:3]), self._summary_of(row[3:8], thread_id),
+                self._cut_of(row[8:10], thread_id))
 
     # -- the truncation cut --------------------------------------------------------
 
