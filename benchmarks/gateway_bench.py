@@ -3,7 +3,7 @@
     python benchmarks/gateway_bench.py [--threads 1,32,256,2048] [--rounds N]
                                        [--stores sqlite,postgresql] [--samples N]
                                        [--history-turns N] [--profile-rounds N]
-                                       [--no-profiles] [--postgres-url URL]
+                                       [--no-profiles] [--no-runner] [--postgres-url URL]
 
 A gateway runs one long-lived process per node for many threads, each with its own
 runtime home (SOUL.md, IDENTITY.md and USER.md of its own, about 4,000 characters in
@@ -23,7 +23,10 @@ round robin, thread after thread, and three rows are timed on each visit:
   and its index in one transaction). The runner's base compile input is pointed at the
   thread's home before each turn (the runner takes one base input per agent).
 
-Every thread gets a warm-up visit (its input compiled by both compilers and its history
+The stored turns are written before each group is served, through a second store on
+the same database with an episodic index of its own (as other processes and nodes would
+write them), so the served store's connections are only the ones serving needs, the
+same at every count. Every thread gets a warm-up visit (its input compiled by both compilers and its history
 pass, untimed) and ``--rounds`` timed turns, so every thread's history is the same size
 at every count; a count that needs more than that
 for ``--samples`` visits a row serves several groups of its threads, one group after
@@ -32,8 +35,12 @@ cost is the median per turn, beside its ratio to the one-thread case and the tar
 256 threads at most 1.5 times one thread, 2,048 threads at most 2 times. Then the
 process's resident memory after each count (``VmRSS``) beside what it was before the
 first home was made (the interpreter with pioneer imported), the compile row's caches'
-bytes and hit rates (``PromptCompiler.cache_stats``), and the growth at the largest count
+bytes and hit rates (``PromptCompiler.cache_stats``), those of the token counter and the
+store's turn cache over the count (``pioneer.cache_stats``), and the growth at the largest
+count
 against the byte budgets of every cache alive in the process (``pioneer.cache_stats``).
+
+``--no-runner`` runs no turn between the visits: the compile and history rows alone.
 
 Last, the growth exponents of profile loading (``profile_bench.py``'s profiles of 10,
 100 and 1,000 sections) and of a compile with 10, 100 and 1,000 contributions (runtime
@@ -72,7 +79,14 @@ from agent_loop import response, usage
 from bench import Row, _fmt, run_interleaved, settle
 
 import pioneer
-from pioneer import Agent, CacheStats, PromptCompileInput, PromptCompiler, RuntimeSectionInput
+from pioneer import (
+    Agent,
+    CacheStats,
+    EpisodicIndex,
+    PromptCompileInput,
+    PromptCompiler,
+    RuntimeSectionInput,
+)
 from pioneer.history import HistoryBudgeter, HistoryLimits
 
 PROVIDER, MODEL = "anthropic", "claude-sonnet-4-5"
@@ -199,7 +213,7 @@ class Served(NamedTuple):
     shared: list[CacheStats]  # the token counter's and the store's caches, over this count
 
 
-def serve(store: Any, homes: list[Path], size: int, rounds: int, samples: int,
+def serve(store: Any, seeder: Any, homes: list[Path], size: int, rounds: int, samples: int,
           history_turns: int, out: Any, runner: bool = True) -> Served:
     """The rows' median per turn for ``size`` threads, the RSS after, the caches.
 
@@ -221,7 +235,7 @@ def serve(store: Any, homes: list[Path], size: int, rounds: int, samples: int,
     try:
         for group in range(groups):
             threads = [f"s{size}-g{group}-t{n}" for n in range(size)]
-            seed(store, threads, history_turns, workers=8)
+            seed(seeder, threads, history_turns, workers=8)
             serve_group(compiler, budgeter, agent, threads, homes, bases, rounds, times,
                         runner)
             print(f"  {size} threads: group {group + 1} of {groups} served", file=out,
@@ -427,13 +441,21 @@ def main(argv: list[str] | None = None) -> int:
         with stores(names, folder, args.postgres_url) as targets:
             for name in names:
                 store = pioneer.open_store(targets[name])
+                # The stored turns are written by another store (its own connections, an
+                # index of its own), as other processes and nodes write them: the writers
+                # at once would otherwise leave the served store's PostgreSQL pool with
+                # eight connections at every count but one, taking its reads in turn.
+                seeder = pioneer.open_store(targets[name])
+                index = EpisodicIndex(seeder)
                 results: dict[int, Served] = {}
                 try:
                     for size in sizes:
-                        results[size] = serve(store, homes, size, args.rounds, args.samples,
-                                              args.history_turns, sys.stderr,
+                        results[size] = serve(store, seeder, homes, size, args.rounds,
+                                              args.samples, args.history_turns, sys.stderr,
                                               runner=not args.no_runner)
                 finally:
+                    index.close()
+                    seeder.close()
                     store.close()
                 report_store(name, results, base_rss, args.rounds, args.samples,
                              args.history_turns, out)
