@@ -482,8 +482,9 @@ def test_artifact_fields_cannot_forge_lines_in_a_stored_message(store: SqlStore)
 def test_a_warm_window_read_is_the_cold_one(store_target: StoreTarget, summary: str | None,
                                            cut: str | None, exclude: str | None,
                                            limit: int) -> None:
-    # A store whose turn cache holds the window reads it in one statement; a store that
-    # has cached nothing reads it in a transaction. The two agree on every field.
+    # On PostgreSQL a store whose turn cache holds the window reads it in one statement; a
+    # store that has cached nothing (and SQLite always) reads it in a transaction. The two
+    # agree on every field.
     with make_store(store_target.target) as warm:
         warm.ensure_thread("t1")
         for n in range(10):

@@ -533,17 +533,19 @@ class SqlStore:
         ``limit`` is: turns before the cut are never loaded again.
         """
 
-        # The warm path: one statement (the thread's row and the window's turn ids), and
-        # every turn from the cache.
-        rows = self._read_statement(_WINDOW, (thread_id, thread_id, exclude_turn_id,
-                                              exclude_turn_id, max(0, limit)))
-        if not rows:
-            raise StoreError(f"{self._where}: thread {thread_id!r} does not exist")
-        thread, summary, cut = self._thread_of(rows[0][:10], thread_id)
-        ids = [row[10] for row in rows if row[10] is not None]
-        found = self._cache.get_many(ids)
-        if len(found) == len(ids):
-            return HistoryWindow(thread, summary, tuple(found[i] for i in ids), cut)
+        if self._dialect == "postgresql":
+            # The warm path: one statement (the thread's row and the window's turn ids),
+            # one round trip, and every turn from the cache. (On SQLite, which has no
+            # round trips, the two plain queries below cost less than this one.)
+            rows = self._read_statement(_WINDOW, (thread_id, thread_id, exclude_turn_id,
+                                                  exclude_turn_id, max(0, limit)))
+            if not rows:
+                raise StoreError(f"{self._where}: thread {thread_id!r} does not exist")
+            thread, summary, cut = self._thread_of(rows[0][:10], thread_id)
+            ids = [row[10] for row in rows if row[10] is not None]
+            found = self._cache.get_many(ids)
+            if len(found) == len(ids):
+                return HistoryWindow(thread, summary, tuple(found[i] for i in ids), cut)
 
         def work(tx: StoreTransaction) -> HistoryWindow:
             row = tx.execute(
