@@ -26,11 +26,11 @@ round robin, thread after thread, and three rows are timed on each visit:
 The stored turns are written before each group is served, through a second store on
 the same database with an episodic index of its own (as other processes and nodes would
 write them), so the served store's connections are only the ones serving needs, the
-same at every count. Every thread gets a warm-up visit (its input compiled by both compilers and its history
-pass, untimed) and ``--rounds`` timed turns, so every thread's history is the same size
-at every count; a count that needs more than that
-for ``--samples`` visits a row serves several groups of its threads, one group after
-the other, on the same homes, compiler, store and runner. Each row's
+same at every count. Every thread gets a warm-up visit (its input compiled by both
+compilers and its history pass, untimed) and ``--rounds`` timed turns, so every thread's
+history is the same size at every count; a count that needs more than that for
+``--samples`` visits a row serves several groups of its threads, one group after the
+other, on the same homes, compiler, store and runner. Each row's
 cost is the median per turn, beside its ratio to the one-thread case and the targets:
 256 threads at most 1.5 times one thread, 2,048 threads at most 2 times. Then the
 process's resident memory after each count (``VmRSS``) beside what it was before the
