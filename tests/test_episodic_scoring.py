@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import random
 import sqlite3
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -120,10 +121,11 @@ def test_a_threads_results_do_not_depend_on_the_other_threads(store_target: Stor
 def test_other_threads_never_move_a_threads_hits(tmp_path: Path, mine: int, others: list[int],
                                                   query: list[str]) -> None:
     text = " ".join(query)
-    with SqliteStore(":memory:") as alone, EpisodicIndex(alone) as index:
+    folder = Path(tempfile.mkdtemp(dir=tmp_path))  # a new pair of files for each example
+    with SqliteStore(folder / "alone.db") as alone, EpisodicIndex(alone) as index:
         write(alone, "mine", random_turns(mine, 12))
         expected = hits(index, "mine", text)
-    with SqliteStore(":memory:") as shared, EpisodicIndex(shared) as index:
+    with SqliteStore(folder / "shared.db") as shared, EpisodicIndex(shared) as index:
         # Other threads written before, between and after: their rows surround the thread's.
         for n, seed in enumerate(others[:2]):
             write(shared, f"before-{n}", random_turns(seed, 10))

@@ -7,6 +7,7 @@ file's bytes, its journal mode and the folder's listing are compared before and 
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -123,6 +124,24 @@ def test_a_read_command_refuses_a_database_it_does_not_know_and_changes_nothing(
     assert err == f"{path}: {message}\nerror: 1 problem\n"
     assert _snapshot(path) == before  # same bytes, no -wal or -shm file beside it
     assert _journal_mode(path) == mode
+
+
+@pytest.mark.parametrize("name", [":memory:", ""])
+def test_a_private_sqlite_database_is_refused_with_its_reason(
+        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each of the store's connections would open an empty database of its own, so a turn
+    # written on one would be missing on the next: refused before any is opened.
+    monkeypatch.chdir(tmp_path)
+    shown = name or "(empty path)"
+    for opening in (lambda: SqliteStore(name), lambda: open_store(name),
+                    lambda: EpisodicIndex(name)):
+        with pytest.raises(StoreError, match=rf"^{re.escape(shown)}: a conversation store "
+                           "needs a file; SQLite gives this name a private database"):
+            opening()
+    assert list(tmp_path.iterdir()) == []
+    assert run_cli("history", "demo", "--db", ":memory:") == (
+        1, "", ":memory:: a conversation store needs a file; SQLite gives this name a "
+        "private database of one connection, and the store uses several\nerror: 1 problem\n")
 
 
 def test_a_negative_version_is_never_migrated(tmp_path: Path) -> None:

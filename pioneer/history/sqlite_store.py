@@ -152,6 +152,12 @@ class SqliteStore(SqlStore):
         cache_bytes: int = HISTORY_CACHE_BYTES,
         migrations: Sequence[Migration] = MIGRATIONS,
     ) -> None:
+        if os.fspath(path) in ("", ":memory:"):
+            # SQLite's names for a private database of one connection: the store opens
+            # several connections, and each would see an empty database of its own.
+            raise StoreError(f"{os.fspath(path) or '(empty path)'}: a conversation store "
+                             "needs a file; SQLite gives this name a private database of one "
+                             "connection, and the store uses several")
         self.path = Path(path)
         super().__init__(dialect="sqlite", where=str(self.path), counter=counter,
                          cache_bytes=cache_bytes, read_only=read_only)
