@@ -26,13 +26,14 @@ round robin, thread after thread, and three rows are timed on each visit:
 The stored turns are written before each group is served, through a second store on
 the same database with an episodic index of its own (as other processes and nodes would
 write them), so the served store's connections are only the ones serving needs, the
-same at every count. Every thread gets a warm-up visit (its input compiled by both
-compilers and its history pass, untimed) and ``--rounds`` timed turns, so every thread's
-history is the same size at every count; a count that needs more than that for
-``--samples`` visits a row serves several groups of its threads, one group after the
-other, on the same homes, compiler, store and runner. Each row's
-cost is the median per turn, beside its ratio to the one-thread case and the targets:
-256 threads at most 1.5 times one thread, 2,048 threads at most 2 times. Then the
+same at every count. Every thread gets a warm-up visit (its turn before: compile,
+history pass and a whole turn, untimed) and ``--rounds`` timed turns, so every thread's
+history is the same size at every count, and every timed visit comes after the
+thread's own previous turn; a count that needs more than that for ``--samples`` visits
+a row serves several groups of its threads, one group after the other, on the same
+homes, compiler, store and runner. Each row's cost is the median per turn, beside its
+ratio to the one-thread case and the targets: 256 threads at most 1.5 times one thread,
+2,048 threads at most 2 times. Then the
 process's resident memory after each count (``VmRSS``) beside what it was before the
 first home was made (the interpreter with pioneer imported), the compile row's caches'
 bytes and hit rates (``PromptCompiler.cache_stats``), those of the token counter and the
@@ -267,9 +268,12 @@ def serve_group(compiler: PromptCompiler, budgeter: HistoryBudgeter, agent: Agen
                 threads: list[str], homes: list[Path], bases: list[PromptCompileInput],
                 rounds: int, times: dict[str, list[int]], runner: bool = True) -> None:
     """A warm-up round and ``rounds`` timed rounds over ``threads``, round robin. The
-    warm-up compiles each thread's input with both compilers (the compile row's and the
-    runner's) and runs its history pass, as the thread's turn before would have. Without
-    ``runner`` no turn runs between the visits: the compile and history rows alone."""
+    warm-up is the thread's turn before: the compile row's compile and history pass, then a
+    whole turn through the runner, all untimed, so that every timed visit, at every count,
+    comes after the thread's own previous turn (a timed visit right after a warm-up that
+    only compiled found the home hot in the processor's caches, which made one thread's
+    compile about a third cheaper than its turns in a real gateway). Without ``runner``
+    no turn runs between the visits: the compile and history rows alone."""
     clock = time.perf_counter_ns
     for turn in range(rounds + 1):
         for n, thread in enumerate(threads):
@@ -280,9 +284,9 @@ def serve_group(compiler: PromptCompiler, budgeter: HistoryBudgeter, agent: Agen
             budgeter.build(thread)
             passed = clock()
             agent.compile_input = bases[n]
-            if not turn:  # the warm-up: the runner's compiler meets the home, untimed
+            if not turn:  # the warm-up: the thread's turn before, untimed
                 if runner:
-                    agent.compiler.compile(given)
+                    run_turn(agent, thread, turn)
                 continue
             times["compile"].append(compiled - start)
             times["history pass"].append(passed - compiled)
