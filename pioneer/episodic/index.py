@@ -486,7 +486,7 @@ def _postgres_search(tx: StoreTransaction, text: str, query: str, thread_id: str
     # the same for the thread's average snippet keeps an average snippet's score as is.
     score = f"({score}) * {1 + math.log(average)!r}"
     small = total < SMALL_INDEX
-    shared = operands if small else []  # only a small index's rule reads them (recall.py)
+    shared = operands if small else []  # only a small thread's rule reads them (recall.py)
     return (_SEARCH_POSTGRESQL.format(score=score, shared=" + ".join(
                 f"(s.search @@ to_tsquery('{TS_CONFIG}', ?))::int" for _ in shared) or "0"),
             (*weighed, *shared, query, thread_id, excluded, summary, limit), small)

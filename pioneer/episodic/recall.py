@@ -87,7 +87,7 @@ class Recall:
 
     ``shared``, ``words`` and ``small_index`` are the search's
     (:class:`~.index.SearchResult`): how many of the message's terms each candidate holds,
-    how many words the message has, and whether the index is too small to weigh words.
+    how many words the message has, and whether the thread is too small to weigh words.
     """
 
     query: str | None
@@ -106,7 +106,7 @@ class Recall:
 
     @property
     def one_word(self) -> bool:
-        """Whether nothing is recalled because the index is small and no candidate holds
+        """Whether nothing is recalled because the thread is small and no candidate holds
         more than one word of a message of several."""
         return self.small_index and self.words > 1 and max(self.shared, default=0) <= 1
 
