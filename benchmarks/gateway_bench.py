@@ -33,13 +33,12 @@ thread's own previous turn; a count that needs more than that for ``--samples`` 
 a row serves several groups of its threads, one group after the other, on the same
 homes, compiler, store and runner. Each row's cost is the median per turn, beside its
 ratio to the one-thread case and the targets: 256 threads at most 1.5 times one thread,
-2,048 threads at most 2 times. Then the
-process's resident memory after each count (``VmRSS``) beside what it was before the
-first home was made (the interpreter with pioneer imported), the compile row's caches'
-bytes and hit rates (``PromptCompiler.cache_stats``), those of the token counter and the
-store's turn cache over the count (``pioneer.cache_stats``), and the growth at the largest
-count
-against the byte budgets of every cache alive in the process (``pioneer.cache_stats``).
+2,048 threads at most 2 times. Then the process's resident memory after each count
+(``VmRSS``) beside what it was before the first home was made (the interpreter with
+pioneer imported), the compile row's caches' bytes and hit rates
+(``PromptCompiler.cache_stats``), those of the token counter and the store's turn cache
+over the count (``pioneer.cache_stats``), and the growth at the largest count against the
+byte budgets of every cache alive in the process.
 
 ``--no-runner`` runs no turn between the visits: the compile and history rows alone.
 
