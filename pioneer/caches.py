@@ -82,7 +82,10 @@ class LruCache(Generic[K, V]):
             raise ValueError(f"cache {name!r}: a budget is a number of bytes >= 0, got {budget}")
         self.name = name
         self._budget = budget
-        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        # Each entry keeps its own key object: a hit moves the entry by that key, which
+        # compares equal by identity, rather than by the key looked up with, which would
+        # compare every text in it a second time.
+        self._items: OrderedDict[K, tuple[V, int, K]] = OrderedDict()
         self._bytes = 0
         self._hits = self._misses = self._evictions = 0
         self._lock = threading.Lock()
@@ -101,7 +104,7 @@ class LruCache(Generic[K, V]):
             if found is None:
                 self._misses += 1
                 return None
-            self._items.move_to_end(key)
+            self._items.move_to_end(found[2])
             self._hits += 1
             return found[0]
 
@@ -115,10 +118,27 @@ class LruCache(Generic[K, V]):
                 if held is None:
                     self._misses += 1
                 else:
-                    items.move_to_end(key)
+                    items.move_to_end(held[2])
                     self._hits += 1
                     found[key] = held[0]
         return found
+
+    def get_each(self, keys: Iterable[K]) -> list[V | None]:
+        """The value stored under each of ``keys``, in their order (``None`` where none
+        is), under one lock: :meth:`get` for each."""
+        out: list[V | None] = []
+        with self._lock:
+            items = self._items
+            for key in keys:
+                held = items.get(key)
+                if held is None:
+                    self._misses += 1
+                    out.append(None)
+                else:
+                    items.move_to_end(held[2])
+                    self._hits += 1
+                    out.append(held[0])
+        return out
 
     def put(self, key: K, value: V, size: int) -> None:
         """Store ``value`` under ``key`` as the most recent, counted as ``size`` bytes."""
@@ -129,7 +149,7 @@ class LruCache(Generic[K, V]):
                 self._bytes -= old[1]
             if size > self._budget:
                 return
-            items[key] = (value, size)
+            items[key] = (value, size, key)
             self._bytes += size
             self._shrink()
 
@@ -145,7 +165,7 @@ class LruCache(Generic[K, V]):
     def _shrink(self) -> None:
         items = self._items
         while self._bytes > self._budget:
-            _, (_, size) = items.popitem(last=False)
+            _, (_, size, _) = items.popitem(last=False)
             self._bytes -= size
             self._evictions += 1
 
