@@ -86,10 +86,6 @@ class PromptLimits(CheckedModel):
     max_chars_total: int | None = Field(default=None, ge=0, description="Total character budget.")
 
 
-#: The limits of an input that sets none: one instance (frozen) for every such input.
-_NO_LIMITS = PromptLimits()
-
-
 def _canonical_profile(value: str) -> str:
     return PROFILE_ALIASES.get(value, value)
 
@@ -146,8 +142,7 @@ class PromptCompileInput(EdgeModel):
     )
     dynamic_context: str | None = Field(default=None, description="Per-turn context text.")
     extra_system: str | None = Field(default=None, description="Extra system text.")
-    limits: PromptLimits = Field(default_factory=lambda: _NO_LIMITS,
-                                 description="Budget overrides.")
+    limits: PromptLimits = Field(default_factory=PromptLimits, description="Budget overrides.")
 
 
 def _problems_from(
@@ -193,7 +188,8 @@ def parse_compile_input(
 _TEXTS = frozenset({str, type(None)})
 
 #: Bytes counted for a remembered part beside its texts: the key's tuples and the model
-#: with its dict (about 900 measured with tracemalloc on the benchmark workload).
+#: with its dict and set of fields (a section's entry is within 1% of a deep measure,
+#: docs/speed.md, "Sizing them").
 _PART_BYTES = 2 * ENTRY_OVERHEAD
 
 _SECTION_LISTS: tuple[tuple[str, type[SectionInput]], ...] = (
@@ -207,9 +203,9 @@ class InputMemo:
 
     The turns of one thread send mostly the same sections as the turn before (the
     AGENTS.md text, the permissions, the skills), and the same root. A section mapping
-    equal to one validated before (the same keys, and values equal and of the same
-    types) is given the model made then, and a root string its path, so a turn validates
-    only what changed. What :meth:`parse` returns equals what
+    equal to one validated before (the same keys and the same texts; one with a flag or
+    a count is validated each time) is given the model made then, and a root string its
+    path, so a turn validates only what changed. What :meth:`parse` returns equals what
     :func:`parse_compile_input` returns, and a mapping with a problem is reported by
     validating it whole, as that function does: only parts that passed are remembered.
     The compiler keeps one (the ``compile_inputs`` cache, ``input_cache_bytes``).
