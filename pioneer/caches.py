@@ -110,18 +110,9 @@ class LruCache(Generic[K, V]):
 
     def get_many(self, keys: Iterable[K]) -> dict[K, V]:
         """The values held among ``keys`` (each now the most recent), under one lock."""
-        found: dict[K, V] = {}
-        with self._lock:
-            items = self._items
-            for key in keys:
-                held = items.get(key)
-                if held is None:
-                    self._misses += 1
-                else:
-                    items.move_to_end(held[2])
-                    self._hits += 1
-                    found[key] = held[0]
-        return found
+        keys = list(keys)
+        return {key: value for key, value in zip(keys, self.get_each(keys), strict=True)
+                if value is not None}
 
     def get_each(self, keys: Iterable[K]) -> list[V | None]:
         """The value stored under each of ``keys``, in their order (``None`` where none
