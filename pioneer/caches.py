@@ -82,10 +82,7 @@ class LruCache(Generic[K, V]):
             raise ValueError(f"cache {name!r}: a budget is a number of bytes >= 0, got {budget}")
         self.name = name
         self._budget = budget
-        # Each entry keeps its own key object: a hit moves the entry by that key, which
-        # compares equal by identity, rather than by the key looked up with, which would
-        # compare every text in it a second time.
-        self._items: OrderedDict[K, tuple[V, int, K]] = OrderedDict()
+        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
         self._bytes = 0
         self._hits = self._misses = self._evictions = 0
         self._lock = threading.Lock()
@@ -104,32 +101,24 @@ class LruCache(Generic[K, V]):
             if found is None:
                 self._misses += 1
                 return None
-            self._items.move_to_end(found[2])
+            self._items.move_to_end(key)
             self._hits += 1
             return found[0]
 
     def get_many(self, keys: Iterable[K]) -> dict[K, V]:
         """The values held among ``keys`` (each now the most recent), under one lock."""
-        keys = list(keys)
-        return {key: value for key, value in zip(keys, self.get_each(keys), strict=True)
-                if value is not None}
-
-    def get_each(self, keys: Iterable[K]) -> list[V | None]:
-        """The value stored under each of ``keys``, in their order (``None`` where none
-        is), under one lock: :meth:`get` for each."""
-        out: list[V | None] = []
+        found: dict[K, V] = {}
         with self._lock:
             items = self._items
             for key in keys:
                 held = items.get(key)
                 if held is None:
                     self._misses += 1
-                    out.append(None)
                 else:
-                    items.move_to_end(held[2])
+                    items.move_to_end(key)
                     self._hits += 1
-                    out.append(held[0])
-        return out
+                    found[key] = held[0]
+        return found
 
     def put(self, key: K, value: V, size: int) -> None:
         """Store ``value`` under ``key`` as the most recent, counted as ``size`` bytes."""
@@ -140,7 +129,7 @@ class LruCache(Generic[K, V]):
                 self._bytes -= old[1]
             if size > self._budget:
                 return
-            items[key] = (value, size, key)
+            items[key] = (value, size)
             self._bytes += size
             self._shrink()
 
@@ -156,7 +145,7 @@ class LruCache(Generic[K, V]):
     def _shrink(self) -> None:
         items = self._items
         while self._bytes > self._budget:
-            _, (_, size, _) = items.popitem(last=False)
+            _, (_, size) = items.popitem(last=False)
             self._bytes -= size
             self._evictions += 1
 

@@ -230,7 +230,7 @@ class PioneerSettings(BaseModel):
     )
 
     # Cache budgets, in bytes (docs/speed.md, "Caches"): sized for a node serving 10,000
-    # threads from one process, 553 MiB in all.
+    # threads from one process, 473 MiB in all.
     stable_cache_bytes: int = Field(
         default=128 * MiB, ge=0,
         description="Bytes of compiled stable parts kept for reuse (one per profile and "
@@ -261,11 +261,6 @@ class PioneerSettings(BaseModel):
     hint_cache_bytes: int = Field(
         default=1 * MiB, ge=0,
         description="Bytes of did-you-mean results for unknown contribution ids.",
-    )
-    input_cache_bytes: int = Field(
-        default=32 * MiB, ge=0,
-        description="Bytes of validated compile-input sections and roots kept for reuse "
-        "when the input is given as a mapping.",
     )
     history_cache_bytes: int = Field(
         default=HISTORY_CACHE_BYTES, ge=0,

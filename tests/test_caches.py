@@ -32,7 +32,7 @@ PAST_NS = 1_600_000_000 * 10**9
 KEYS = st.sampled_from("abcdefgh")
 STEPS = st.lists(
     st.one_of(
-        st.tuples(st.sampled_from(["get", "get_each"]), KEYS, st.just(0)),
+        st.tuples(st.just("get"), KEYS, st.just(0)),
         st.tuples(st.just("put"), KEYS, st.integers(min_value=0, max_value=60)),
     ),
     max_size=60,
@@ -52,9 +52,8 @@ def test_the_cache_is_a_byte_bounded_lru_map(budget: int,
     hits = misses = evictions = 0
     for number, (action, key, size) in enumerate(steps):
         held = [k for k, _ in order]
-        if action.startswith("get"):
-            found = cache.get(key) if action == "get" else cache.get_each([key])[0]
-            assert found == values.get(key)
+        if action == "get":
+            assert cache.get(key) == values.get(key)
             if key in held:
                 hits += 1
                 order.append(order.pop(held.index(key)))
@@ -101,40 +100,6 @@ def test_get_many_refreshes_and_counts_like_get() -> None:
     assert cache.keys() == ["c", "a", "b"]
     stats = cache.stats()
     assert (stats.hits, stats.misses) == (2, 1)
-
-
-def test_get_each_answers_in_order_and_counts_like_get() -> None:
-    cache: LruCache[str, int] = LruCache("test", 30)
-    for number, key in enumerate("abc"):
-        cache.put(key, number, 10)
-    assert cache.get_each(["b", "x", "a", "b"]) == [1, None, 0, 1]
-    assert cache.keys() == ["c", "a", "b"]
-    stats = cache.stats()
-    assert (stats.hits, stats.misses) == (3, 1)
-
-
-class _Text(str):
-    """A text that counts how often it is compared."""
-
-    compared = 0
-
-    def __eq__(self, other: object) -> bool:
-        type(self).compared += 1
-        return str.__eq__(self, other)
-
-    __hash__ = str.__hash__
-
-
-def test_a_hit_compares_the_key_once() -> None:
-    # The entry is moved by the key object it was stored under (equal by identity), so
-    # a long text in a key is compared with the one looked up once, not twice.
-    cache: LruCache[tuple[str, ...], int] = LruCache("test", 100)
-    cache.put((_Text("stored " * 100),), 1, 10)
-    _Text.compared = 0
-    assert cache.get((_Text("stored " * 100),)) == 1
-    assert _Text.compared == 1
-    assert cache.get_each([(_Text("stored " * 100),)]) == [1]
-    assert _Text.compared == 2
 
 
 def test_an_entry_bigger_than_the_budget_is_not_kept_and_evicts_nothing() -> None:
@@ -235,7 +200,7 @@ def test_budgets_come_from_the_settings_and_the_environment(
     assert defaults == {
         "stable_parts": 128 << 20, "sections": 64 << 20, "bootstrap_results": 64 << 20,
         "identity_files": 32 << 20, "conditions": 4 << 20, "placements": 4 << 20,
-        "contribution_hints": 1 << 20, "compile_inputs": 32 << 20,
+        "contribution_hints": 1 << 20,
     }
     monkeypatch.setenv("PIONEER_SECTION_CACHE_BYTES", "12345")
     given_settings = PioneerSettings(stable_cache_bytes=999)
@@ -275,7 +240,7 @@ def test_a_budget_of_zero_keeps_nothing_and_changes_nothing(tmp_path: Path) -> N
     nothing = PioneerSettings(**{name: 0 for name in (
         "stable_cache_bytes", "section_cache_bytes", "bootstrap_cache_bytes",
         "file_cache_bytes", "condition_cache_bytes", "placement_cache_bytes",
-        "hint_cache_bytes", "input_cache_bytes")})
+        "hint_cache_bytes")})
     (tmp_path / "SOUL.md").write_text("Calm.", encoding="utf-8")
     kept_nothing, usual = PromptCompiler(nothing), PromptCompiler()
     for turn in range(3):
@@ -302,10 +267,9 @@ ACTIONS = st.lists(
 #: result from the reads already made).
 PATTERN = ((0, None), (0, None), (0, 900), (1, None), (1, None), (0, None), (0, None),
            (2, None), (2, None), (3, None), (3, None), (0, None), (0, None), (1, None))
-_BUDGETS = ("stable", "section", "bootstrap", "file", "condition", "placement", "hint",
-            "input")
+_BUDGETS = ("stable", "section", "bootstrap", "file", "condition", "placement", "hint")
 _NAMES = ("stable_parts", "sections", "bootstrap_results", "identity_files", "conditions",
-          "placements", "contribution_hints", "compile_inputs")
+          "placements", "contribution_hints")
 
 
 def _homes(root: Path) -> list[Path]:
@@ -344,16 +308,13 @@ def test_the_small_budgets_both_hit_and_evict(home: Path,
 
 
 def _served(home: Path, index: int, detail: str, total: int | None = None
-            ) -> dict[str, Any]:
-    """A turn's input for ``home``, as the mapping a gateway is sent (validated by the
-    compiler, through its ``compile_inputs`` cache)."""
-    return {
-        "workspace_root": str(home), "profile": "full" if index % 2 else "minimal",
-        "dynamic_context": detail, "extra_system": f"home {index}",
-        "runtime_sections": [{"id": "memory_recall", "content": f"- {detail}"},
-                             {"id": f"note_{index}", "content": detail}],
-        "limits": {"max_chars_total": total},
-    }
+            ) -> PromptCompileInput:
+    return PromptCompileInput(
+        workspace_root=home, profile="full" if index % 2 else "minimal",
+        dynamic_context=detail, extra_system=f"home {index}",
+        runtime_sections=[{"id": "memory_recall", "content": f"- {detail}"},  # type: ignore[list-item]
+                          {"id": f"note_{index}", "content": detail}],
+        limits={"max_chars_total": total})  # type: ignore[arg-type]
 
 
 @settings(max_examples=25, deadline=None,

@@ -1,6 +1,6 @@
-"""An edge model reads its input before it copies it: what it holds is what validating
-the input with every lone surrogate replaced first would give, at any depth, in keys and
-values, whether the input needed a copy or not (pioneer/text.py)."""
+"""An edge model holds what validating its input with every lone surrogate replaced first
+would give, at any depth, in keys and values, str subclasses included, and reports an
+unknown key at the same place (pioneer/text.py)."""
 
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ from .assemble import assemble
 from .bootstrap import BootstrapFile, BootstrapLoader, BootstrapResult
 from .extends import ProfileSource, resolve_profile
 from .fingerprint import profile_fingerprint, template_digests
-from .inputs import InputMemo, PromptCompileInput, parse_compile_input
+from .inputs import PromptCompileInput, parse_compile_input
 from .loaded import LoadedProfile
 from .manifest import CompiledPromptPayload, Diagnostic, Omission, Placement
 from .plan import ProfilePlan, plan_profile
@@ -139,8 +139,6 @@ class PromptCompiler:
         # rather than validated again (ten of them were a tenth of a warm turn).
         self._placements: LruCache[PlacementKey, Placement] = LruCache(
             "placements", settings.placement_cache_bytes)
-        # A mapping given as input: its sections and root as validated last turn.
-        self._inputs = InputMemo(settings.input_cache_bytes)
         if count_tokens and token_counter is None:
             self._counter = default_counter(settings.token_cache_bytes)
 
@@ -151,7 +149,7 @@ class PromptCompiler:
         loader = self._bootstrap_loader
         caches: list[LruCache[Any, Any]] = [
             self._stable_memo, self._section_memo, loader.cache, loader.reader.cache,
-            self._conditions, self._placements, self._id_hints, self._inputs.cache]
+            self._conditions, self._placements, self._id_hints]
         counter_cache = getattr(self._counter, "cache", None)
         if isinstance(counter_cache, LruCache):
             caches.append(counter_cache)
@@ -296,30 +294,20 @@ class PromptCompiler:
 
     # -- compiling -------------------------------------------------------------
 
-    def validate_input(self, value: PromptCompileInput | Mapping[str, Any]) -> PromptCompileInput:
-        """``value`` as a compile input: a model as it is; a mapping validated as
-        :func:`~pioneer.compile.inputs.parse_compile_input` validates it, with each
-        section and root equal to one of an earlier turn's taken as validated then (the
-        ``compile_inputs`` cache); anything else an :class:`~pioneer.errors.InputError`."""
-        if isinstance(value, PromptCompileInput):
-            return value
-        if type(value) is dict or isinstance(value, Mapping):
-            return self._inputs.parse(value)
-        return as_compile_input(value)  # the error naming what was given
-
     def compile(
         self, compile_input: PromptCompileInput | Mapping[str, Any], *,
         history: Iterable[str] | None = None,
     ) -> CompiledPromptPayload:
         """Compile one turn's prompt; sections whose inputs did not change are reused.
 
-        ``compile_input`` may also be a mapping of its fields, validated by
-        :meth:`validate_input` (an :class:`~pioneer.errors.InputError` listing every
-        problem). ``history`` is the text of the messages sent with the prompt: their
-        artifact refs count, with those of the sections, towards the Artifact References
-        policy.
+        ``compile_input`` may also be a mapping of its fields, validated as
+        :func:`~pioneer.compile.inputs.parse_compile_input` does (an
+        :class:`~pioneer.errors.InputError` listing every problem). ``history`` is the
+        text of the messages sent with the prompt: their artifact refs count, with those
+        of the sections, towards the Artifact References policy.
         """
-        compile_input = self.validate_input(compile_input)
+        if not isinstance(compile_input, PromptCompileInput):
+            compile_input = as_compile_input(compile_input)
         profile = self.load_profile(compile_input.profile)
         plan = self._plan(profile)
         boot = self._bootstrap(profile, compile_input)

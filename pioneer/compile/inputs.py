@@ -14,9 +14,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, Strict, TypeAdapter, ValidationError
+from pydantic import AfterValidator, ConfigDict, Field, Strict, ValidationError
 
-from ..caches import ENTRY_OVERHEAD, LruCache, text_bytes
 from ..errors import (
     STDIN_NAME,
     InputError,
@@ -33,7 +32,6 @@ from .ids import PROFILE_ALIASES, check_dynamic_id, check_runtime_id
 
 __all__ = [
     "DynamicSectionInput",
-    "InputMemo",
     "PromptCompileInput",
     "PromptLimits",
     "RuntimeSectionInput",
@@ -102,16 +100,15 @@ def _file_system_path(path: Path) -> Path:
     return path
 
 
-#: A path is written as a string in JSON and TOML: the one field not strict.
-_Root = Annotated[Path, Strict(False), AfterValidator(_file_system_path)]
-
-
 class PromptCompileInput(EdgeModel):
     """One turn's compile input."""
 
     model_config = _STRICT
     raw_fields = frozenset({"workspace_root"})
-    workspace_root: _Root | None = Field(
+    # A path is written as a string in JSON and TOML: the one field not strict.
+    workspace_root: Annotated[
+        Path, Strict(False), AfterValidator(_file_system_path)
+    ] | None = Field(
         default=None,
         description="Folder holding the bootstrap files; defaults to the runtime home.",
     )
@@ -180,93 +177,6 @@ def parse_compile_input(
 
         problems = sorted(_problems_from(error, file, lines), key=lambda p: p.line or 0)
         raise InputError(problems, summary=_summary(len(problems), file)) from None
-
-
-#: The value types a remembered section may hold: texts and nulls, which compare equal
-#: only to their own type (``True == 1`` in Python, yet strict validation refuses one
-#: where it takes the other, so a section with a count or a flag is validated anew).
-_TEXTS = frozenset({str, type(None)})
-
-#: Bytes counted for a remembered part beside its texts: the key's tuples and the model
-#: with its dict and set of fields (a section's entry is within 1% of a deep measure,
-#: docs/speed.md, "Sizing them").
-_PART_BYTES = 2 * ENTRY_OVERHEAD
-
-_SECTION_LISTS: tuple[tuple[str, type[SectionInput]], ...] = (
-    ("runtime_sections", RuntimeSectionInput), ("dynamic_sections", DynamicSectionInput),
-)
-_ROOT = TypeAdapter(_Root)
-
-
-class InputMemo:
-    """The parts of compile inputs validated before, reused by value.
-
-    The turns of one thread send mostly the same sections as the turn before (the
-    AGENTS.md text, the permissions, the skills), and the same root. A section mapping
-    equal to one validated before (the same keys and the same texts; one with a flag or
-    a count is validated each time) is given the model made then, and a root string its
-    path, so a turn validates only what changed. What :meth:`parse` returns equals what
-    :func:`parse_compile_input` returns, and a mapping with a problem is reported by
-    validating it whole, as that function does: only parts that passed are remembered.
-    The compiler keeps one (the ``compile_inputs`` cache, ``input_cache_bytes``).
-    """
-
-    def __init__(self, budget: int):
-        self.cache: LruCache[tuple[object, ...], object] = LruCache("compile_inputs", budget)
-
-    def parse(self, data: Mapping[str, Any]) -> PromptCompileInput:
-        """``data`` validated as :func:`parse_compile_input` does, parts reused."""
-        if type(data) is not dict:
-            return parse_compile_input(data)
-        given = dict(data)
-        for name, model in _SECTION_LISTS:
-            items = given.get(name)
-            if type(items) is list:
-                given[name] = self._sections(model, items)
-        root = given.get("workspace_root")
-        if type(root) is str:
-            given["workspace_root"] = self._root(root)
-        return parse_compile_input(given)
-
-    def _sections(self, model: type[SectionInput], items: list[Any]) -> list[Any]:
-        """``items`` with each section mapping validated before replaced by its model,
-        each one that passes now remembered, and any other item left as it was."""
-        keys: list[tuple[object, ...] | None] = []
-        for item in items:  # the key: the model, the keys and the values
-            if type(item) is dict:
-                values = tuple(item.values())
-                keys.append((model, tuple(item), values)
-                            if _TEXTS.issuperset(map(type, values)) else None)
-            else:
-                keys.append(None)
-        found = iter(self.cache.get_each([key for key in keys if key is not None]))
-        out: list[Any] = []
-        for item, key in zip(items, keys, strict=True):
-            if key is None:
-                out.append(item)
-                continue
-            known = next(found)
-            if known is None:
-                try:
-                    known = model.model_validate(item)
-                except ValidationError:  # reported in place by the whole input's validation
-                    out.append(item)
-                    continue
-                texts = [value for value in item.values() if type(value) is str]
-                self.cache.put(key, known, text_bytes(texts) + _PART_BYTES)
-            out.append(known)
-        return out
-
-    def _root(self, root: str) -> object:
-        key = (Path, root)
-        found = self.cache.get(key)
-        if found is None:
-            try:
-                found = _ROOT.validate_python(root)
-            except ValidationError:
-                return root
-            self.cache.put(key, found, 2 * text_bytes((root,)) + _PART_BYTES)
-        return found
 
 
 def _summary(count: int, file: str | None) -> str:

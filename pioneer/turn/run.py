@@ -31,7 +31,7 @@ from typing import Any, Literal, Protocol
 from .. import telemetry
 from ..caches import CacheStats
 from ..compile.boundary import strip_prompt_cache_boundary
-from ..compile.compiler import PromptCompiler
+from ..compile.compiler import PromptCompiler, as_compile_input
 from ..compile.inputs import PromptCompileInput, RuntimeSectionInput
 from ..compile.manifest import (
     CompiledPromptPayload,
@@ -100,7 +100,7 @@ def run_hooks(
     """Run ``phases`` of ``hooks`` for one turn, in order; ``accept`` maps a phase to the
     further types its hooks may return (:meth:`HookRegistry.run_phase`)."""
     accept = accept or {}
-    compile_input = compiler.validate_input(compile_input)
+    compile_input = as_compile_input(compile_input)
     turn = turn or TurnContext()
     hooks = hooks or HookRegistry()
     env = compiler.templates.env
@@ -138,7 +138,7 @@ def compile_turn(
     :func:`run_hooks` already produced for this turn: then no phase runs again.
     """
     with telemetry.span("pioneer.compile_turn") as current:
-        compile_input = compiler.validate_input(compile_input)
+        compile_input = as_compile_input(compile_input)
         if hook_run is None:
             hook_run = run_hooks(compiler, compile_input, hooks, turn=turn, phases=phases)
         compiled = _compile_turn(compiler, compile_input, hook_run, permissions,
