@@ -39,9 +39,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Annotated, Any
 
 import jinja2
+from pydantic import BaseModel, ConfigDict, Field, Strict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -49,7 +50,7 @@ import workload
 
 from pioneer import BOUNDARY_MARKER, CompiledPromptPayload, PromptCompiler
 from pioneer.compile.bootstrap import RACY_NS, fold_home
-from pioneer.compile.inputs import parse_compile_input
+from pioneer.compile.inputs import PromptCompileInput, SectionInput, parse_compile_input
 from pioneer.compile.refs import count_ref_lines
 from pioneer.history import HistoryBudgeter, HistoryLimits, HistoryWindow, SqliteStore
 from pioneer.resources import builtin_dir
@@ -264,6 +265,60 @@ def pioneer_warm_dict(work: Workload) -> Row:
 
     return Row("pioneer warm, only dynamic inputs changed, input as a dict", run,
                target="<= 1.2x the model row")
+
+
+class _PlainSection(BaseModel):
+    """A section input as a plain pydantic model: the fields, types and configuration of
+    ``SectionInput`` (strict, frozen, no unknown keys), none of its checks."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    id: str
+    title: str | None = None
+    content: str
+    max_chars: int | None = Field(default=None, ge=0)
+    truncated: bool = False
+
+
+class _PlainLimits(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    max_chars_per_file: int | None = Field(default=None, ge=0)
+    max_chars_total: int | None = Field(default=None, ge=0)
+
+
+class _PlainInput(BaseModel):
+    """``PromptCompileInput`` as a plain pydantic model, as ``_PlainSection`` is."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    workspace_root: Annotated[Path, Strict(False)] | None = None
+    profile: str = Field(default="full", min_length=1)
+    skills_prompt: str | None = None
+    retry_instruction: str | None = None
+    include_tool_recovery_policy: bool = False
+    include_task_orchestration_policy: bool = False
+    continue_generation_hint: bool = False
+    runtime_sections: list[_PlainSection] = Field(default_factory=list)
+    dynamic_sections: list[_PlainSection] = Field(default_factory=list)
+    artifact_ref_count: int = Field(default=0, ge=0)
+    dynamic_context: str | None = None
+    extra_system: str | None = None
+    limits: _PlainLimits = Field(default_factory=_PlainLimits)
+
+
+def pioneer_warm_dict_floor(work: Workload) -> Row:
+    """The dict row's floor: each turn's dict validated into plain pydantic models of the
+    same fields (``_PlainInput``), without the edge models' checks (the section ids, the
+    root path, lone surrogates in the texts), then the validated model compiled."""
+    for plain, model in ((_PlainInput, PromptCompileInput), (_PlainSection, SectionInput)):
+        if list(plain.model_fields) != list(model.model_fields):
+            raise SystemExit(f"{plain.__name__} no longer has the fields of {model.__name__}")
+    compiler = PromptCompiler()
+    compiler.compile(work.inputs[-1])
+
+    def run(turn: int) -> object:
+        _PlainInput.model_validate(work.dicts[turn])
+        return compiler.compile(work.inputs[turn])
+
+    return Row("input as a dict, floor: plain pydantic models, no checks", run)
 
 
 def pioneer_fresh(work: Workload) -> Row:
@@ -562,7 +617,9 @@ def report(rows: list[Row], start: dict[str, list[int]] | None, out: Any) -> Non
           f"({banks / counted_warm:.2f}x with token counts)", file=out)
     print(f"history stored / tiktoken:     1/{counted / stored:.0f} (target <= 1/50)", file=out)
     as_dict = by_name["pioneer warm, only dynamic inputs changed, input as a dict"]
-    print(f"input as a dict / as a model:  {as_dict / warm:.2f}x (target <= 1.2x)", file=out)
+    plain = by_name["input as a dict, floor: plain pydantic models, no checks"]
+    print(f"input as a dict / as a model:  {as_dict / warm:.2f}x (target <= 1.2x; "
+          f"plain pydantic models, no checks: {plain / warm:.2f}x)", file=out)
     if start is not None:
         names = list(start)
         base = statistics.median(start[names[1]])
@@ -595,6 +652,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             pioneer_warm(work, full=True),
             pioneer_warm(work, counted=True),
             pioneer_warm_dict(work),
+            pioneer_warm_dict_floor(work),
             pioneer_bootstrap_changed(work, counted=False),
             pioneer_bootstrap_changed(work, counted=True),
             pioneer_fresh(work),
