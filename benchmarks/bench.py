@@ -50,7 +50,12 @@ import workload
 
 from pioneer import BOUNDARY_MARKER, CompiledPromptPayload, PromptCompiler
 from pioneer.compile.bootstrap import RACY_NS, fold_home
-from pioneer.compile.inputs import PromptCompileInput, SectionInput, parse_compile_input
+from pioneer.compile.inputs import (
+    PromptCompileInput,
+    PromptLimits,
+    SectionInput,
+    parse_compile_input,
+)
 from pioneer.compile.refs import count_ref_lines
 from pioneer.history import HistoryBudgeter, HistoryLimits, HistoryWindow, SqliteStore
 from pioneer.resources import builtin_dir
@@ -280,6 +285,8 @@ class _PlainSection(BaseModel):
 
 
 class _PlainLimits(BaseModel):
+    """``PromptLimits`` as a plain pydantic model, as ``_PlainSection`` is."""
+
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
     max_chars_per_file: int | None = Field(default=None, ge=0)
     max_chars_total: int | None = Field(default=None, ge=0)
@@ -308,7 +315,8 @@ def pioneer_warm_dict_floor(work: Workload) -> Row:
     """The dict row's floor: each turn's dict validated into plain pydantic models of the
     same fields (``_PlainInput``), without the edge models' checks (the section ids, the
     root path, lone surrogates in the texts), then the validated model compiled."""
-    for plain, model in ((_PlainInput, PromptCompileInput), (_PlainSection, SectionInput)):
+    for plain, model in ((_PlainInput, PromptCompileInput), (_PlainSection, SectionInput),
+                         (_PlainLimits, PromptLimits)):
         if list(plain.model_fields) != list(model.model_fields):
             raise SystemExit(f"{plain.__name__} no longer has the fields of {model.__name__}")
     compiler = PromptCompiler()
