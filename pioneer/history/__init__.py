@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..sections.artifacts import ArtifactRef, render_message
 from .budget import HistoryBudgeter, HistoryDecision, HistoryLimits, keep_newest
+from .calibration import Calibrator, TokenRatio
 from .migrations import MIGRATIONS, Migration
 from .models import (
     SUMMARY_PREFIX,
@@ -20,6 +21,7 @@ from .models import (
     HistoryWindow,
     ThreadRecord,
     ThreadSummary,
+    TokenCalibration,
 )
 from .sqlite_store import SqliteStore
 from .store import MAX_TURNS, CrudStore
@@ -30,6 +32,7 @@ __all__ = [
     "MIGRATIONS",
     "SUMMARY_PREFIX",
     "ArtifactRef",
+    "Calibrator",
     "CrudStore",
     "HistoryBudgeter",
     "HistoryCut",
@@ -46,6 +49,8 @@ __all__ = [
     "SummaryRequest",
     "ThreadRecord",
     "ThreadSummary",
+    "TokenCalibration",
+    "TokenRatio",
     "keep_newest",
     "render_message",
 ]

@@ -214,6 +214,26 @@ MIGRATIONS: tuple[Migration, ...] = (
             "INSERT INTO episodic_fts (episodic_fts) VALUES ('optimize')",
         ),
     ),
+    Migration(
+        10,
+        "token calibration: the provider's tokens per local token, one row per provider "
+        "and model",
+        (
+            # pioneer.history.calibration: the fitted ratio, overhead and margin, the
+            # number of samples ever taken and the recent ones (JSON) the next fit uses.
+            """CREATE TABLE token_calibration (
+                provider TEXT NOT NULL,
+                model TEXT NOT NULL,
+                ratio REAL NOT NULL,
+                overhead INTEGER NOT NULL,
+                samples INTEGER NOT NULL,
+                margin REAL NOT NULL,
+                recent TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                PRIMARY KEY (provider, model)
+            )""",
+        ),
+    ),
 )
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "Role",
     "ThreadRecord",
     "ThreadSummary",
+    "TokenCalibration",
     "summary_message_text",
 ]
 
@@ -162,3 +163,23 @@ class HistoryWindow:
     summary: ThreadSummary | None
     entries: tuple[HistoryEntry, ...]
     cut: HistoryCut | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCalibration:
+    """The stored token calibration of one (provider, model), shared by every thread.
+
+    What :mod:`pioneer.history.calibration` fitted to the samples so far: the provider's
+    tokens per local token (``ratio``), a fixed per-request ``overhead``, the safety
+    ``margin`` and how many samples were ever taken (``samples``), with the ``recent``
+    samples (local estimate, reported count), oldest first, that the next fit starts from.
+    """
+
+    provider: str
+    model: str
+    ratio: float
+    overhead: int
+    samples: int
+    margin: float
+    recent: tuple[tuple[int, int], ...]
+    updated_at: str = ""

@@ -141,4 +141,22 @@ MIGRATIONS: tuple[Migration, ...] = (
         "turn records: the title of each section of a round",
         ("ALTER TABLE turn_rounds ADD COLUMN section_titles TEXT",),
     ),
+    Migration(
+        7,
+        "token calibration: the provider's tokens per local token, one row per provider "
+        "and model",
+        (
+            """CREATE TABLE token_calibration (
+                provider TEXT NOT NULL,
+                model TEXT NOT NULL,
+                ratio DOUBLE PRECISION NOT NULL,
+                overhead BIGINT NOT NULL,
+                samples BIGINT NOT NULL,
+                margin DOUBLE PRECISION NOT NULL,
+                recent TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                PRIMARY KEY (provider, model)
+            )""",
+        ),
+    ),
 )

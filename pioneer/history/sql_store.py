@@ -44,10 +44,12 @@ from .models import (
     HistoryWindow,
     ThreadRecord,
     ThreadSummary,
+    TokenCalibration,
     summary_message_text,
 )
 from .store import (
     MAX_TURNS,
+    CalibrationUpdate,
     Dialect,
     StoreEvent,
     StoreTransaction,
@@ -81,7 +83,9 @@ _THREAD_KINDS = ("text", "text?", "text")
 _SUMMARY_KINDS = ("text", "int", "int", "int", "text")
 _CUT_COLUMNS = "cut_seq, cut_turn_id"
 _CUT_KINDS = ("int", "text")
-_EXPECTED = {"int": "an integer", "text": "text"}
+_CALIBRATION_COLUMNS = "ratio, overhead, samples, margin, recent, updated_at"
+_CALIBRATION_KINDS = ("real", "int", "int", "real", "text", "text")
+_EXPECTED = {"int": "an integer", "text": "text", "real": "a number"}
 # A history window in one statement, a consistent snapshot by itself: the thread's row,
 # with the id of each of its newest turns after the summary's coverage and the cut, oldest
 # first (one row with no turn id when there is none; no row when there is no thread).
@@ -131,15 +135,18 @@ def _kind_name(value: object) -> str:
 def check_row(row: Sequence[Any], columns: str, kinds: Sequence[str], *, where: str,
               what: str) -> None:
     """Raise a :class:`StoreError` naming ``what`` and the column when a value of ``row``
-    is not of its column's kind ("int", "text", "?" suffix: NULL allowed)."""
+    is not of its column's kind ("int", "real", "text", "?" suffix: NULL allowed)."""
     names = [name.strip() for name in columns.split(",")]
     for name, kind, value in zip(names, kinds, row, strict=True):
         optional = kind.endswith("?")
         base = kind.rstrip("?")
         if value is None and optional:
             continue
-        ok = (isinstance(value, int) and not isinstance(value, bool)) if base == "int" \
-            else isinstance(value, str)
+        if base == "text":
+            ok = isinstance(value, str)
+        else:
+            number = (int, float) if base == "real" else int
+            ok = isinstance(value, number) and not isinstance(value, bool)
         if not ok:
             expected = _EXPECTED[base] + (" or NULL" if optional else "")
             raise StoreError(f"{where}: {what}: column {name} holds {_kind_name(value)}, "
@@ -649,3 +656,68 @@ class SqlStore:
 
         return self.read(work)
 
+
+    # -- token calibration ---------------------------------------------------------
+
+    def _calibration(self, tx: StoreTransaction, provider: str, model: str, *,
+                     lock: bool = False) -> TokenCalibration | None:
+        # FOR UPDATE holds the row on PostgreSQL; an SQLite write already holds the file.
+        held = " FOR UPDATE" if lock and tx.dialect == "postgresql" else ""
+        row = tx.execute(f"SELECT {_CALIBRATION_COLUMNS} FROM token_calibration "
+                         f"WHERE provider = ? AND model = ?{held}", (provider, model)).fetchone()
+        if row is None:
+            return None
+        what = f"token calibration of {provider!r} {model!r}"
+        check_row(row, _CALIBRATION_COLUMNS, _CALIBRATION_KINDS, where=self._where, what=what)
+        ratio, overhead, samples, margin, recent, updated_at = row
+        return TokenCalibration(provider, model, float(ratio), int(overhead), int(samples),
+                                float(margin), _samples(recent, where=self._where, what=what),
+                                updated_at)
+
+    def get_token_calibration(self, provider: str, model: str) -> TokenCalibration | None:
+        """The stored token calibration of ``provider`` and ``model``, or ``None``."""
+        return self.read(lambda tx: self._calibration(tx, provider, model))
+
+    def update_token_calibration(
+        self, provider: str, model: str, update: CalibrationUpdate
+    ) -> TokenCalibration:
+        """Store ``update(stored)`` in one transaction that holds the row (the insert of a
+        missing row waits for a concurrent one, so no writer's sample is lost)."""
+
+        def work(tx: StoreTransaction) -> TokenCalibration:
+            now = _now()
+            tx.execute(
+                "INSERT INTO token_calibration (provider, model, ratio, overhead, samples, "
+                "margin, recent, updated_at) VALUES (?, ?, 1.0, 0, 0, 1.0, '[]', ?) "
+                "ON CONFLICT (provider, model) DO NOTHING",
+                (provider, model, now),
+            )
+            stored = self._calibration(tx, provider, model, lock=True)
+            new = update(stored if stored is not None and stored.samples > 0 else None)
+            recent = json.dumps([list(pair) for pair in new.recent], separators=(",", ":"))
+            tx.execute(
+                "UPDATE token_calibration SET ratio = ?, overhead = ?, samples = ?, "
+                "margin = ?, recent = ?, updated_at = ? WHERE provider = ? AND model = ?",
+                (float(new.ratio), int(new.overhead), int(new.samples), float(new.margin),
+                 recent, now, provider, model),
+            )
+            return TokenCalibration(provider, model, float(new.ratio), int(new.overhead),
+                                    int(new.samples), float(new.margin), new.recent, now)
+
+        return self.write(work)
+
+
+def _samples(text: str, *, where: str, what: str) -> tuple[tuple[int, int], ...]:
+    """The ``recent`` column: a JSON list of [local, reported] pairs of integers."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        data = None
+    if isinstance(data, list) and all(
+        isinstance(pair, list) and len(pair) == 2
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in pair)
+        for pair in data
+    ):
+        return tuple((pair[0], pair[1]) for pair in data)
+    raise StoreError(f"{where}: {what}: column recent holds {text[:80]!r}, expected a JSON "
+                     "list of [local, reported] pairs of integers")

@@ -21,6 +21,11 @@ the history still sends (truncation or the turn-count window made it), and
 snapshot as the summary and the turns from the cut on. Like a summary's coverage a cut
 never moves backwards. A store implements it with one nullable
 pair of columns on its thread row (``cut_seq``, ``cut_turn_id`` in the SQL stores).
+
+The token calibration (:mod:`pioneer.history.calibration`, docs/history.md) is one row
+per provider and model, shared by every thread:
+:meth:`CrudStore.get_token_calibration` reads it and
+:meth:`CrudStore.update_token_calibration` changes it in one transaction that holds it.
 """
 
 from __future__ import annotations
@@ -33,10 +38,18 @@ from typing import Any, Literal, Protocol, TypeVar
 from ..compile.manifest import PromptManifest
 from ..errors import StoreError
 from ..sections.artifacts import ArtifactRef
-from .models import HistoryCut, HistoryEntry, HistoryWindow, ThreadRecord, ThreadSummary
+from .models import (
+    HistoryCut,
+    HistoryEntry,
+    HistoryWindow,
+    ThreadRecord,
+    ThreadSummary,
+    TokenCalibration,
+)
 
 __all__ = [
     "MAX_TURNS",
+    "CalibrationUpdate",
     "CrudStore",
     "Cursor",
     "DatabaseStore",
@@ -56,6 +69,9 @@ Dialect = Literal["sqlite", "postgresql"]
 
 #: Turns one request's history carries at most (the turn-count window).
 MAX_TURNS = 200
+
+#: The next calibration of a (provider, model) from the stored one (``None``: no row yet).
+CalibrationUpdate = Callable[[TokenCalibration | None], TokenCalibration]
 
 
 class CrudStore(Protocol):
@@ -137,6 +153,22 @@ class CrudStore(Protocol):
 
     def get_turn_prompt_manifest(self, turn_id: str) -> str | None:
         """The manifest JSON stored for a turn, or ``None``."""
+        ...
+
+    def get_token_calibration(self, provider: str, model: str) -> TokenCalibration | None:
+        """The stored token calibration of ``provider`` and ``model``, or ``None``."""
+        ...
+
+    def update_token_calibration(
+        self, provider: str, model: str, update: CalibrationUpdate
+    ) -> TokenCalibration:
+        """Store ``update(stored)`` as the calibration of ``provider`` and ``model``.
+
+        Read, ``update`` and write are one transaction that holds the row, so of several
+        writers (threads, processes, nodes) each sees the others' samples and none is
+        lost; ``update`` may run again when the connection is lost, so it must be a pure
+        function of its argument.
+        """
         ...
 
     def close(self) -> None:

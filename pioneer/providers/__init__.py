@@ -21,7 +21,14 @@ from .layout import Layout, layout, turn_start
 from .models import ModelFacts, ModelTable, load_model_table, model_facts, using_model_table
 from .openai_chat import SystemRole, to_openai_chat
 from .openai_responses import to_openai_responses
-from .replies import STOP_REASONS, ModelReply, StopReason, read_response
+from .replies import (
+    STOP_REASONS,
+    ContextOverflow,
+    ModelReply,
+    StopReason,
+    read_context_error,
+    read_response,
+)
 from .request import (
     CacheOptions,
     ChatMessage,
@@ -43,6 +50,7 @@ __all__ = [
     "CacheOptions",
     "ChatMessage",
     "ChatRequest",
+    "ContextOverflow",
     "DynamicPlacement",
     "Layout",
     "ModelFacts",
@@ -62,6 +70,7 @@ __all__ = [
     "minimum_cacheable_tokens",
     "model_facts",
     "parse_chat_request",
+    "read_context_error",
     "read_response",
     "to_anthropic",
     "to_gemini",

@@ -7,7 +7,8 @@ tool call with its id, its parsed arguments and, on Gemini, the thought signatur
 must go back with it), the usage in one set of terms
 (:class:`~pioneer.providers.usage.ReportedUsage`) and why the model stopped, normalised
 to one of :data:`STOP_REASONS`. docs/providers.md, "Reading a reply", has the mapping per
-provider.
+provider. A call that failed because the request was too long is read by
+:func:`read_context_error` (:mod:`.overflow`), re-exported here.
 
 Replies are untrusted input: reasoning items are counted and skipped, a tool call whose
 arguments are not a JSON object is kept (with empty arguments) and its problem listed in
@@ -28,10 +29,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from ..errors import InputError, Problem, ProviderError
+from .overflow import ContextOverflow, read_context_error
 from .request import TOOL_NAME_PATTERN, ChatMessage, ToolCall, clean
 from .usage import USAGE_PROVIDERS, ReportedUsage
 
-__all__ = ["STOP_REASONS", "ModelReply", "StopReason", "read_response"]
+__all__ = [
+    "STOP_REASONS",
+    "ContextOverflow",
+    "ModelReply",
+    "StopReason",
+    "read_context_error",
+    "read_response",
+]
 
 #: Why the model stopped, in one set of words for every provider.
 StopReason = Literal["end_turn", "tool_calls", "max_tokens", "stop_sequence", "refusal", "other"]

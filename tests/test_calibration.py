@@ -1,0 +1,309 @@
+"""Token calibration: the fit (convergence, clamping, the overhead, the prior's margin,
+hostile reports), a property over random content mixes, and the stored row on SQLite and
+PostgreSQL: its round trip, reopening, and several stores writing one row at once.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import StoreTarget
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from stores import make_store
+
+from pioneer import StoreError
+from pioneer.history import Calibrator, SqliteStore, TokenCalibration, TokenRatio
+from pioneer.history.calibration import (
+    MAX_MARGIN,
+    MAX_OVERHEAD,
+    MIN_MARGIN,
+    MIN_SAMPLES,
+    PRIOR_MARGIN,
+    RATIO_RANGE,
+    RECENT,
+    fit_samples,
+)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """The part of a model-table row the calibrator reads."""
+
+    token_ratio: float = 1.0
+
+
+class NoRatio:
+    """A model-table row from before the table had ratios."""
+
+
+@pytest.fixture
+def calibrator(tmp_path: Path) -> Calibrator:
+    return Calibrator(SqliteStore(tmp_path / "pioneer.db"))
+
+
+def test_a_ratio_and_its_margin() -> None:
+    ratio = TokenRatio(ratio=1.25, overhead=300, samples=5, margin=1.1)
+    assert ratio.estimate(1000) == 1550
+    assert ratio.budgeted(1000) == 1705
+    assert ratio.estimate(0) == 300
+    assert ratio.estimate(-5) == 300
+
+
+def test_without_samples_the_prior_is_used_with_its_margin(calibrator: Calibrator) -> None:
+    assert calibrator.ratio("anthropic", "claude-x", Facts(1.3)) == \
+        TokenRatio(1.3, 0, 0, PRIOR_MARGIN)
+    assert calibrator.ratio("anthropic", "claude-x", NoRatio()) == \
+        TokenRatio(1.0, 0, 0, PRIOR_MARGIN)
+
+
+def test_before_three_samples_the_prior_is_raised_to_what_was_seen(
+    calibrator: Calibrator,
+) -> None:
+    first = calibrator.observe("gemini", "g", 10_000, 11_000, Facts(1.05))
+    assert (first.ratio, first.samples, first.margin) == (1.1, 1, PRIOR_MARGIN)
+    second = calibrator.observe("gemini", "g", 10_000, 9_000, Facts(1.05))
+    assert (second.ratio, second.samples, second.margin) == (1.1, 2, PRIOR_MARGIN)
+    # A sample below the prior never lowers it before the fit takes over.
+    assert calibrator.ratio("gemini", "g", Facts(1.2)).ratio == 1.2
+    third = calibrator.observe("gemini", "g", 10_000, 10_000, Facts(1.05))
+    assert third.samples == MIN_SAMPLES and third.margin < PRIOR_MARGIN
+
+
+def test_it_converges_on_a_scripted_ratio(calibrator: Calibrator) -> None:
+    rng = random.Random(7)
+    for _ in range(12):
+        local = rng.randint(2_000, 60_000)
+        ratio = calibrator.observe("openai-chat", "m", local, round(local * 1.37), Facts())
+    assert ratio.ratio == pytest.approx(1.37, abs=1e-3)
+    assert ratio.overhead == 0
+    assert ratio.margin == MIN_MARGIN
+    assert ratio.samples == 12
+
+
+def test_it_follows_a_change_of_ratio_within_a_few_samples(calibrator: Calibrator) -> None:
+    for local in range(10_000, 30_000, 1_000):
+        calibrator.observe("openai-chat", "m", local, local, Facts())
+    for local in range(10_000, 18_000, 1_000):
+        ratio = calibrator.observe("openai-chat", "m", local, round(local * 1.5), Facts())
+    assert 1.3 < ratio.ratio < 1.5
+    # The old samples are still in the window: the margin covers the new content.
+    assert ratio.budgeted(20_000) >= 30_000
+
+
+def test_a_fixed_overhead_is_found() -> None:
+    rng = random.Random(3)
+    recent = [(local, round(1.2 * local + 500)) for local in
+              (rng.randint(1_000, 40_000) for _ in range(10))]
+    fitted = fit_samples(recent, 1.0, len(recent))
+    assert fitted.ratio == pytest.approx(1.2, abs=1e-3)
+    assert fitted.overhead == 500
+    assert fitted.margin == MIN_MARGIN
+
+
+@pytest.mark.parametrize("recent", [
+    # One size only: an intercept cannot be told from the ratio.
+    [(20_000, 24_500)] * 5,
+    # A negative intercept is not an overhead.
+    [(local, round(1.2 * local) - 800) for local in (5_000, 10_000, 20_000, 40_000)],
+])
+def test_no_overhead_without_data_that_shows_one(recent: list[tuple[int, int]]) -> None:
+    assert fit_samples(recent, 1.0, len(recent)).overhead == 0
+
+
+def test_the_overhead_is_clamped() -> None:
+    recent = [(local, local + 3_000) for local in (5_000, 10_000, 20_000, 40_000)]
+    assert fit_samples(recent, 1.0, len(recent)).overhead == MAX_OVERHEAD
+
+
+@pytest.mark.parametrize(("reported", "expected"), [
+    (10 * 10_000, RATIO_RANGE[1]),
+    (1_000, RATIO_RANGE[0]),
+])
+def test_the_ratio_is_clamped_to_the_sane_range(calibrator: Calibrator, reported: int,
+                                                expected: float) -> None:
+    for _ in range(4):
+        ratio = calibrator.observe("anthropic", "m", 10_000, reported, Facts())
+    assert ratio.ratio == pytest.approx(expected, abs=0.21)
+    assert RATIO_RANGE[0] <= ratio.ratio <= RATIO_RANGE[1]
+    assert MIN_MARGIN <= ratio.margin <= MAX_MARGIN
+
+
+@pytest.mark.parametrize(("local", "reported"), [
+    (10_000, 0), (10_000, -5), (0, 10_000), (-1, 10_000), (10_000, 10**12),
+    (10**12, 10_000), (10_000, True), (10_000, 1.5e4), (10_000, "12000"), (10_000, None),
+])
+def test_hostile_reports_are_ignored(calibrator: Calibrator, local: object,
+                                     reported: object) -> None:
+    for _ in range(3):
+        calibrator.observe("anthropic", "m", 10_000, 12_000, Facts())
+    before = calibrator.ratio("anthropic", "m", Facts())
+    after = calibrator.observe("anthropic", "m", local, reported, Facts())  # type: ignore[arg-type]
+    assert after == before
+    assert calibrator.store.get_token_calibration("anthropic", "m").samples == 3  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("prior", [float("nan"), float("inf"), -1.0, 99.0, "1.2", True, None])
+def test_a_bad_prior_in_the_model_table_falls_back_or_is_clamped(
+    calibrator: Calibrator, prior: object,
+) -> None:
+    ratio = calibrator.ratio("anthropic", "m", Facts(prior))  # type: ignore[arg-type]
+    assert RATIO_RANGE[0] <= ratio.ratio <= RATIO_RANGE[1]
+    assert math.isfinite(ratio.ratio)
+
+
+def test_the_row_keeps_a_bounded_window_of_recent_samples(calibrator: Calibrator) -> None:
+    for local in range(1_000, 1_000 + 100 * (RECENT + 10), 100):
+        calibrator.observe("gemini", "m", local, local, Facts())
+    stored = calibrator.store.get_token_calibration("gemini", "m")
+    assert stored is not None
+    assert stored.samples == RECENT + 10
+    assert len(stored.recent) == RECENT
+    assert stored.recent[-1] == (1_000 + 100 * (RECENT + 9),) * 2
+
+
+# -- the property: the budget covers any body within the spread the samples showed --------
+
+KINDS = ("english", "code", "json", "other-script")
+
+
+@st.composite
+def mixes(draw: st.DrawFn) -> dict[str, int]:
+    """Local tokens of each kind of content in one body."""
+    return {kind: draw(st.integers(0, 40_000)) for kind in KINDS}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    ratios=st.fixed_dictionaries({kind: st.floats(0.6, 1.8) for kind in KINDS}),
+    seen=st.lists(mixes(), min_size=3, max_size=12),
+    body=mixes(),
+)
+def test_after_three_samples_the_budget_covers_a_body_within_the_spread(
+    ratios: dict[str, float], seen: list[dict[str, int]], body: dict[str, int],
+) -> None:
+    def true_count(mix: dict[str, int]) -> int:
+        return round(sum(local * ratios[kind] for kind, local in mix.items()))
+
+    # A request is hundreds of tokens at least (the system prompt alone).
+    recent = [(sum(mix.values()), true_count(mix)) for mix in seen
+              if sum(mix.values()) >= 500]
+    local = sum(body.values())
+    if len(recent) < MIN_SAMPLES or local < 500:
+        return
+    fitted = fit_samples(recent, 1.0, len(recent))
+    overhead = fitted.overhead
+
+    def costlier(count: int, size: int) -> float:  # tokens past the overhead per token
+        return (count - overhead) / size
+
+    # Within the model's spread: the body's content is no costlier than a recent sample's,
+    # and the margin is not at its cap (past it the content varies more than any margin).
+    spread = max(costlier(reported, seen_local) for seen_local, reported in recent)
+    if costlier(true_count(body), local) <= spread and fitted.margin < MAX_MARGIN:
+        assert fitted.budgeted(local) >= true_count(body)
+    assert fitted.estimate(local) <= fitted.budgeted(local)
+    assert RATIO_RANGE[0] <= fitted.ratio <= RATIO_RANGE[1]
+
+
+# -- the stored row ----------------------------------------------------------------------
+
+
+def test_the_row_round_trips_on_both_stores(store_target: StoreTarget) -> None:
+    store = make_store(store_target.target)
+    try:
+        assert store.get_token_calibration("anthropic", "claude") is None
+        stored = store.update_token_calibration(
+            "anthropic", "claude",
+            lambda old: TokenCalibration("anthropic", "claude", 1.25, 300, 4, 1.07,
+                                         ((1000, 1500), (2000, 2800))))
+        again = store.get_token_calibration("anthropic", "claude")
+        assert again == stored
+        assert (again.ratio, again.overhead, again.samples, again.margin, again.recent) == \
+            (1.25, 300, 4, 1.07, ((1000, 1500), (2000, 2800)))
+        seen: list[TokenCalibration | None] = []
+
+        def update(old: TokenCalibration | None) -> TokenCalibration:
+            seen.append(old)
+            assert old is not None
+            return TokenCalibration("anthropic", "claude", 1.3, 0, old.samples + 1, 1.02,
+                                    (*old.recent, (3000, 3900)))
+
+        assert store.update_token_calibration("anthropic", "claude", update).samples == 5
+        assert seen == [again]
+        assert store.get_token_calibration("anthropic", "other") is None
+    finally:
+        store.close()
+
+
+def test_calibration_survives_reopening_the_store(store_target: StoreTarget) -> None:
+    store = make_store(store_target.target)
+    for local in (10_000, 20_000, 30_000, 40_000):
+        Calibrator(store).observe("openai-responses", "gpt-x", local, round(local * 0.8),
+                                  Facts())
+    store.close()
+    reopened = make_store(store_target.target)
+    try:
+        ratio = Calibrator(reopened).ratio("openai-responses", "gpt-x", Facts())
+        assert ratio.samples == 4
+        assert ratio.ratio == pytest.approx(0.8, abs=1e-3)
+    finally:
+        reopened.close()
+
+
+@pytest.mark.parametrize(("column", "value", "expected"), [
+    ("recent", "'not json'", "column recent holds 'not json', expected a JSON list"),
+    ("recent", "'[[1, 2, 3]]'", "column recent holds '[[1, 2, 3]]'"),
+    ("ratio", "'abc'", "column ratio holds text, expected a number"),
+])
+def test_a_damaged_row_is_a_store_error(store_target: StoreTarget, column: str, value: str,
+                                        expected: str) -> None:
+    store = make_store(store_target.target)
+    try:
+        Calibrator(store).observe("gemini", "m", 1_000, 1_100, Facts())
+        if store_target.dialect == "postgresql" and column == "ratio":
+            store_target.sql("ALTER TABLE token_calibration ALTER COLUMN ratio TYPE TEXT")
+        store_target.sql(f"UPDATE token_calibration SET {column} = {value}")
+        with pytest.raises(StoreError, match="token calibration of 'gemini' 'm'") as raised:
+            Calibrator(store).ratio("gemini", "m", Facts())
+        assert expected in str(raised.value)
+    finally:
+        store.close()
+
+
+def test_two_stores_on_one_database_lose_no_sample(store_target: StoreTarget) -> None:
+    """Two stores (two pools on PostgreSQL, two on one SQLite file), three writer threads
+    on each, one row: every sample is counted and both read the same ratio."""
+    stores = [make_store(store_target.target) for _ in range(2)]
+    per_writer = 15
+    errors: list[BaseException] = []
+
+    def write(store_index: int, writer: int) -> None:
+        calibrator = Calibrator(stores[store_index])
+        try:
+            for step in range(per_writer):
+                local = 1_000 + 37 * writer + step
+                calibrator.observe("anthropic", "shared", local, round(local * 1.2), Facts())
+        except BaseException as error:  # reported below, with the thread's failure
+            errors.append(error)
+
+    threads = [threading.Thread(target=write, args=(index % 2, index)) for index in range(6)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert not errors
+        # Each store sees every writer's samples, and the other's ratio.
+        for store in stores:
+            ratio = Calibrator(store).ratio("anthropic", "shared", Facts())
+            assert ratio.samples == 6 * per_writer
+            assert ratio.ratio == pytest.approx(1.2, abs=1e-3)
+    finally:
+        for store in stores:
+            store.close()
