@@ -139,7 +139,8 @@ class TurnAudit:
         number = len(self._rounds) + 1
         if request.compiled_prompt is not None:
             manifest = manifest.with_token_counts(request.compiled_prompt.sections)
-        sent = [tool.name for tool in request.tools]
+        # With tool_choice none the body carries tools the model may not call: none visible.
+        sent = [tool.name for tool in request.tools] if request.tool_choice == "auto" else []
         if tools is not None and (tools.number != number or tuple(sent) != tools.names):
             raise InputError(Problem(
                 f"round {number}: the request carries tools {sent}, but tool round "

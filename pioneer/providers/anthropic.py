@@ -177,6 +177,8 @@ def _body(
     body["messages"] = turns
     if tools:
         body["tools"] = tools
+        if request.tool_choice == "none":
+            body["tool_choice"] = {"type": "none"}
     body.update(_sampling(request))
     return body
 

@@ -115,6 +115,8 @@ def to_gemini(request: ChatRequest) -> dict[str, Any]:
              "parametersJsonSchema": plan.schema(tool.parameters)}
             for tool in plan.tools
         ]}]
+        if request.tool_choice == "none":
+            body["toolConfig"] = {"functionCallingConfig": {"mode": "NONE"}}
     config = _generation_config(request)
     if config:
         body["generationConfig"] = config

@@ -77,6 +77,8 @@ def to_openai_chat(request: ChatRequest, *, system_role: SystemRole = "system") 
             }}
             for tool in plan.tools
         ]
+        if request.tool_choice == "none":
+            body["tool_choice"] = "none"
     marks = plan_slots(slots, head=body.get("tools", []), dynamic=dynamic, request=request,
                        provider="openai-chat") if parts else []
     for index, mark in marks:

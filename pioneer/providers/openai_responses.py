@@ -87,6 +87,8 @@ def to_openai_responses(
              "parameters": plan.schema(tool.parameters), "strict": False}
             for tool in plan.tools
         ]
+        if request.tool_choice == "none":
+            body["tool_choice"] = "none"
     marks = plan_slots(slots, head=body.get("tools", []), dynamic=dynamic, request=request,
                        provider="openai-responses") if parts else []
     for index, mark in marks:

@@ -43,6 +43,7 @@ __all__ = [
     "Role",
     "SamplingOptions",
     "ToolCall",
+    "ToolChoice",
     "ToolOrder",
     "ToolResult",
     "ToolSpec",
@@ -64,6 +65,9 @@ ToolOrder = Literal["by_name", "as_given"]
 CacheRetention = Literal["in_memory", "24h"]
 #: OpenAI's ``prompt_cache_options.ttl`` values (GPT-5.6 and later).
 CacheTtl = Literal["30m", "12h"]
+#: Whether the model may call the request's tools (``auto``) or must answer in text
+#: (``none``: the tools stay in the body, where they are part of the cached prefix).
+ToolChoice = Literal["auto", "none"]
 #: Tool names every supported provider accepts: the strictest of their rules together
 #: (Gemini: a letter or _ first; OpenAI and Gemini: at most 64 characters; all three:
 #: letters, digits, _ and -). Each provider's own rule is listed in docs/providers.md,
@@ -386,6 +390,12 @@ class ChatRequest(EdgeModel):
         default_factory=list, description="The conversation, oldest first."
     )
     tools: list[ToolSpec] = Field(default_factory=list, description="Tools the model may call.")
+    tool_choice: ToolChoice = Field(
+        default="auto",
+        description="auto: the model may call the tools; none: it must answer in text (the "
+        "tools are still sent: a conversation with tool calls needs them on Anthropic, and "
+        "they keep the cached prefix).",
+    )
     sampling: SamplingOptions = Field(
         default_factory=SamplingOptions, description="Sampling options."
     )
