@@ -313,7 +313,9 @@ def test_restricted_or_narrowed_permissions_render(env: jinja2.Environment,
                                             "dynamic_skill_tool", "task_subagent",
                                             "allowed_tools", "denied_tools", "allowed_paths"}]
     assert rules == lines[1:]
-    assert shown[-1].startswith("- Pioneer enforces these rules")
+    assert shown[-1].startswith("- The application that runs your tools checks")
+    enforced = [line for line in shown if line.endswith("and a call to one is refused.")]
+    assert len(enforced) == (1 if profile.denied_tools else 0)
 
 
 # -- hidden tool domains -------------------------------------------------------------------

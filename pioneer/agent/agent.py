@@ -38,6 +38,7 @@ from ..sections.skills import Skill
 from ..sections.tool_domains import DEFAULT_TOOL_DOMAINS
 from ..settings import PioneerSettings
 from ..tools.visibility import ToolCatalog, checked_shapes
+from .rounds import check_max_rounds
 
 if TYPE_CHECKING:
     from .turn import Turn
@@ -78,13 +79,16 @@ class Agent:
         system_role: SystemRole | None = None,
         recall: bool = True,
         name: str | None = None,
+        max_rounds: int | None = None,
     ) -> None:
         """``store`` is a store, its URL or path, or the settings that name it
         (:func:`~pioneer.history.open.open_store`); a store opened here is closed by
         :meth:`close`. ``compile_input`` is the base of every turn's compile input
         (``workspace_root`` defaults to the settings' runtime home; its ``profile`` is
         the agent turns' profile). ``recall`` indexes every stored turn and recalls
-        earlier ones into the Thread Context section (the episodic index)."""
+        earlier ones into the Thread Context section (the episodic index). ``max_rounds``
+        is every turn's round limit unless :meth:`turn` gives its own (None: no limit):
+        the last round tells the model to answer and lets it call no tool."""
         if isinstance(store, PioneerSettings):
             settings = settings or store
         _check_choice("provider", provider, tuple(PROVIDERS))
@@ -108,6 +112,7 @@ class Agent:
         self.provider: ProviderName = provider
         self.model = model
         self.name = name
+        self.max_rounds = check_max_rounds(max_rounds, "Agent → max_rounds")
         self.compiler = compiler or PromptCompiler(self.settings)
         self.hooks = hooks or HookRegistry()
         self.tools, self.domains = checked_shapes(tools, domains)
@@ -181,18 +186,21 @@ class Agent:
         dynamic_context: str = "",
         extra_system: str = "",
         data: Mapping[str, Any] | None = None,
+        max_rounds: int | None = None,
     ) -> Turn:
         """A new turn of ``thread_id`` answering ``user_text`` (nothing is read yet: the
         first :meth:`Turn.next_body` loads the history). ``turn_id`` defaults to a new
         random id; ``touched_paths`` and ``explicit_skills`` choose the skills;
-        ``data`` is handed to the hooks (:attr:`~pioneer.hooks.TurnContext.data`)."""
+        ``data`` is handed to the hooks (:attr:`~pioneer.hooks.TurnContext.data`);
+        ``max_rounds`` (default the agent's) makes the turn's last round a final answer."""
         from .turn import Turn
 
         _check_choice("mode", mode, get_args(ThreadMode))
         return Turn(self, thread_id, user_text, mode=mode, turn_id=turn_id,
                     touched_paths=tuple(touched_paths), thread_folder=thread_folder,
                     explicit_skills=tuple(explicit_skills), dynamic_context=dynamic_context,
-                    extra_system=extra_system, data=dict(data or {}))
+                    extra_system=extra_system, data=dict(data or {}),
+                    max_rounds=self.max_rounds if max_rounds is None else max_rounds)
 
     def close(self) -> None:
         """Stop indexing and recording the store's writes; close a store opened here."""

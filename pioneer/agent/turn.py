@@ -52,9 +52,12 @@ from ..providers import build_request_body, read_response
 from ..providers.replies import ModelReply
 from ..providers.request import ChatMessage, ChatRequest, ToolCall, ToolResult
 from ..sections.skills import build_skills_prompt, resolve_skill_outcomes
+from ..sections.tool_domains import TASK_DOMAIN
 from ..tools.from_hooks import HOOK_TOOL_PHASE, HOOK_TOOL_TYPES, catalog_with_hook_tools
+from ..tools.permissions import forbidden_tools
 from ..tools.visibility import CallOutcome, ToolRound, TurnTools
 from ..turn.run import HookRun, compile_turn, run_hooks
+from .rounds import RoundFacts, check_max_rounds, round_input
 from .telemetry import end_agent_span, start_agent_span
 
 if TYPE_CHECKING:
@@ -70,6 +73,10 @@ __all__ = ["ENTRY_KEY", "RECORD_KEY", "FinishedTurn", "Step", "Turn"]
 ENTRY_KEY = "pioneer.turn_entry"
 RECORD_KEY = "pioneer.turn_record"
 _POST_TURN = "turn.post_turn"
+#: The user message that asks for the rest of a reply the output limit cut off (the
+#: Recovery Continuation section says what to do; a request may not end with the
+#: model's own message on every provider).
+CONTINUE_TEXT = "Continue."
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,11 +89,14 @@ class Step:
     outcomes: tuple[CallOutcome, ...]
     #: The reply's tool calls as kept in the conversation (ids made unique in the turn).
     calls: tuple[ToolCall, ...]
+    #: The round was the turn's last (``max_rounds``): its calls are refused.
+    last: bool = False
 
     @property
     def done(self) -> bool:
-        """The model answered without a tool call: the turn can finish."""
-        return not self.calls
+        """The turn can finish: the model answered without a tool call, or this was the
+        turn's last round (``max_rounds``; any call it made is refused)."""
+        return not self.calls or self.last
 
     @property
     def runnable(self) -> tuple[ToolCall, ...]:
@@ -128,7 +138,7 @@ class Turn:
         self, agent: Agent, thread_id: str, user_text: str, *, mode: ThreadMode,
         turn_id: str | None, touched_paths: tuple[str, ...], thread_folder: str | None,
         explicit_skills: tuple[str, ...], dynamic_context: str, extra_system: str,
-        data: dict[str, Any],
+        data: dict[str, Any], max_rounds: int | None = None,
     ) -> None:
         for label, value in (("thread_id", thread_id), ("turn_id", turn_id)):
             if value is not None and (not isinstance(value, str) or not value.strip()):
@@ -137,6 +147,7 @@ class Turn:
         if not isinstance(user_text, str):
             raise InputError(Problem(f"expected a string (got {type(user_text).__name__})",
                                      path="Agent.turn → user_text"))
+        self.max_rounds = check_max_rounds(max_rounds, "Agent.turn → max_rounds")
         self.agent = agent
         self.thread_id = thread_id
         self.turn_id = turn_id or f"turn-{uuid.uuid4().hex}"
@@ -157,35 +168,55 @@ class Turn:
         self._span: Span | None = None
         self._replies: list[ModelReply] = []
         self._finished = False
+        self._errors: list[tuple[str, str]] = []  # error results the application added
+        self._failed: tuple[tuple[str, str], ...] = ()  # ... to the calls of the last round
+        self._cut: list[str] = []  # texts of replies continued by a later round
 
     # -- the loop ------------------------------------------------------------------------
 
-    def next_body(self, provider: ProviderName | None = None) -> dict[str, Any]:
+    def next_body(self, provider: ProviderName | None = None, *,
+                  continue_generation: bool = False) -> dict[str, Any]:
         """The body of the next provider request (for ``provider``, default the agent's).
 
         Called again before :meth:`receive`, it builds the same round again (to retry,
         or to send to another provider): the record keeps the body that was answered.
+        ``continue_generation`` asks the model to go on with a reply the output limit cut
+        off (the Recovery Continuation section); after a reply without tool calls, the
+        next round then continues it, and :meth:`finish` stores the joined text.
         """
         self._check_open()
         provider = provider or self.agent.provider
         if provider not in ("anthropic", "openai-chat", "openai-responses", "gemini"):
             raise InputError(Problem(f"unknown provider {provider!r}",
                                      path="Turn.next_body → provider"))
+        if not isinstance(continue_generation, bool):
+            raise InputError(Problem(
+                f"expected true or false (got {type(continue_generation).__name__})",
+                path="Turn.next_body → continue_generation"))
         resend = self._provider is not None
         if not resend:
-            self._take_results()
+            self._check_limit()
+            self._take_results(continue_generation)
         if self._started is None:
             self._span = start_agent_span(self.agent, self.thread_id, self.turn_id)
         with telemetry.current(self._span), self.agent.model_rules():
             started = self._started or self._start()
             if not resend:
-                self._round = started.tools.next_round()
+                self._round = started.tools.next_round(closed=self._next_is_last())
             round_ = self._round
             assert round_ is not None
+            task_tools = started.tools.catalog.domains.get(TASK_DOMAIN, ())
+            facts = RoundFacts(
+                failed=self._failed,
+                final_of=self.max_rounds if round_.closed else None,
+                continuation=continue_generation,
+                task_tools=any(name in task_tools for name in round_.names),
+            )
             payload = compile_turn(
-                self.agent.compiler, started.compile_input, hook_run=started.hook_run,
-                permissions=started.audit.permissions, hidden_tool_domains=round_.hidden,
-                history=started.decision.messages,
+                self.agent.compiler, round_input(self.agent.compiler, started.compile_input,
+                                                 facts),
+                hook_run=started.hook_run, permissions=started.audit.permissions,
+                hidden_tool_domains=round_.hidden, history=started.decision.messages,
             )
             request = round_.apply(ChatRequest(
                 model=self.agent.model, compiled_prompt=payload, messages=self._messages,
@@ -218,7 +249,7 @@ class Turn:
         outcomes = tuple(started.tools.decide(call, arguments_error=errors.get(call.id))
                          for call in calls)
         self._results = {o.call_id: o.result for o in outcomes if o.result is not None}
-        self._last = Step(number, reply, outcomes, calls)
+        self._last = Step(number, reply, outcomes, calls, last=self._round.closed)
         return self._last
 
     def add_tool_result(self, call_id: str, content: str, *, is_error: bool = False) -> None:
@@ -238,6 +269,10 @@ class Turn:
             raise InputError(Problem(f"expected the result as text (got {type(content).__name__})",
                                      path="Turn.add_tool_result → content"))
         self._results[call_id] = ToolResult(call_id=call_id, content=content, is_error=is_error)
+        if is_error:
+            assert step is not None
+            name = next(call.name for call in step.calls if call.id == call_id)
+            self._errors.append((name, content))
 
     def finish(self, *, assistant_text: str | None = None) -> FinishedTurn:
         """Store the turn (the last reply's text, unless ``assistant_text``) and its record
@@ -264,8 +299,8 @@ class Turn:
         if assistant_text is not None and not isinstance(assistant_text, str):
             raise InputError(Problem(f"expected a string (got {type(assistant_text).__name__})",
                                      path="Turn.finish → assistant_text"))
-        text = assistant_text if assistant_text is not None else (
-            self._last.text if self._last is not None else "")
+        text = assistant_text if assistant_text is not None else "".join(
+            [*self._cut, self._last.text if self._last is not None else ""])
         record = started.audit.record(started.tools.calls)
         agent = self.agent
         try:
@@ -334,19 +369,21 @@ class Turn:
         if hook_tools.diagnostics:
             hook_run = replace(hook_run, diagnostics=(*hook_run.diagnostics,
                                                       *hook_tools.diagnostics))
+        forbidden = forbidden_tools(agent.security.profile, hook_tools.catalog)
+        catalog = hook_tools.catalog.without(forbidden)
         audit = TurnAudit(
             self.turn_id, self.thread_id, self.mode,
             history=HistorySnapshot.from_decision(decision), security=agent.security,
             skills=SkillsSnapshot.from_resolution(resolution, prompt)
             if resolution is not None else None,
             earlier=earlier,
-            tools=ToolRecord.from_catalog(hook_tools.catalog, hook_tools.registered),
+            tools=ToolRecord.from_catalog(catalog, hook_tools.registered),
         )
         self._messages = [ChatMessage(role=m.role, content=m.content)
                           for m in decision.messages]
         self._messages.append(ChatMessage.user(self.user_text))
         self._started = _Started(decision, compile_input, context, hook_run,
-                                 TurnTools(hook_tools.catalog), audit)
+                                 TurnTools(catalog, forbidden), audit)
         return self._started
 
     def _earlier_plans(self) -> list[Any]:
@@ -383,10 +420,33 @@ class Turn:
         self._ids.add(call_id)
         return call if call_id == call.id else call.model_copy(update={"id": call_id})
 
-    def _take_results(self) -> None:
-        """The results of the last reply's calls join the conversation, in call order."""
+    def _check_limit(self) -> None:
+        """A round past ``max_rounds`` is an error: the last one let the model call nothing."""
+        number = self._round.number + 1 if self._round is not None else 1
+        if self.max_rounds is not None and number > self.max_rounds:
+            raise InputError(Problem(
+                f"the turn has had its {self.max_rounds} round(s) (max_rounds); the last "
+                "reply ends it: finish() the turn", path="Turn.next_body"))
+
+    def _next_is_last(self) -> bool:
+        number = self._round.number + 1 if self._round is not None else 1
+        return self.max_rounds is not None and number >= self.max_rounds
+
+    def _take_results(self, continuation: bool) -> None:
+        """The results of the last reply's calls join the conversation, in call order;
+        a reply without calls that is to be continued stays, and the user asks for more."""
         step = self._last
+        self._failed = ()
         if step is None:
+            if continuation:
+                raise InputError(Problem("there is no reply to continue yet; "
+                                         "continue_generation is for a later round",
+                                         path="Turn.next_body → continue_generation"))
+            return
+        if step.done and continuation and not step.calls:
+            self._cut.append(step.text)
+            self._messages.append(ChatMessage.user(CONTINUE_TEXT))
+            self._last = None
             return
         if step.done:
             raise InputError("the model answered without a tool call; finish() the turn")
@@ -397,6 +457,7 @@ class Turn:
                 "call in Step.runnable first", path="Turn.next_body"))
         self._messages += [ChatMessage(role="tool", tool_result=self._results[call.id])
                            for call in step.calls]
+        self._failed, self._errors = tuple(self._errors), []
         self._last = None
         self._results = {}
 

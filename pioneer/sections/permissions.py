@@ -4,7 +4,9 @@ Data in (:class:`PermissionProfile`), text out (:func:`render_current_permission
 full access with nothing narrowed gives ``None``: no section. Otherwise the section lists
 the mode, a word on what the mode means, every behaviour axis that is not ``allow`` (in
 the order of :data:`GUIDANCE_AXES`, ``mcp_read`` left out), the non-empty tool and path
-lists, and a closing line (docs/hooks-and-sections.md, "Current Permissions"). The words
+lists, and closing lines that say which tool rules pioneer enforces itself
+(:func:`enforced_rules`) and that the application checks the rest
+(docs/hooks-and-sections.md, "Current Permissions"). The words
 come from
 ``templates/renderers/current_permissions.md.j2``.
 """
@@ -19,7 +21,10 @@ from pydantic import Field
 from ..text import EDGE_CONFIG, CheckedModel
 from ._macros import call_macro
 
-__all__ = ["AXES", "GUIDANCE_AXES", "Behavior", "PermissionProfile", "render_current_permissions"]
+__all__ = [
+    "AXES", "GUIDANCE_AXES", "Behavior", "PermissionProfile", "enforced_rules",
+    "render_current_permissions",
+]
 
 TEMPLATE = "renderers/current_permissions.md.j2"
 #: Every behaviour axis of a permission profile.
@@ -79,4 +84,18 @@ def render_current_permissions(
     axes = [(axis, getattr(profile, axis)) for axis in GUIDANCE_AXES
             if getattr(profile, axis) != "allow"]
     lists = [(name, list(getattr(profile, name))) for name in _LISTS if getattr(profile, name)]
-    return call_macro(env, TEMPLATE, "section", profile.mode, axes, lists)
+    return call_macro(env, TEMPLATE, "section", profile.mode, axes, lists, enforced_rules(profile))
+
+
+def enforced_rules(profile: PermissionProfile) -> list[str]:
+    """The tool rules of ``profile`` that pioneer enforces itself (the turn's tool list
+    leaves those tools out and refuses calls to them: :func:`pioneer.tools.forbidden_tools`),
+    as the words the section uses."""
+    rules = []
+    if profile.denied_tools:
+        rules.append("in denied_tools")
+    if profile.allowed_tools:
+        rules.append("outside allowed_tools")
+    if profile.task_subagent == "deny":
+        rules.append("of the task domain (task_subagent is deny)")
+    return rules

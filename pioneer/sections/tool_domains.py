@@ -16,10 +16,15 @@ import jinja2
 
 from ._macros import call_macro
 
-__all__ = ["DEFAULT_TOOL_DOMAINS", "MAX_CHARS", "SECTION_ID", "render_hidden_tool_domains"]
+__all__ = [
+    "DEFAULT_TOOL_DOMAINS", "MAX_CHARS", "SECTION_ID", "TASK_DOMAIN", "render_hidden_tool_domains",
+]
 
 TEMPLATE = "renderers/hidden_tool_domains.md.j2"
 SECTION_ID = "request_tools.hidden_domains"
+#: The domain of the task tools: Task Orchestration is compiled into every round where
+#: one of its tools is visible, and ``task_subagent = "deny"`` forbids its tools.
+TASK_DOMAIN = "task"
 MAX_CHARS = 1200
 #: The built-in domain map, in listing order (docs/explain.md, "Tool visibility"); the
 #: artifact domain holds ``artifact_read``, which the Artifact References policy names.

@@ -5,7 +5,8 @@ starts with its hideable domains hidden; :mod:`.request_tools` is the tool that 
 them and the check of its arguments; :mod:`.artifact_read` defines the tool that reads an
 artifact the conversation refers to; :mod:`.visibility` keeps the per-turn state, builds
 each round's tool list and refuses calls to tools the round did not offer;
-:mod:`.from_hooks` adds the tools hooks register to a turn's catalog.
+:mod:`.from_hooks` adds the tools hooks register to a turn's catalog; :mod:`.permissions`
+names the tools a permission profile forbids, which a turn never offers.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .from_hooks import (
     ToolContribution,
     catalog_with_hook_tools,
 )
+from .permissions import forbidden_tools
 from .request_tools import (
     REASON_MAX_CHARS,
     REQUEST_TOOLS,
@@ -46,5 +48,6 @@ __all__ = [
     "Verdict",
     "artifact_read_tool",
     "catalog_with_hook_tools",
+    "forbidden_tools",
     "request_tools_for",
 ]

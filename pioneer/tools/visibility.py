@@ -79,6 +79,16 @@ class ToolCatalog:
         """The domain that hides ``name``, or ``None`` for an always-visible tool."""
         return next((d for d, members in self.domains.items() if name in members), None)
 
+    def without(self, names: Iterable[str]) -> ToolCatalog:
+        """This catalog without the tools ``names`` (a domain left empty is dropped)."""
+        gone = frozenset(names)
+        if not gone:
+            return self
+        domains = {d: tuple(n for n in members if n not in gone)
+                   for d, members in self.domains.items()}
+        return ToolCatalog(tuple(t for t in self.tools if t.name not in gone),
+                           {d: members for d, members in domains.items() if members})
+
 
 def checked_shapes(
     tools: object, domains: object,
@@ -132,17 +142,22 @@ class ToolRound:
     tools: tuple[ToolSpec, ...]
     #: Still-hidden domains → their tools, in domain-map order.
     hidden: Mapping[str, tuple[str, ...]]
+    #: The turn's last round (its round limit): the body still carries the tools (a
+    #: conversation with tool calls needs them, and they are the cached prefix) with
+    #: ``tool_choice`` none, so no tool is visible and every call is refused.
+    closed: bool = False
 
     @property
     def names(self) -> tuple[str, ...]:
-        """Names of the visible tools, in order."""
-        return tuple(tool.name for tool in self.tools)
+        """Names of the tools the model may call this round, in order."""
+        return () if self.closed else tuple(tool.name for tool in self.tools)
 
     def apply(self, request: ChatRequest) -> ChatRequest:
-        """``request`` with exactly this round's visible tools."""
+        """``request`` with exactly this round's tools (not callable when closed)."""
         # The tools are validated ToolSpecs with unique names (the catalog checks them),
         # so the copy keeps every ChatRequest invariant without validating again.
-        return request.model_copy(update={"tools": list(self.tools)})
+        return request.model_copy(update={"tools": list(self.tools),
+                                          "tool_choice": "none" if self.closed else "auto"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,13 +178,17 @@ class TurnTools:
     """Visibility state of one turn across its provider rounds."""
 
     catalog: ToolCatalog
+    #: Tools the permission profile forbids (left out of ``catalog``) → why; a call to one
+    #: is refused with that reason.
+    forbidden: Mapping[str, str] = field(default_factory=dict)
     _visible_domains: list[str] = field(default_factory=list, init=False)
     _pending: list[str] = field(default_factory=list, init=False)
     _round: ToolRound | None = field(default=None, init=False)
     _calls: list[CallOutcome] = field(default_factory=list, init=False)
 
-    def next_round(self) -> ToolRound:
-        """Start the next provider round; domains granted in the last one become visible."""
+    def next_round(self, *, closed: bool = False) -> ToolRound:
+        """Start the next provider round; domains granted in the last one become visible.
+        A ``closed`` round is the turn's last: it lets the model call nothing."""
         self._visible_domains += [d for d in self._pending if d not in self._visible_domains]
         self._pending.clear()
         hidden = {d: names for d, names in self.catalog.domains.items()
@@ -180,7 +199,10 @@ class TurnTools:
         if hidden:
             tools.append(request_tools_for(tuple(hidden)).spec)
         number = self._round.number + 1 if self._round else 1
-        self._round = ToolRound(number, tuple(tools), hidden)
+        if closed:
+            self._round = ToolRound(number, tuple(tools), {}, closed=True)
+        else:
+            self._round = ToolRound(number, tuple(tools), hidden)
         return self._round
 
     @property
@@ -233,7 +255,12 @@ class TurnTools:
 
     def _refuse(self, round_: ToolRound, call: ToolCall) -> CallOutcome:
         domain = self.catalog.domain_of(call.name)
-        if call.name == REQUEST_TOOLS:
+        if call.name in self.forbidden:
+            why = (f"the permission profile forbids it ({self.forbidden[call.name]}); do not "
+                   "call it again, use an allowed tool or say what you could not do")
+        elif round_.closed:
+            why = "this is the turn's last request: answer in text now, without tool calls"
+        elif call.name == REQUEST_TOOLS:
             why = "no tool domain is hidden in this round"
         elif domain is None:
             why = "it is not one of this turn's tools"

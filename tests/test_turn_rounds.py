@@ -1,0 +1,232 @@
+"""Each round of a turn is compiled from that round's inputs: Retry Instruction after an
+error result, the final answer at ``max_rounds``, the continuation hint, Task Orchestration
+while a task tool is visible; the stable fingerprint never changes between rounds."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sdk_wire import send
+
+from pioneer import Agent, InputError, ToolCall, ToolSpec, Turn, ensure_runtime_home
+from pioneer.agent import ProviderName
+from pioneer.audit import RoundRecord
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
+import agent_loop
+
+PROVIDERS: list[ProviderName] = ["anthropic", "openai-chat", "openai-responses", "gemini"]
+THREAD = "thread-rounds"
+READ_FILE = agent_loop.READ_FILE
+TASK_CREATE = ToolSpec(name="task_create", description="Start a background task.",
+                       parameters={"type": "object", "properties": {"goal": {"type": "string"}}})
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    ensure_runtime_home(Path("home"))
+    return Path("home")
+
+
+def _agent(home: Path, provider: ProviderName = "anthropic", **options: Any) -> Agent:
+    options.setdefault("tools", [READ_FILE])
+    return Agent("p.db", provider=provider, model=agent_loop.MODELS[provider],
+                 compile_input={"workspace_root": home}, **options)
+
+
+def _reply(turn: Turn, text: str, calls: list[ToolCall], *,
+           stop: str | None = None) -> dict[str, Any]:
+    provider = turn.agent.provider
+    plan = turn.rounds[-1].cache
+    assert plan is not None
+    data = agent_loop.response(provider, turn.agent.model, text, calls,
+                               agent_loop.usage(provider, plan, 40))
+    if stop is not None:  # Anthropic's stop reason when the output limit cut the reply
+        data["stop_reason"] = stop
+    return data
+
+
+def _section(round_: RoundRecord, section_id: str) -> str | None:
+    """The text of a section of the round's prompt, from its record (None: absent)."""
+    found = [s for s in round_.manifest.sections if s.id == section_id]
+    return found[0].id if found else None
+
+
+def _call(number: int, name: str = "read_file", **arguments: Any) -> ToolCall:
+    return ToolCall(id=f"c{number}", name=name, arguments=arguments or {"path": "notes.md"})
+
+
+# -- Retry Instruction ---------------------------------------------------------------------
+
+
+def test_an_error_result_brings_a_retry_instruction_into_the_next_round_only(home: Path) -> None:
+    with _agent(home) as agent:
+        turn = agent.turn(THREAD, "Read my notes.")
+        bodies = [turn.next_body()]
+        step = turn.receive(_reply(turn, "", [_call(1)]))
+        turn.add_tool_result(step.runnable[0].id, "ENOENT: notes.md does not exist",
+                             is_error=True)
+        bodies.append(turn.next_body())
+        step = turn.receive(_reply(turn, "", [_call(2, path="Notes.md")]))
+        turn.add_tool_result(step.runnable[0].id, "The notes.")
+        bodies.append(turn.next_body())
+        turn.receive(_reply(turn, "Here they are.", []))
+        rounds = turn.finish().record.rounds
+    ids = [[s.id for s in r.manifest.sections] for r in rounds]
+    assert ["retry_runtime_instruction" in one for one in ids] == [False, True, False]
+    sent = [json.dumps(body) for body in bodies]
+    assert "A tool call failed." in sent[1] and "- tool: read_file" in sent[1]
+    assert "- error: ENOENT: notes.md does not exist" in sent[1]
+    assert "A tool call failed." not in sent[0] + sent[2]
+    assert len({r.manifest.fingerprint_stable for r in rounds}) == 1
+    dynamic = [r.manifest.fingerprint_dynamic for r in rounds]
+    assert dynamic[0] == dynamic[2] != dynamic[1]
+
+
+def test_only_the_applications_error_results_ask_for_a_retry(home: Path) -> None:
+    """A call the runner refused carries its own reason; it adds no Retry Instruction."""
+    with _agent(home) as agent:
+        turn = agent.turn(THREAD, "Search my memory.")
+        turn.next_body()
+        step = turn.receive(_reply(turn, "", [_call(1, "memory_search", query="x")]))
+        assert step.runnable == () and step.outcomes[0].verdict == "refused"
+        turn.next_body()
+        assert _section(turn.rounds[-1], "retry_runtime_instruction") is None
+
+
+def test_a_long_error_is_quoted_by_its_head(home: Path) -> None:
+    with _agent(home) as agent:
+        turn = agent.turn(THREAD, "Read it.")
+        turn.next_body()
+        step = turn.receive(_reply(turn, "", [_call(1)]))
+        turn.add_tool_result(step.runnable[0].id, "x" * 5000, is_error=True)
+        body = json.dumps(turn.next_body())
+    quoted = body.split("- error: ")[1].split('"')[0]
+    assert quoted == "x" * 499 + "\\u2026"
+
+
+# -- the final answer at max_rounds ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_last_round_asks_for_the_answer_and_lets_the_model_call_nothing(
+    home: Path, provider: ProviderName,
+) -> None:
+    with _agent(home, provider, max_rounds=2) as agent:
+        turn = agent.turn(THREAD, "Read my notes.")
+        first = turn.next_body()
+        sdk_reply, wire = send(provider, first, _reply(turn, "", [_call(1)]))
+        step = turn.receive(sdk_reply)
+        assert not step.done and [c.id for c in step.runnable] == ["c1"]
+        turn.add_tool_result("c1", "The notes.")
+        last = turn.next_body()
+        # The model calls a tool anyway: refused, and the turn can finish.
+        sdk_reply, wire = send(provider, last, _reply(turn, "What I have.", [_call(2)]))
+        step = turn.receive(sdk_reply)
+        assert step.done and step.runnable == ()
+        assert [o.verdict for o in step.outcomes] == ["refused"]
+        assert step.outcomes[0].result is not None
+        assert "the turn's last request" in step.outcomes[0].result.content
+        with pytest.raises(InputError, match=r"has had its 2 round\(s\) \(max_rounds\)"):
+            turn.next_body()
+        finished = turn.finish()
+    assert finished.entry.assistant_text == "What I have."
+    first_round, last_round = finished.record.rounds
+    assert first_round.visible_tools == ["read_file"] and last_round.visible_tools == []
+    assert _section(first_round, "retry_runtime_instruction") is None
+    assert _section(last_round, "retry_runtime_instruction") is not None
+    assert "Stop calling tools now." in json.dumps(last)
+    assert "this is request 2 of at most 2 in this turn" in json.dumps(last)
+    assert first_round.manifest.fingerprint_stable == last_round.manifest.fingerprint_stable
+    # The tools stay in the body (the cached prefix, and Anthropic needs them next to
+    # tool calls); the tool choice says none may be called.
+    choice = {"anthropic": {"type": "none"}, "openai-chat": "none",
+              "openai-responses": "none"}
+    if provider == "gemini":
+        assert wire["toolConfig"] == {"functionCallingConfig": {"mode": "NONE"}}
+        assert "toolConfig" not in first
+    else:
+        assert wire["tool_choice"] == choice[provider] and "tool_choice" not in first
+    assert last["tools"] == first["tools"] and wire["tools"]
+
+
+def test_a_limit_of_one_round_closes_the_first(home: Path) -> None:
+    with _agent(home, max_rounds=5) as agent:
+        turn = agent.turn(THREAD, "Hi", max_rounds=1)
+        body = turn.next_body()
+        assert body["tool_choice"] == {"type": "none"} and turn.rounds[0].visible_tools == []
+        turn.receive(_reply(turn, "Hello.", []))
+        assert turn.finish().entry.assistant_text == "Hello."
+
+
+@pytest.mark.parametrize("value", [0, -1, 2.5, True, "3"])
+def test_a_round_limit_is_a_whole_number_of_at_least_one(home: Path, value: object) -> None:
+    with pytest.raises(InputError, match=r"^Agent → max_rounds: expected a whole number of "
+                       r"at least 1 \(got "):
+        _agent(home, max_rounds=value)
+    with _agent(home) as agent, pytest.raises(InputError, match=r"^Agent.turn → max_rounds: "):
+        agent.turn(THREAD, "Hi", max_rounds=value)  # type: ignore[arg-type]
+
+
+# -- Task Orchestration ----------------------------------------------------------------------
+
+
+def test_task_orchestration_while_a_task_tool_is_visible(home: Path) -> None:
+    request = ToolCall(id="c1", name="request_tools",
+                       arguments={"domains": ["task"], "reason": "delegate the long part"})
+    with _agent(home, tools=[READ_FILE, TASK_CREATE]) as agent:
+        turn = agent.turn(THREAD, "Plan the trip.")
+        turn.next_body()
+        turn.receive(_reply(turn, "", [request]))
+        body = turn.next_body()
+        assert "task_create" in [t["name"] for t in body["tools"]]
+        turn.receive(_reply(turn, "Done.", []))
+        rounds = turn.finish().record.rounds
+    assert [_section(r, "task_orchestration_policy") for r in rounds] == [
+        None, "task_orchestration_policy"]
+    assert "read the skills `system:pioneer/subagents`" in json.dumps(body)
+    assert rounds[0].manifest.fingerprint_stable == rounds[1].manifest.fingerprint_stable
+
+
+def test_no_task_orchestration_without_a_task_tool(home: Path) -> None:
+    request = ToolCall(id="c1", name="request_tools",
+                       arguments={"domains": ["memory"], "reason": "recall"})
+    with _agent(home, tools=[READ_FILE], hooks=agent_loop.hooks()) as agent:
+        turn = agent.turn(THREAD, "Plan the trip.")
+        turn.next_body()
+        turn.receive(_reply(turn, "", [request]))
+        turn.next_body()
+        turn.receive(_reply(turn, "Done.", []))
+        rounds = turn.finish().record.rounds
+    assert "memory_search" in rounds[1].visible_tools
+    assert [_section(r, "task_orchestration_policy") for r in rounds] == [None, None]
+
+
+# -- the continuation hint -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_cut_reply_is_continued_and_stored_whole(home: Path, provider: ProviderName) -> None:
+    with _agent(home, provider) as agent:
+        turn = agent.turn(THREAD, "Write the packing list.")
+        with pytest.raises(InputError, match="there is no reply to continue yet"):
+            turn.next_body(continue_generation=True)
+        sdk_reply, _ = send(provider, turn.next_body(), _reply(turn, "Boots, tent, ", []))
+        assert turn.receive(sdk_reply).done
+        body = turn.next_body(continue_generation=True)
+        sdk_reply, wire = send(provider, body, _reply(turn, "stove.", []))
+        turn.receive(sdk_reply)
+        finished = turn.finish()
+    assert finished.entry.assistant_text == "Boots, tent, stove."
+    first, second = finished.record.rounds
+    assert _section(first, "recovery_continuation") is None
+    assert _section(second, "recovery_continuation") == "recovery_continuation"
+    assert first.manifest.fingerprint_stable == second.manifest.fingerprint_stable
+    text = json.dumps(wire)
+    assert "Your previous reply was cut off by the output limit." in text
+    assert text.index("Boots, tent, ") < text.rindex("Continue.")
