@@ -23,6 +23,7 @@ from pioneer.providers import (
 )
 from pioneer.providers.models import builtin_model_table
 from pioneer.resources import builtin_dir, load_schema
+from pioneer.tokens import TOKENIZERS, counter_for
 
 TABLE = builtin_dir("models") / "models.toml"
 
@@ -263,7 +264,8 @@ def test_schema_problems_name_the_line_the_row_and_the_key(tmp_path: Path) -> No
         'models.toml:11: models[1] ("claude-opus-4-7") → colour: unknown key (known: '
         "breakpoint_style, cache_read_price, cache_step_tokens, cache_write_price, "
         "context_window, family, max_stop_sequences, min_cacheable_tokens, model, "
-        "prefill_allowed, provider, source, source_date, ttls)\n"
+        "prefill_allowed, provider, source, source_date, token_ratio, token_ratio_date, "
+        "token_ratio_source, tokenizer, ttls)\n"
         "error: 3 problems in models.toml")
 
 
@@ -284,7 +286,8 @@ def test_a_new_model_needs_a_family_or_every_fact(tmp_path: Path) -> None:
         "breakpoint_style\n"
         'models.toml:8: models[1] ("acme-2") → family: unknown family \'acme\' (known: '
         "claude-fable, claude-mythos, claude-opus, claude-sonnet, claude-haiku, claude-3, "
-        "anthropic, gpt-5.6+, gpt, openai, gemini-2.5, gemini-3+, gemini-other, gemini)\n"
+        "anthropic, gpt-5.6+, gpt-pre-4o, gpt, openai, gemini-2.5, gemini-3+, gemini-other, "
+        "gemini)\n"
         "error: 2 problems in models.toml")
 
 
@@ -365,3 +368,156 @@ def test_the_docs_deployment_example_loads(tmp_path: Path) -> None:
     table = load_model_table([tmp_path / "models.toml"])
     assert table.facts("claude-sonnet-5-7").min_cacheable_tokens == 768
     assert table.facts("claude-sonnet-4-6").min_cacheable_tokens == 2048
+
+
+# -- how each model counts tokens -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "tokenizer", "ratio"), [
+    # OpenAI: o200k from gpt-4o on (snapshots and provider spellings find the row)
+    ("gpt-5.1", "o200k", 1.0), ("gpt-5.1-2025-11-13", "o200k", 1.0),
+    ("openai/gpt-4o-2024-08-06", "o200k", 1.0), ("gpt-4o-mini", "o200k", 1.0),
+    ("gpt-4.1", "o200k", 1.0), ("gpt-5.6-sol", "o200k", 1.0), ("gpt-6.1-sol", "o200k", 1.0),
+    ("o3", "o200k", 1.0), ("gpt-4.5-preview", "o200k", 1.0), ("chatgpt-4o-latest", "o200k", 1.0),
+    # before gpt-4o: cl100k
+    ("gpt-4", "cl100k", 1.0), ("gpt-4-turbo-2024-04-09", "cl100k", 1.0),
+    ("gpt-4-0613", "cl100k", 1.0), ("gpt-3.5-turbo", "cl100k", 1.0),
+    # Claude before Opus 4.7, by row and by family
+    ("claude-opus-4-6", "cl100k", 1.3), ("Claude-Sonnet-4-6", "cl100k", 1.3),
+    ("anthropic.claude-opus-4-1-20250805-v1:0", "cl100k", 1.3),
+    ("claude-3-5-haiku-latest", "cl100k", 1.3), ("claude-3-opus-20240229", "cl100k", 1.3),
+    # Claude Opus 4.7 and later, the 5.x rows, and the families' unknown (new) names
+    ("claude-opus-4-7", "cl100k", 1.6), ("us.anthropic.claude-opus-4-8-v1:0", "cl100k", 1.6),
+    ("claude-sonnet-5-5", "cl100k", 1.6), ("claude-mythos-preview", "cl100k", 1.6),
+    ("claude-fable-5-2", "cl100k", 1.6), ("claude-haiku-5-5", "cl100k", 1.6),
+    # Gemini
+    ("models/gemini-2.5-pro", "cl100k", 1.1), ("gemini-3.8-flash", "cl100k", 1.1),
+    ("gemini-2.0-flash", "cl100k", 1.2),
+])
+def test_each_model_names_its_tokenizer_and_prior_ratio(
+    name: str, tokenizer: str, ratio: float,
+) -> None:
+    facts = model_facts(name)
+    assert (facts.tokenizer, facts.token_ratio) == (tokenizer, ratio)
+    assert facts.token_ratio_source and re.fullmatch(r"\d{4}-\d{2}(-\d{2})?",
+                                                      facts.token_ratio_date)
+
+
+def test_every_built_in_row_resolves_a_tokenizer_the_counters_know() -> None:
+    table = builtin_model_table()
+    for name in table.model_names():
+        facts = model_facts(name)
+        assert facts.tokenizer in TOKENIZERS, name
+        assert counter_for(facts.tokenizer).count("hello world") == 2
+        assert 1.0 <= facts.token_ratio <= 1.7, name
+    data = tomllib.loads(TABLE.read_text("utf-8"))
+    for family in data["families"]:  # every family gives its prior itself
+        assert {"tokenizer", "token_ratio", "token_ratio_source", "token_ratio_date"} <= set(
+            family), family["family"]
+
+
+@pytest.mark.parametrize(("provider", "tokenizer", "ratio"), [
+    ("anthropic", "cl100k", 1.7), ("openai-chat", "cl100k", 1.05),
+    ("openai-responses", "cl100k", 1.05), ("gemini", "cl100k", 1.2),
+])
+def test_a_catch_all_row_takes_the_cautious_prior(
+    provider: str, tokenizer: str, ratio: float,
+) -> None:
+    facts = model_facts("someone-elses-model", provider)
+    assert (facts.matched, facts.tokenizer, facts.token_ratio) == (False, tokenizer, ratio)
+    # every other row of the provider counts no more than its catch-all does
+    table = builtin_model_table()
+    rows = [model_facts(name) for name in table.model_names()]
+    assert max(row.token_ratio for row in rows if row.provider == facts.provider) <= ratio
+
+
+def test_the_current_example_models_are_in_the_table() -> None:
+    """The models examples/agent_loop.py and the docs use carry no "not in the model table"
+    notice."""
+    for name in ("gpt-5.1", "gpt-4o-mini", "claude-sonnet-4-5", "gemini-2.5-flash"):
+        facts = model_facts(name)
+        assert (facts.matched, facts.note) == (True, None), name
+    assert model_facts("gpt-5.1").context_window == 400_000
+    assert (model_facts("gpt-4o-mini").context_window,
+            model_facts("gpt-4o-mini").cache_read_price) == (128_000, 0.5)
+
+
+def test_a_deployment_sets_its_own_ratio(tmp_path: Path) -> None:
+    (tmp_path / "models.toml").write_text(
+        '[[models]]\nmodel = "claude-opus-4-7"\ntoken_ratio = 1.45\n'
+        'token_ratio_source = "measured on our traffic"\ntoken_ratio_date = 2026-11-30\n'
+        'source = "ours"\nsource_date = "2026-11"\n\n'
+        '[[models]]\nmodel = "acme-gpt"\nfamily = "gpt-pre-4o"\ntokenizer = "o200k"\n'
+        'token_ratio = 1.0\ntoken_ratio_source = "Acme"\ntoken_ratio_date = "2026-11"\n'
+        'source = "Acme"\nsource_date = "2026-11"\n\n'
+        '[[models]]\nmodel = "acme-claude"\nfamily = "claude-3"\nsource = "Acme"\n'
+        'source_date = "2026-11"\n\n'
+        '[[families]]\nfamily = "acme-gemini"\nprovider = "gemini"\nmatch = "^acme-gem-"\n'
+        'context_window = 50000\nmin_cacheable_tokens = 0\nprefill_allowed = false\n'
+        'cache_write_price = 1.0\ncache_read_price = 0.1\nttls = []\n'
+        'breakpoint_style = "implicit"\nsource = "Acme"\nsource_date = "2026-11"\n', "utf-8")
+    table = load_model_table([tmp_path])
+    changed = table.facts("claude-opus-4-7")
+    assert (changed.tokenizer, changed.token_ratio, changed.token_ratio_source,
+            changed.token_ratio_date) == ("cl100k", 1.45, "measured on our traffic",
+                                          "2026-11-30")
+    assert changed.min_cacheable_tokens == 2048  # the rest of the built-in row stays
+    added = table.facts("acme-gpt")
+    assert (added.tokenizer, added.token_ratio, added.cache_step_tokens) == ("o200k", 1.0, 128)
+    # a model row without its own takes its family's; a new family, its provider's catch-all
+    assert (table.facts("acme-claude").token_ratio, table.facts("acme-claude").tokenizer) == (
+        1.3, "cl100k")
+    family = table.facts("acme-gem-1")
+    assert (family.family, family.tokenizer, family.token_ratio) == ("acme-gemini", "cl100k", 1.2)
+    assert family.token_ratio_source == model_facts("x", "gemini").token_ratio_source
+    assert model_facts("claude-opus-4-7").token_ratio == 1.6  # the built-in table untouched
+
+
+def test_bad_token_facts_are_located(tmp_path: Path) -> None:
+    text = ('[[models]]\nmodel = "claude-opus-4-7"\ntoken_ratio = 5.0\n'
+            'token_ratio_source = "x"\ntoken_ratio_date = "2026-11"\nsource = "s"\n'
+            'source_date = "2026-11"\n\n'
+            '[[models]]\nmodel = "gpt-4o"\ntokenizer = "p50k"\ntoken_ratio = 0.1\n'
+            'token_ratio_source = "x"\ntoken_ratio_date = "late 2026"\nsource = "s"\n'
+            'source_date = "2026-11"\n')
+    assert _error(tmp_path, text) == (
+        'models.toml:3: models[0] ("claude-opus-4-7") → token_ratio: must be ≤ 3.0 (got 5.0)\n'
+        'models.toml:11: models[1] ("gpt-4o") → tokenizer: expected one of "cl100k", "o200k" '
+        "(got 'p50k')\n"
+        'models.toml:12: models[1] ("gpt-4o") → token_ratio: must be ≥ 0.3 (got 0.1)\n'
+        'models.toml:14: models[1] ("gpt-4o") → token_ratio_date: has the wrong form '
+        "(got 'late 2026')\n"
+        "error: 4 problems in models.toml")
+
+
+def test_a_ratio_without_its_source_is_refused(tmp_path: Path) -> None:
+    text = ('[[models]]\nmodel = "claude-opus-4-7"\ntoken_ratio = 1.45\nsource = "s"\n'
+            'source_date = "2026-11"\n\n'
+            '[[families]]\nfamily = "gpt"\ntokenizer = "cl100k"\ntoken_ratio_date = "2026-11"\n'
+            'source = "s"\nsource_date = "2026-11"\n')
+    assert _error(tmp_path, text) == (
+        'models.toml:3: models[0] ("claude-opus-4-7") → token_ratio: needs token_ratio_source '
+        "and token_ratio_date too: where the ratio comes from and when it was measured or "
+        "read\n"
+        'models.toml:9: families[0] ("gpt") → tokenizer: needs token_ratio_source too: where '
+        "the ratio comes from and when it was measured or read\n"
+        "error: 2 problems in models.toml")
+
+
+def test_the_docs_list_every_prior() -> None:
+    """docs/providers.md's table of priors states each row's tokenizer, ratio and date."""
+    data = tomllib.loads(TABLE.read_text("utf-8"))
+    stated: dict[str, tuple[str, float, str]] = {}
+    for row in _doc_rows("token-priors"):
+        names = re.sub(r" \(.*?\)", "", row[0]).replace(" families", "").replace(
+            " family", "")
+        for name in re.split(r",\s*", names):
+            stated[name] = (row[1], float(row[2]), row[3])
+    for row in data["families"]:
+        facts = (row["tokenizer"], row["token_ratio"], row["token_ratio_date"])
+        assert stated.pop(row["family"]) == facts, row["family"]
+    for row in data["models"]:
+        if "token_ratio" in row:
+            facts = (row["tokenizer"], row["token_ratio"], row["token_ratio_date"])
+            assert stated.pop(row["model"]) == facts, row["model"]
+    assert not stated

@@ -39,8 +39,10 @@ from ..errors import (
 )
 from ..resources import builtin_dir, load_schema
 from ..text import EDGE_CONFIG, EdgeModel
+from ..tokens import Tokenizer
 
 __all__ = [
+    "TOKEN_RATIO_RANGE",
     "BreakpointStyle",
     "FamilyRow",
     "ModelFacts",
@@ -70,6 +72,12 @@ _FACTS = (
 )
 #: Facts a row may leave out even when nothing completes it.
 _OPTIONAL = frozenset({"max_stop_sequences", "cache_step_tokens"})
+#: How the model counts tokens: facts that a row which leaves them out (and overrides no row
+#: and names no family that gives them) takes from its provider's catch-all family.
+_TOKEN_FACTS = ("tokenizer", "token_ratio", "token_ratio_source", "token_ratio_date")
+#: The range a token ratio must fall in, well around every ratio measured so far (1.0 to 1.7,
+#: docs/providers.md, "Token counts per model"): a value outside it is a typo.
+TOKEN_RATIO_RANGE = (0.3, 3.0)
 
 
 class _Facts(EdgeModel):
@@ -101,6 +109,19 @@ class _Facts(EdgeModel):
     cache_step_tokens: int | None = Field(
         default=None, ge=1, description="A cached prefix is a multiple of this many tokens "
         "(OpenAI before GPT-5.6: 128; absent: 1).")
+    tokenizer: Tokenizer | None = Field(
+        default=None, description="The local tokenizer the model's counts are estimated "
+        "with: o200k (OpenAI gpt-4o and later) or cl100k (every other model).")
+    token_ratio: float | None = Field(
+        default=None, ge=TOKEN_RATIO_RANGE[0], le=TOKEN_RATIO_RANGE[1],
+        description="The provider's tokens per local token of tokenizer: the prior an "
+        "estimate starts from before the provider's reported usage calibrates it.")
+    token_ratio_source: str | None = Field(
+        default=None, min_length=1, description="Where token_ratio comes from (needed "
+        "with tokenizer or token_ratio).")
+    token_ratio_date: str | None = Field(
+        default=None, pattern=_DATE, description="When token_ratio was measured or read: "
+        "YYYY-MM or YYYY-MM-DD (needed with tokenizer or token_ratio).")
     source: str = Field(min_length=1, description="Where the facts of this row come from.")
     source_date: str = Field(
         pattern=_DATE, description="When the source was read: YYYY-MM or YYYY-MM-DD.")
@@ -165,6 +186,14 @@ class ModelFacts:
     cache_step_tokens: int
     source: str
     source_date: str
+    #: The local tokenizer the model's counts are estimated with: ``cl100k`` or ``o200k``
+    #: (a name :func:`pioneer.tokens.counter_for` takes).
+    tokenizer: str
+    #: The provider's tokens per local token (the prior, before reported usage calibrates it).
+    token_ratio: float
+    #: Where ``token_ratio`` comes from, and when it was measured or read.
+    token_ratio_source: str
+    token_ratio_date: str
     #: The row that answered: the model's name, or ``family <name>``.
     row: str = ""
     #: The file the row came from (``models/models.toml`` for the built-in table).
@@ -256,8 +285,10 @@ def _facts(model: str, row: _Row, *, matched: bool, label: str) -> ModelFacts:
         ttls=tuple(facts["ttls"]), breakpoint_style=facts["breakpoint_style"],
         max_stop_sequences=facts.get("max_stop_sequences"),
         cache_step_tokens=facts.get("cache_step_tokens") or 1,
-        source=facts["source"], source_date=facts["source_date"], row=label,
-        origin=row.origin,
+        source=facts["source"], source_date=facts["source_date"],
+        tokenizer=facts["tokenizer"], token_ratio=float(facts["token_ratio"]),
+        token_ratio_source=facts["token_ratio_source"],
+        token_ratio_date=facts["token_ratio_date"], row=label, origin=row.origin,
     )
 
 
@@ -334,6 +365,30 @@ def _given(row: ModelRow | FamilyRow) -> dict[str, Any]:
             if key not in ("model", "family")}
 
 
+def _unsourced_ratios(parsed: ModelTableFile, shown: str, text: str,
+                      data: Any) -> list[Problem]:
+    """A row that gives ``tokenizer`` or ``token_ratio`` without saying where the ratio
+    comes from, located at the first of the two it gives."""
+    problems = []
+    for kind, rows in (("models", parsed.models), ("families", parsed.families)):
+        for index, row in enumerate(rows):
+            given = [key for key in ("tokenizer", "token_ratio") if key in row.model_fields_set]
+            lacking = [key for key in ("token_ratio_source", "token_ratio_date")
+                       if key not in row.model_fields_set]
+            if given and lacking:
+                problems.append(_problem(
+                    shown, text, data, [kind, index, given[0]],
+                    f"needs {' and '.join(lacking)} too: where the ratio comes from and "
+                    "when it was measured or read"))
+    return problems
+
+
+def _lacking(merged: dict[str, Any]) -> list[str]:
+    """The token facts a complete row still lacks (only when its provider has no catch-all
+    family to take them from)."""
+    return [key for key in _TOKEN_FACTS if key not in merged]
+
+
 class _Layers:
     """The rows read so far, as each file on the model path is laid over them."""
 
@@ -342,16 +397,26 @@ class _Layers:
         self.families: dict[str, _Row] = {}
         self.order: list[str] = []
 
+    def _token_facts(self, merged: dict[str, Any]) -> dict[str, Any]:
+        """``merged`` with the token facts it lacks from its provider's catch-all family."""
+        if all(key in merged for key in _TOKEN_FACTS):
+            return merged
+        for row in self.families.values():
+            if row.facts["match"] == "" and row.facts["provider"] == merged.get("provider"):
+                return {**{key: row.facts[key] for key in _TOKEN_FACTS}, **merged}
+        return merged
+
     def add(self, parsed: ModelTableFile, shown: str, text: str, data: Any, *,
             first: bool) -> list[Problem]:
         """Lay one file's rows over the table; the problems of rows it cannot complete."""
-        problems: list[Problem] = []
+        problems = _unsourced_ratios(parsed, shown, text, data)
         added: list[str] = []
         for index, family in enumerate(parsed.families):
             base = self.families.get(family.family)
-            merged = {**(base.facts if base else {}), **_given(family), "family": family.family}
+            merged = self._token_facts(
+                {**(base.facts if base else {}), **_given(family), "family": family.family})
             missing = [key for key in (*_FACTS, "match") if key not in merged
-                       and key not in _OPTIONAL]
+                       and key not in _OPTIONAL] or _lacking(merged)
             if missing:
                 problems.append(_problem(shown, text, data, ["families", index],
                                          "a new family needs " + ", ".join(missing)))
@@ -374,8 +439,10 @@ class _Layers:
             start = base.facts if base else {
                 k: v for k, v in self.families[name].facts.items() if k != "match"
             } if name is not None else {}
-            merged = {**start, **_given(row), **({"family": name} if name else {})}
-            missing = [k for k in _FACTS if k not in merged and k not in _OPTIONAL]
+            merged = self._token_facts(
+                {**start, **_given(row), **({"family": name} if name else {})})
+            missing = [k for k in _FACTS if k not in merged and k not in _OPTIONAL] or (
+                _lacking(merged))
             if missing:
                 problems.append(_problem(
                     shown, text, data, ["models", index],
