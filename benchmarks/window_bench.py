@@ -24,7 +24,12 @@ Rows, per window (targets from the issue):
   thread's first three replies (before them, in brackets); target 0.
 * ``estimate error``: the median (and 90th percentile) of |estimate - true| / true over
   the rounds after the fifth turn, the estimate being the round record's
-  ``window.estimated_input_tokens``; target median at most 3%.
+  ``window.estimated_input_tokens``; target median at most 3%. Beside it, for reference,
+  two estimators on the same bodies: one ratio calibrated from every reply
+  (``Calibrator``) times our count of the whole body, and the previous round's reported
+  count plus that ratio times what the body added (the first round of a turn as the
+  former). One ratio per model cannot know the kind of the text a round adds: what they
+  miss is the floor of any estimate made of one ratio.
 * ``summarise at``: where the summarise trigger sits in true tokens, as a share of what
   the history can really have (the window less the reserve and the rest of the true
   request): the true count of the history it summarised, scaled by how far past its own
@@ -53,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from pioneer import Agent, PioneerError, PioneerSettings, ToolSpec, ensure_runtime_home
-from pioneer.history import Summarizer, SummaryRequest
+from pioneer.history import Calibrator, SqliteStore, Summarizer, SummaryRequest
 from pioneer.providers import SamplingOptions
 from pioneer.tokens import TiktokenCounter
 
@@ -267,6 +272,11 @@ class Run:
     early_overflows: int = 0
     refused: int = 0
     errors: list[float] = field(default_factory=list)
+    #: The same rounds estimated on the side, for reference: one calibrated ratio times our
+    #: count of the whole body, and (after a turn's first round) the previous round's true
+    #: count plus that ratio times what the body added since.
+    whole_errors: list[float] = field(default_factory=list)
+    anchored_errors: list[float] = field(default_factory=list)
     triggers: list[float] = field(default_factory=list)
     cut_use: list[float] = field(default_factory=list)
     cleared: int = 0
@@ -279,6 +289,8 @@ def run_thread(plans: Sequence[TurnPlan], texts: Texts, window: int, ratios: dic
                *, summarise: bool, home: Path, folder: Path) -> Run:
     """Drive ``plans`` through an agent with a ``window``-token context and measure."""
     provider = Provider(texts, ratios)
+    ours = Provider(texts, IDEAL)  # our count of the same texts
+    side = Calibrator(SqliteStore(folder / f"side-{window}-{summarise}-{id(ratios)}.db"))
     reserve = 4_096 if window < 100_000 else 16_384
     summarizer = StubSummarizer(texts) if summarise else None
     settings = PioneerSettings(max_context_tokens=window, response_reserve_tokens=reserve,
@@ -295,6 +307,7 @@ def run_thread(plans: Sequence[TurnPlan], texts: Texts, window: int, ratios: dic
             turn = agent.turn("bench", plan.user, turn_id=f"turn-{number}")
             asked = len(summarizer.requests) if summarizer else 0
             refused = False
+            previous: tuple[int, int] | None = None  # (our count, true count) of the turn
             for round_number in range(len(plan.calls) + 1):
                 try:
                     body = turn.next_body()
@@ -320,6 +333,16 @@ def run_thread(plans: Sequence[TurnPlan], texts: Texts, window: int, ratios: dic
                                                            "cleared_tool_results", 0))
                     if number >= SETTLED_TURNS:
                         run.errors.append(abs(estimate - true) / true)
+                local = ours.count(body)
+                learnt = side.ratio(PROVIDER, MODEL, None)
+                if number >= SETTLED_TURNS:
+                    whole = learnt.estimate(local)
+                    run.whole_errors.append(abs(whole - true) / true)
+                    anchored = whole if previous is None else \
+                        previous[1] + learnt.ratio * (local - previous[0])
+                    run.anchored_errors.append(abs(anchored - true) / true)
+                side.observe(PROVIDER, MODEL, local, true, None)
+                previous = (local, true)
                 decision = turn.history
                 if round_number == 0 and decision is not None:
                     history_true = round(sum(provider.message_count(m.content)
@@ -361,6 +384,12 @@ def _percent(values: Sequence[float], quantile: float = 0.5) -> str:
     return f"{100 * ordered[min(len(ordered) - 1, int(quantile * len(ordered)))]:.1f}%"
 
 
+def _spread(values: Sequence[float]) -> str:
+    if not values:
+        return "-"
+    return f"{_percent(values)} / {_percent(values, 0.9)}"
+
+
 def _mean(values: Sequence[float]) -> str:
     return f"{100 * statistics.fmean(values):.1f}%" if values else "-"
 
@@ -376,6 +405,10 @@ def table(window: int, turns: int, real: tuple[Run, Run], ideal: tuple[Run, Run]
     ideal_early = sum(r.early_overflows for r in ideal_both)
     errors = summarised.errors + truncated.errors
     ideal_errors = ideal_summarised.errors + ideal_truncated.errors
+    whole = summarised.whole_errors + truncated.whole_errors
+    ideal_whole = ideal_summarised.whole_errors + ideal_truncated.whole_errors
+    anchored = summarised.anchored_errors + truncated.anchored_errors
+    ideal_anchored = ideal_summarised.anchored_errors + ideal_truncated.anchored_errors
     cut, ideal_cut = truncated.cut_use, ideal_truncated.cut_use
     gap = (statistics.fmean(ideal_cut) - statistics.fmean(cut)) * 100 \
         if cut and ideal_cut else None
@@ -389,6 +422,10 @@ def table(window: int, turns: int, real: tuple[Run, Run], ideal: tuple[Run, Run]
         f"{_percent(ideal_errors):>16}  <= 3%",
         f"  {'estimate error, 90th percentile':<34} {_percent(errors, 0.9):>16} "
         f"{_percent(ideal_errors, 0.9):>16}",
+        f"  {'  one ratio x whole body':<34} {_spread(whole):>16} "
+        f"{_spread(ideal_whole):>16}  median / 90th percentile",
+        f"  {'  previous round + ratio x added':<34} {_spread(anchored):>16} "
+        f"{_spread(ideal_anchored):>16}  median / 90th percentile",
         f"  {'summarise at (true share)':<34} {_percent(summarised.triggers):>16} "
         f"{_percent(ideal_summarised.triggers):>16}  80% +/- 2 points "
         f"({len(summarised.triggers)} summaries)",

@@ -47,6 +47,9 @@ def test_the_quick_mode_prints_every_row_per_window() -> None:
             assert line is not None, (row, table)
             assert re.fullmatch(rf"  {re.escape(row)} +(\d+ \(\d+\)|[\d.]+%|-|\d+) +"
                                 r"(\d+ \(\d+\)|[\d.]+%|-|\d+)( .*)?", line), line
+        for row in ("one ratio x whole body", "previous round + ratio x added"):
+            assert re.search(rf"^    {re.escape(row)} +[\d.]+% / [\d.]+% +[\d.]+% / "
+                             r"[\d.]+% +median / 90th percentile$", table, re.MULTILINE), table
     assert "Traceback" not in done.stderr
 
 
