@@ -101,6 +101,8 @@ _O200K_PATTERN = "|".join([
 ])
 _LOCK = threading.Lock()
 _ENCODINGS: dict[str, tiktoken.Encoding] = {}
+#: Each loaded encoding's BPE ranks (the encoding holds them too: this is no second copy).
+_RANKS: dict[str, dict[bytes, int]] = {}
 #: o200k_base with a pattern that keeps the whole text as one piece, for a white-space run
 #: the pattern would give up on (built only when one is met).
 _WHOLE: dict[str, tiktoken.Encoding] = {}
@@ -189,7 +191,9 @@ def _encoding(tokenizer: str = "cl100k") -> tiktoken.Encoding:
         if found is None:
             import tiktoken
 
-            found = _ENCODINGS[tokenizer] = tiktoken.Encoding(**spec.load())
+            params = spec.load()
+            found = _ENCODINGS[tokenizer] = tiktoken.Encoding(**params)
+            _RANKS[tokenizer] = params["mergeable_ranks"]
         return found
 
 
@@ -207,7 +211,7 @@ def _whole_encoding(tokenizer: str) -> tiktoken.Encoding:
 
             found = _WHOLE[tokenizer] = tiktoken.Encoding(
                 name=f"{encoding.name}_whole", pat_str=r"[\s\S]+",
-                mergeable_ranks=encoding._mergeable_ranks, special_tokens={})
+                mergeable_ranks=_RANKS[tokenizer], special_tokens={})
         return found
 
 
@@ -282,7 +286,9 @@ def split_long_spaces(text: str, length: int = LONG_SPACE, *,
     for a line break in every white-space run first (``\\s*[\\r\\n]+``), backtracking once
     per character, so there each long run is also cut where it starts (or after its last
     line break) and where it ends: the white space without a line break is then a piece of
-    its own, which the pattern matches whole. Each cut is made at a boundary of the
+    its own, which the pattern matches whole. A run of line breaks alone is not cut: the
+    pattern does not backtrack on it, and punctuation before it takes it into one piece
+    with any slashes after it. Each cut is made at a boundary of the
     pattern's pieces, so every piece is split as it would be in the whole text.
     """
     spec = _spec(tokenizer)
@@ -292,6 +298,9 @@ def split_long_spaces(text: str, length: int = LONG_SPACE, *,
         ends_text = end == len(text) or bool(specials and text.startswith(specials, end))
         if ends_text and spec.spaces_end_whole:
             continue  # it ends what the pattern sees: matched whole, no backtracking
+        if not spec.spaces_end_whole and not run.group().strip("\r\n"):
+            continue  # line breaks alone: no backtracking, and punctuation before them may
+            # take them with the slashes after them into one piece
         line_end = max(text.rfind("\n", first, end), text.rfind("\r", first, end)) + 1
         if line_end or not spec.spaces_end_whole:
             cut = line_end or first
