@@ -63,7 +63,7 @@ MESSAGE_OVERHEAD = 4
 #: ones). The counters :func:`counter_for` gives share it, each count keyed by its tokenizer.
 TOKEN_CACHE_BYTES = 64 << 20
 #: Bytes counted for each count kept: the map's slot, the key and the count (measured at
-#: about 280; the text itself is not kept).
+#: about 288; the text itself is not kept).
 COUNT_ENTRY_BYTES = 320
 #: A white-space run this long or longer is cut out of the text it is counted in (tiktoken
 #: fails from about 1,000,000).
@@ -240,9 +240,10 @@ class TiktokenCounter:
         tokenizer = self.tokenizer
         encoding = _encoding(tokenizer)
         specials = tuple(encoding.special_tokens_set)
+        whole_spaces = not _spec(tokenizer).spaces_end_whole
         total = 0
         for piece in split_long_spaces(text, specials=specials, tokenizer=tokenizer):
-            if len(piece) >= LONG_SPACE and _FLAT_SPACE.fullmatch(piece):
+            if whole_spaces and len(piece) >= LONG_SPACE and _FLAT_SPACE.fullmatch(piece):
                 # white space without a line break, which the pattern matches as one piece
                 # (and gives up on from about a million characters)
                 total += len(_whole_encoding(tokenizer).encode_ordinary(piece))
