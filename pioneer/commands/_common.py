@@ -16,16 +16,19 @@ from ..settings import PioneerSettings
 
 if TYPE_CHECKING:
     from ..compile.compiler import PromptCompiler
+    from ..compile.inputs import InputText, PromptCompileInput
     from ..history.sql_store import SqlStore
 
 __all__ = [
     "add_compiler_options",
     "add_config_option",
     "add_store_options",
+    "add_var_option",
     "make_compiler",
     "make_settings",
     "open_command_store",
     "store_path",
+    "with_vars",
 ]
 
 
@@ -118,3 +121,59 @@ def make_compiler(args: argparse.Namespace, *, count_tokens: bool = True,
 
     return PromptCompiler(make_settings(args, discover_from=discover_from),
                           count_tokens=count_tokens)
+
+
+def add_var_option(parser: argparse.ArgumentParser) -> None:
+    """--var NAME=VALUE, repeatable."""
+    parser.add_argument(
+        "--var", action="append", default=[], metavar="NAME=VALUE",
+        help="the value of an input the profile declares, read as its declared type "
+        "(repeatable; wins over the input file's inputs)")
+
+
+def with_vars(compiler: PromptCompiler, compile_input: PromptCompileInput,
+              pairs: list[str], source: InputText | None = None) -> PromptCompileInput:
+    """``compile_input`` with each ``--var NAME=VALUE`` in its ``inputs``, every input
+    checked against the declarations of its profile; each problem is located at its
+    ``--var`` or at its line of the input file ``source``."""
+    from ..compile.declared import parse_var, resolve_inputs
+    from ..errors import InputError, Problem, counted, did_you_mean, format_path
+
+    if not pairs and not compile_input.inputs:
+        return compile_input  # only a missing input can be wrong: the compile says so
+    profile = compiler.load_profile(compile_input.profile).spec
+    values = dict(compile_input.inputs)
+    from_var: set[str] = set()
+    problems: list[Problem] = []
+    for pair in pairs:
+        name, equals, text = pair.partition("=")
+        spec = profile.inputs.get(name)
+        if not equals or not name:
+            problems.append(Problem(f'expected NAME=VALUE, got "{pair}"', path="--var"))
+        elif spec is None:
+            hint = did_you_mean(name, profile.inputs) or (
+                f" (it declares {', '.join(profile.inputs) or 'none'})")
+            problems.append(Problem(f'input "{name}" is not declared by profile '
+                                    f'"{profile.name}"{hint}', path=f"--var {name}"))
+        else:
+            try:
+                values[name] = parse_var(spec, name, text)
+            except ValueError as error:
+                problems.append(Problem(str(error), path=f"--var {name}"))
+            from_var.add(name)
+
+    def locate(name: str | None) -> tuple[str | None, int | None, str]:
+        if name in from_var:
+            return None, None, f"--var {name}"
+        path = format_path(["inputs", name] if name is not None else ["inputs"])
+        if source is None:
+            return None, None, path
+        return source.file, source.line(["inputs", name]) if name is not None else None, path
+
+    if not problems:
+        problems = resolve_inputs(profile.inputs, values, profile=profile.name,
+                                  locate=locate)[1]
+    if problems:
+        raise InputError(problems, summary=f"error: {counted(len(problems), 'problem')} in "
+                         f'the inputs of profile "{profile.name}"')
+    return compile_input.model_copy(update={"inputs": values})

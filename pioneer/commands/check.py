@@ -23,11 +23,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..compile.inputs import PromptCompileInput, load_compile_input
+from ..compile.inputs import PromptCompileInput, read_compile_input
 from ..compile.profile import is_profile_path
 from ..errors import MAX_SHOWN, Problem, counted, report_lines
 from ..settings import find_config
-from ._common import add_compiler_options, make_compiler
+from ._common import add_compiler_options, add_var_option, make_compiler, with_vars
 
 if TYPE_CHECKING:
     from ..compile.compiler import PromptCompiler
@@ -48,6 +48,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", metavar="FILE",
                         help="compile input for the budget gate (default: an empty turn; "
                         "- reads standard input)")
+    add_var_option(parser)
     parser.add_argument("--format", choices=FORMATS, default="text",
                         help="text (default), json (problems, warnings, token counts) or "
                         "github (an annotation per problem, for GitHub Actions)")
@@ -66,16 +67,19 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         errors = compiler.check([name])
         problems += [(name, problem) for error in errors for problem in error.problems]
         if not errors:  # a base's warning is said once, not again for each profile on it
-            warnings += [(name, problem) for problem in compiler.load_profile(name).warnings
+            warnings += [(name, problem) for problem in compiler.warnings(name)
                          if problem not in {seen for _, seen in warnings}]
     gated: list[GateResult] = []
     if not problems:
         from ..review.gate import gate_profiles  # the compile and the token counter
 
-        turn = load_compile_input(args.input) if args.input else PromptCompileInput()
+        turn, source = (read_compile_input(args.input) if args.input
+                        else (PromptCompileInput(), None))
         for compiler, name in checked:
             given = turn if turn.workspace_root is not None else turn.model_copy(
                 update={"workspace_root": compiler.settings.home})
+            given = with_vars(compiler, given.model_copy(update={"profile": name}), args.var,
+                              source)
             gated += gate_profiles(compiler, [name], given, max_tokens=args.max_tokens,
                                    every=args.input is not None)
         problems = [(result.profile, problem) for result in gated for problem in result.problems]

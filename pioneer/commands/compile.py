@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TextIO
 
 from ..compile.bootstrap import ensure_runtime_home
-from ..compile.inputs import PromptCompileInput, load_compile_input
-from ._common import add_compiler_options, make_compiler
+from ..compile.inputs import PromptCompileInput, read_compile_input
+from ._common import add_compiler_options, add_var_option, make_compiler, with_vars
 from ._provider import add_provider_options, provider_output, provider_request
 
 NAME = "compile"
@@ -26,6 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="compile input as JSON or TOML (see schemas/compile_input.schema.json); "
         "- reads standard input",
     )
+    add_var_option(parser)
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the whole payload as JSON")
     output.add_argument("--manifest", action="store_true", help="print the manifest as JSON")
@@ -52,7 +53,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Ensure the runtime home like a gateway start, compile, print."""
     text_only = not (args.json or args.manifest)
     compiler = make_compiler(args, count_tokens=not text_only)
-    compile_input = load_compile_input(args.input) if args.input else PromptCompileInput()
+    compile_input, source = (read_compile_input(args.input) if args.input
+                             else (PromptCompileInput(), None))
     updates: dict[str, object] = {}
     if args.profile:
         updates["profile"] = args.profile
@@ -69,6 +71,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         compile_input = PromptCompileInput.model_validate(
             {**compile_input.model_dump(exclude_unset=True), **updates}
         )
+    compile_input = with_vars(compiler, compile_input, args.var, source)
     if args.locked:
         from ..review.lock import check_lock
 

@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..compile.inputs import PromptCompileInput, load_compile_input
+from ..compile.inputs import PromptCompileInput, read_compile_input
 from ..errors import InputError, PioneerError, Problem, UsageError, read_document
 from ..review.inspect import inspect_prompt, render_json, render_table
 from ..terminal import painter
-from ._common import add_compiler_options, make_compiler
+from ._common import add_compiler_options, add_var_option, make_compiler, with_vars
 from ._provider import PROVIDER_NAMES
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", help="profile name or path (default: the input's, else full)")
     parser.add_argument("--input", type=Path, metavar="FILE",
                         help="compile input (JSON or TOML; - reads standard input)")
+    add_var_option(parser)
     parser.add_argument("--json", action="store_true",
                         help="print JSON instead of a table (with --html: the map's data)")
     parser.add_argument("--html", type=Path, metavar="FILE",
@@ -82,13 +83,15 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _setup(args: argparse.Namespace) -> tuple[PromptCompiler, PromptCompileInput]:
     compiler = make_compiler(args)
-    compile_input = load_compile_input(args.input) if args.input else PromptCompileInput()
+    compile_input, source = (read_compile_input(args.input) if args.input
+                             else (PromptCompileInput(), None))
     updates: dict[str, object] = {}
     if args.profile:
         updates["profile"] = args.profile
     if compile_input.workspace_root is None:
         updates["workspace_root"] = compiler.settings.home
-    return compiler, compile_input.model_copy(update=updates)
+    return compiler, with_vars(compiler, compile_input.model_copy(update=updates), args.var,
+                               source)
 
 
 def _request(args: argparse.Namespace) -> ChatRequest | None:

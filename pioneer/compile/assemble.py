@@ -19,6 +19,7 @@ from .manifest import (
     COMPILER_VERSION,
     CompiledPromptPayload,
     Diagnostic,
+    InputRecord,
     Omission,
     Placement,
     PromptManifest,
@@ -47,6 +48,7 @@ def assemble(
     placements: list[Placement],
     ignored: list[str],
     ignored_diagnostics: list[Diagnostic],
+    inputs: list[InputRecord] | None = None,
 ) -> CompiledPromptPayload:
     """The payload; ``diagnostics`` and ``omissions`` (those met before the dynamic
     sections) get the dynamic sections' own appended, in the same pass, then
@@ -86,6 +88,7 @@ def assemble(
         omitted=omissions,
         placements=placements,
         ignored_inputs=ignored,
+        inputs=inputs,
     )
     return built(
         CompiledPromptPayload,

@@ -21,6 +21,7 @@ sized by the settings (docs/speed.md, "Caches").
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -34,6 +35,7 @@ from ..errors import (
     Problem,
     ProfileError,
     TemplateError,
+    counted,
     did_you_mean,
     problem_summary,
 )
@@ -41,11 +43,19 @@ from ..settings import PioneerSettings
 from ..tokens import TokenCounter, default_counter
 from .assemble import assemble
 from .bootstrap import BootstrapFile, BootstrapLoader, BootstrapResult
+from .declared import (
+    InputSpec,
+    InputValue,
+    Locate,
+    resolve_inputs,
+    shown_value,
+    value_sha256,
+)
 from .extends import ProfileSource, resolve_profile
 from .fingerprint import profile_fingerprint, template_digests
 from .inputs import PromptCompileInput, parse_compile_input
 from .loaded import LoadedProfile
-from .manifest import CompiledPromptPayload, Diagnostic, Omission, Placement
+from .manifest import CompiledPromptPayload, Diagnostic, InputRecord, Omission, Placement, built
 from .plan import ProfilePlan, plan_profile
 from .pools import Contribution, budget_pool
 from .profile import (
@@ -55,8 +65,16 @@ from .profile import (
     list_profiles,
     structural_problems,
 )
+from .readonly import FrozenDict
 from .refs import count_ref_lines
-from .render import PlacementKey, Rendered, SectionRenderer, TrialRenderer, representative_input
+from .render import (
+    NO_INPUTS,
+    PlacementKey,
+    Rendered,
+    SectionRenderer,
+    TrialRenderer,
+    representative_input,
+)
 from .stable import StablePart, stable_part
 from .templates import TemplateSet, build_environment
 
@@ -66,7 +84,9 @@ __all__ = [
 ]
 
 INPUT_FIELDS: frozenset[str] = frozenset(PromptCompileInput.model_fields)
-_BASE_NAMES = INPUT_FIELDS | {"profile", "section"}
+#: Names the compiler adds to the compile input's for every template and condition.
+_COMPILER_NAMES = frozenset({"profile", "artifact_refs"})
+_BASE_NAMES = INPUT_FIELDS | _COMPILER_NAMES | {"section"}
 #: Names each kind of section's template may use beyond the compile input.
 PROVIDED_NAMES: dict[str, frozenset[str]] = {
     "text": _BASE_NAMES,
@@ -78,10 +98,10 @@ PROVIDED_NAMES: dict[str, frozenset[str]] = {
 #: Every name some section's template may use (for a section whose source is not known).
 ALL_NAMES: frozenset[str] = frozenset().union(*PROVIDED_NAMES.values())
 #: Names a ``when`` condition may use.
-CONDITION_NAMES = _CONDITION_NAMES = INPUT_FIELDS | {"profile"}
+CONDITION_NAMES = _CONDITION_NAMES = INPUT_FIELDS | _COMPILER_NAMES
 #: Input fields the interpreter itself consumes, whatever the profile's sections read.
 _CONSUMED = frozenset({"workspace_root", "profile", "runtime_sections", "dynamic_sections",
-                       "limits"})
+                       "limits", "inputs"})
 #: Input fields the compiler never takes as given: it derives their value from what the
 #: prompt carries (the artifact refs), so a value passed in is reported as ignored.
 _DERIVED = frozenset({"artifact_ref_count"})
@@ -185,7 +205,8 @@ class PromptCompiler:
         failed: set[int] = set()
         problems += self._template_problems(spec, where, file, failed)
         for dropped in source.dropped:  # a wrong key's section: its template still counts
-            one = ProfileSpec.model_construct(name="", sections=[dropped.section])
+            one = ProfileSpec.model_construct(name=spec.name, sections=[dropped.section],
+                                              inputs=spec.inputs)
             problems += self._template_problems(one, _Shifted(dropped.locator, dropped.index),
                                                 file)
         if source.problems or source.dropped:  # the profile file's first, by line
@@ -224,6 +245,12 @@ class PromptCompiler:
                     yield where.problem(["sections", index, "template"], problem.message)
                 else:
                     yield problem
+            if not found:  # a template that loads: each input it reads must be declared
+                for name, template_file, line in self.templates.input_uses(section.template):
+                    if name is not None and name not in spec.inputs:
+                        found = True
+                        yield Problem(undeclared_input(name, spec), file=template_file,
+                                      line=line, context=context)
             if section.when is not None:
                 for problem in self.templates.check_condition(
                     section.when, _CONDITION_NAMES,
@@ -231,6 +258,11 @@ class PromptCompiler:
                 ):
                     found = True
                     yield problem
+                for name, _, _ in self.templates.condition_input_uses(section.when):
+                    if name is not None and name not in spec.inputs:
+                        found = True
+                        yield where.problem(["sections", index, "when"],
+                                            undeclared_input(name, spec))
             if found and failed is not None:
                 failed.add(index)
 
@@ -278,18 +310,33 @@ class PromptCompiler:
                                 truncated=False)
             for file, _ in profile.bootstrap_files
         }
-        renderer = TrialRenderer(
-            self.templates, representative_input(profile.spec.name), profile,
-            self._plan(profile), BootstrapResult(files, (), ()), [], [],
-            memo=LruCache("trial", 0), conditions=LruCache("trial", 0), counter=None,
-            placements=LruCache("trial", 0),
-        )
+        plan = self._plan(profile)
         problems: list[Problem] = []
-        for section in profile.spec.sections:
-            try:
-                renderer.visit(section, [])
-            except TemplateError as error:
-                problems += error.problems
+        seen: set[tuple[str | None, int | None, str]] = set()
+        for changed, values in _trial_inputs(profile.spec.inputs):
+            renderer = TrialRenderer(
+                self.templates, representative_input(profile.spec.name), profile,
+                plan, BootstrapResult(files, (), ()), [], [],
+                inputs=FrozenDict(values, "inputs"),
+                memo=LruCache("trial", 0), conditions=LruCache("trial", 0), counter=None,
+                placements=LruCache("trial", 0),
+            )
+            for section in profile.spec.sections:
+                reads = plan.input_reads.get(section.id)
+                if changed is not None and reads is not None and changed not in reads:
+                    continue  # this value cannot change what the section renders
+                try:
+                    renderer.visit(section, [])
+                except TemplateError as error:
+                    for problem in error.problems:
+                        if (problem.file, problem.line, problem.message) in seen:
+                            continue
+                        seen.add((problem.file, problem.line, problem.message))
+                        if changed is not None:
+                            said = f"with inputs.{changed} = {shown_value(values[changed])}"
+                            problem = dataclasses.replace(problem, context=(
+                                f"{problem.context} {said}" if problem.context else said))
+                        problems.append(problem)
         return problems
 
     # -- compiling -------------------------------------------------------------
@@ -309,12 +356,14 @@ class PromptCompiler:
         if not isinstance(compile_input, PromptCompileInput):
             compile_input = as_compile_input(compile_input)
         profile = self.load_profile(compile_input.profile)
+        inputs = self.input_values(profile, compile_input)
         plan = self._plan(profile)
         boot = self._bootstrap(profile, compile_input)
         contributions, pool_diagnostics, pool_omissions = _pools(profile, compile_input)
         renderer = SectionRenderer(
             self.templates, compile_input, profile, plan, boot, contributions, pool_omissions,
             history_refs=_history_refs(history) if history is not None else 0,
+            inputs=inputs,
             memo=self._section_memo,
             conditions=self._conditions,
             counter=(self._counter or default_counter()) if self._count_tokens else None,
@@ -333,7 +382,53 @@ class PromptCompiler:
         omissions = [*pool_omissions, *stable.omissions]
         return assemble(profile, stable, dynamic, boot, diagnostics, omissions,
                         renderer.placements(), ignored,
-                        [_ignored_diagnostic(name, profile.spec.name) for name in ignored])
+                        [_ignored_diagnostic(name, profile.spec.name) for name in ignored],
+                        given_inputs(compile_input))
+
+    def input_values(self, profile: LoadedProfile | str, compile_input: PromptCompileInput,
+                     *, locate: Locate | None = None) -> FrozenDict:
+        """The value of each input ``profile`` declares for this compile (given, else its
+        default), as templates see them; an :class:`~pioneer.errors.InputError` naming
+        every input that is undeclared, refused by its declaration or missing (each
+        located by ``locate``, default at its path under ``inputs``)."""
+        if isinstance(profile, str):
+            profile = self.load_profile(profile)
+        declared, given = profile.spec.inputs, compile_input.inputs
+        if not declared and not given:
+            return NO_INPUTS
+        values, problems = resolve_inputs(declared, given, profile=profile.spec.name,
+                                          **({"locate": locate} if locate else {}))
+        if problems:
+            raise InputError(problems, summary=f"error: {counted(len(problems), 'problem')} "
+                             f"in the inputs of profile \"{profile.spec.name}\"")
+        return FrozenDict(values, "inputs")
+
+    def warnings(self, name: str) -> list[Problem]:
+        """What ``check`` warns about in a loaded profile: its files' warnings, and each
+        stable section that reads an input declared ``changes = "turn"`` (its value would
+        change the cached prefix on every turn)."""
+        profile = self.load_profile(name)
+        found = list(profile.warnings)
+        declared = profile.spec.inputs
+        if not declared:
+            return found
+        turn = {input_name for input_name, spec in declared.items() if spec.changes == "turn"}
+        plan = self._plan(profile)
+        where = profile.source.locator
+        for index, section in enumerate(profile.spec.sections):
+            if section.stability != "stable":
+                continue
+            reads = plan.input_reads.get(section.id)
+            for input_name in sorted(turn if reads is None else reads & turn):
+                key = "when" if section.when and any(
+                    use[0] in (input_name, None)
+                    for use in self.templates.condition_input_uses(section.when)) else "template"
+                found.append(where.problem(["sections", index, key], (
+                    f'stable section "{section.id}" reads input "{input_name}", declared '
+                    'changes = "turn": a new value on each turn would change the cached '
+                    "prefix every turn; declare how often it really changes "
+                    '(changes = "thread" or "deployment") or make the section dynamic')))
+        return found
 
     def _unknown_contributions(
         self, profile: LoadedProfile, contributions: list[Contribution]
@@ -385,6 +480,42 @@ class PromptCompiler:
             max_chars_per_file=_lower(budgets.max_chars_per_file, limits.max_chars_per_file),
             max_chars_total=_lower(budgets.max_chars_total, limits.max_chars_total),
         )
+
+#: How many sets of input values ``check`` renders a profile with, at most.
+_MAX_TRIALS = 64
+
+
+def _trial_inputs(
+    declared: Mapping[str, InputSpec],
+) -> list[tuple[str | None, dict[str, InputValue]]]:
+    """The input values ``check`` renders with: each input's first example (else its
+    default, else its first enum value, else a value of its type), then each other
+    example, default and enum value of one input at a time (that input named), at most
+    :data:`_MAX_TRIALS` sets in all."""
+    first = {name: spec.trial_values()[0] for name, spec in declared.items()}
+    trials: list[tuple[str | None, dict[str, InputValue]]] = [(None, first)]
+    for name, spec in declared.items():
+        trials += [(name, {**first, name: value}) for value in spec.trial_values()[1:]]
+    return trials[:_MAX_TRIALS]
+
+
+def undeclared_input(name: str, spec: ProfileSpec) -> str:
+    """What is said of ``inputs.NAME`` read by a template or condition when the profile
+    declares no such input."""
+    hint = did_you_mean(name, spec.inputs)
+    declared = ", ".join(spec.inputs) or "none"
+    return (f'"inputs.{name}" is not a declared input{hint}; profile "{spec.name}" '
+            f"declares {declared} (add [inputs.{name}] to declare it)")
+
+
+def given_inputs(compile_input: PromptCompileInput) -> list[InputRecord] | None:
+    """The manifest's record of the inputs given: each name and its value's sha256."""
+    given = compile_input.inputs
+    if not given:
+        return None
+    return [built(InputRecord, name=name, sha256=value_sha256(value))
+            for name, value in sorted(given.items())]
+
 
 def _load_error(problems: list[Problem], file: str) -> PioneerError:
     """The error for a profile's problems: a ``TemplateError`` when each is a template's."""

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model
 
 from ..text import EDGE_CONFIG
+from .declared import InputName, InputSpec
 from .profile import BudgetSpec, ContributionSpec, PoolSpec, ProfileSpec, SectionSpec
 
 __all__ = [
@@ -135,6 +136,9 @@ class DerivedProfileSpec(BaseModel):
     sections: list[SectionEdit] = Field(  # type: ignore[valid-type]
         default_factory=list, description="Section edits, applied in order."
     )
+    inputs: dict[InputName, InputSpec] = Field(
+        default_factory=dict, description="Inputs added to the base's (a base input cannot "
+        "be declared again).")
 
 
 def _branch_on_extends(schema: dict[str, Any]) -> None:

@@ -41,6 +41,7 @@ from ..errors import (
     problem_summary,
     read_text,
 )
+from .declared import InputSpec
 from .ids import PROFILE_ALIASES
 from .profile import (
     BudgetSpec,
@@ -200,6 +201,8 @@ def _spec(data: dict[str, Any], path: Path) -> ProfileSpec:
         budgets=BudgetSpec.model_validate(data.get("budgets", {})),
         contributions=[ContributionSpec.model_validate(c) for c in data.get("contributions", [])],
         sections=[SectionSpec.model_validate(s) for s in data.get("sections", [])],
+        inputs={name: InputSpec.model_validate(spec)
+                for name, spec in data.get("inputs", {}).items()},
     )
 
 
@@ -489,6 +492,8 @@ class _Merge:
                 self._mark((key,))
         if "budgets" in edits:
             self._budgets(edits["budgets"])
+        if "inputs" in edits:
+            self._inputs(edits["inputs"], base_map)
         for kind in _LISTS:
             for index, edit in enumerate(edits.get(kind, [])):
                 if edit is not None:  # None: dropped, its problems reported
@@ -516,6 +521,22 @@ class _Merge:
                 budgets[key] = value
                 self._mark(("budgets", key))
         self.top["budgets"] = budgets
+
+    def _inputs(self, added: dict[str, Any], base_map: SourceMap) -> None:
+        """Add the derived file's inputs to the base's; one the base declares already is
+        refused (it would change what the base's templates were checked against)."""
+        inputs = dict(self.top.get("inputs", {}))
+        for name, spec in added.items():
+            if name in inputs:
+                file, line, _ = base_map.where(("inputs", name))
+                self._problem(("inputs", name), (
+                    f'input "{name}" is already declared by base profile "{self.base_name}" '
+                    f"({file}{f':{line}' if line else ''}); a derived profile may add "
+                    "inputs, not declare one of its base again"))
+                continue
+            inputs[name] = spec
+            self._mark(("inputs", name))
+        self.top["inputs"] = inputs
 
     def _edit(self, kind: str, index: int, edit: dict[str, Any]) -> None:
         """Apply one ``[[sections]]`` or ``[[contributions]]`` entry of the derived file."""

@@ -44,6 +44,12 @@ def canonical_profile(spec: ProfileSpec) -> str:
             for key in keys:
                 if row.get(key) is None:
                     row.pop(key, None)
+    # Declared inputs came later still: no table, no key; an unset keyword is left out.
+    if data.get("inputs"):
+        data["inputs"] = {name: {key: value for key, value in spec.items() if value is not None}
+                          for name, spec in data["inputs"].items()}
+    else:
+        data.pop("inputs", None)
     return json.dumps(data, sort_keys=True)
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, Strict, ValidationError
+from pydantic import AfterValidator, ConfigDict, Field, Strict, ValidationError, WithJsonSchema
 
 from ..errors import (
     STDIN_NAME,
@@ -32,12 +33,14 @@ from .ids import PROFILE_ALIASES, check_dynamic_id, check_runtime_id
 
 __all__ = [
     "DynamicSectionInput",
+    "InputText",
     "PromptCompileInput",
     "PromptLimits",
     "RuntimeSectionInput",
     "SectionInput",
     "load_compile_input",
     "parse_compile_input",
+    "read_compile_input",
 ]
 
 
@@ -100,6 +103,12 @@ def _file_system_path(path: Path) -> Path:
     return path
 
 
+#: A declared input's value: checked against the profile's declaration when compiled
+#: (the compile input does not know the profile's), so any JSON value is taken here.
+_InputValue = Annotated[Any, WithJsonSchema(
+    {"type": ["string", "integer", "number", "boolean"]})]
+
+
 class PromptCompileInput(EdgeModel):
     """One turn's compile input."""
 
@@ -140,6 +149,9 @@ class PromptCompileInput(EdgeModel):
     dynamic_context: str | None = Field(default=None, description="Per-turn context text.")
     extra_system: str | None = Field(default=None, description="Extra system text.")
     limits: PromptLimits = Field(default_factory=PromptLimits, description="Budget overrides.")
+    inputs: dict[str, _InputValue] = Field(
+        default_factory=dict, description="Values of the inputs the profile declares "
+        "(`[inputs.NAME]`), by name; checked against the declarations when compiled.")
 
 
 def _problems_from(
@@ -184,9 +196,29 @@ def _summary(count: int, file: str | None) -> str:
     return f"error: {counted(count, 'problem')}{where}"
 
 
+@dataclass(frozen=True, slots=True)
+class InputText:
+    """The file a compile input was read from, to locate a later problem in it."""
+
+    file: str
+    text: str
+    kind: Literal["json", "toml"]
+
+    def line(self, parts: list[str | int]) -> int | None:
+        """The line of the value at ``parts``, when the file has it."""
+        if self.kind == "json":
+            return json_lines(self.text, [parts])[0]
+        return TomlLines(self.text).line(parts)
+
+
 def load_compile_input(path: str | os.PathLike[str]) -> PromptCompileInput:
     """Read a compile input from a ``.json`` or ``.toml`` file (``-``: JSON or TOML from
     standard input, told apart by its first character)."""
+    return read_compile_input(path)[0]
+
+
+def read_compile_input(path: str | os.PathLike[str]) -> tuple[PromptCompileInput, InputText]:
+    """:func:`load_compile_input`, and the text it was read from."""
     raw, name = read_text(path, "input")
     toml = Path(os.fspath(path)).suffix.lower() == ".toml" or (
         name == STDIN_NAME and not raw.lstrip().startswith(("{", "["))
@@ -194,4 +226,5 @@ def load_compile_input(path: str | os.PathLike[str]) -> PromptCompileInput:
     data = parse_document(raw, name, "toml" if toml else "json")
     if not isinstance(data, dict):
         raise InputError(Problem("expected a JSON object at the top level", file=name))
-    return parse_compile_input(data, file=name, text=raw, kind="toml" if toml else "json")
+    kind: Literal["json", "toml"] = "toml" if toml else "json"
+    return parse_compile_input(data, file=name, text=raw, kind=kind), InputText(name, raw, kind)

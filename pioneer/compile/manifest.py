@@ -36,6 +36,7 @@ __all__ = [
     "DiagnosticCode",
     "HookSourceEntry",
     "HookSourceRef",
+    "InputRecord",
     "ManifestSection",
     "Omission",
     "OmissionReason",
@@ -254,6 +255,16 @@ class HookSourceEntry(CheckedModel):
     )
 
 
+class InputRecord(CheckedModel):
+    """One declared input given to a compile: its name and a hash of its value (never
+    the value itself)."""
+
+    model_config = EDGE_CONFIG
+    name: str = Field(description="The input's name.")
+    sha256: str = Field(description="Lowercase hex sha256 of the value's canonical JSON "
+                        "(UTF-8, no spaces: \"gold\" for the text gold).")
+
+
 class PromptManifest(CheckedModel):
     """What compiled a turn, so an audit can reproduce and explain it."""
 
@@ -287,6 +298,10 @@ class PromptManifest(CheckedModel):
         default_factory=list,
         description="Compile-input fields given a value that no section of the profile reads, "
         "or that the compiler derives itself (artifact_ref_count).",
+    )
+    inputs: list[InputRecord] | None = Field(
+        default=None, description="The declared inputs the compile input gave, by name, "
+        "each with the sha256 of its value (never the value); absent when none was given.",
     )
 
     def with_token_counts(

@@ -15,7 +15,7 @@ Templates must be deterministic functions of their context (no ``random`` filter
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from .templates import TemplateSet
 
 __all__ = ["ProfilePlan", "freeze", "plan_profile"]
+
+#: The names a template reads the prompt's artifact ref count by (the second one is the
+#: deprecated compile-input field's, kept for the profiles that read it).
+_REF_NAMES = frozenset({"artifact_refs", "artifact_ref_count"})
 
 
 def freeze(value: Any) -> Hashable:
@@ -74,6 +78,9 @@ class ProfilePlan:
     stable_reads_refs: bool = False
     #: Sections whose template reads only ``content`` (most contribution and input ones).
     content_only: frozenset[str] = frozenset()
+    #: The declared inputs each section's template or condition reads (``None``: possibly
+    #: every one: the template reads ``inputs`` whole, or its reads cannot be known).
+    input_reads: Mapping[str, frozenset[str] | None] = field(default_factory=dict)
 
 
 def plan_profile(
@@ -94,9 +101,16 @@ def plan_profile(
     stable = tuple(s for s in ordered if s.stability == "stable")
     ref_readers = frozenset(
         s.id for s in ordered
-        if reads[s.id] is None or "artifact_ref_count" in (reads[s.id] or ())
-        or "artifact_ref_count" in conditions[s.id]
+        if reads[s.id] is None or not _REF_NAMES.isdisjoint(reads[s.id] or ())
+        or not _REF_NAMES.isdisjoint(conditions[s.id])
     )
+    input_reads: dict[str, frozenset[str] | None] = {}
+    for section in ordered:
+        uses = [*templates.input_uses(section.template),
+                *(templates.condition_input_uses(section.when) if section.when else ())]
+        used = {name for name, _, _ in uses}
+        input_reads[section.id] = (None if reads[section.id] is None or None in used
+                                   else frozenset(n for n in used if n is not None))
 
     def base_reads(chosen: Iterable[SectionSpec]) -> set[str]:
         """The compile-input names ``chosen`` read: templates, conditions, input fields."""
@@ -123,4 +137,5 @@ def plan_profile(
         ref_readers=ref_readers,
         stable_reads_refs=any(s.id in ref_readers for s in stable),
         content_only=frozenset(s.id for s in ordered if reads[s.id] == ("content",)),
+        input_reads=input_reads,
     )

@@ -28,6 +28,7 @@ from ..errors import (
 )
 from ..resources import builtin_dir, load_schema
 from ..text import EDGE_CONFIG
+from .declared import InputName, InputSpec, declaration_problems
 from .ids import PROFILE_ALIASES
 
 if TYPE_CHECKING:
@@ -159,6 +160,9 @@ class ProfileSpec(BaseModel):
         default_factory=list, description="Known contribution ids: titles, caps, order."
     )
     sections: list[SectionSpec] = Field(min_length=1, description="Ordered sections.")
+    inputs: dict[InputName, InputSpec] = Field(
+        default_factory=dict, description="Declared inputs by name: typed values a compile "
+        "input gives (`inputs`), read by templates and conditions as `inputs.NAME`.")
 
     def contribution_specs(self) -> dict[str, ContributionSpec]:
         """Known contribution ids mapped to their spec."""
@@ -354,6 +358,9 @@ def structural_problems(
                 yield problem("stability", "a slot section must be dynamic")
         if section.source == "contribution" and section.stability != "dynamic":
             yield problem("stability", "a contribution section must be dynamic")
+    for name, spec in profile.inputs.items():
+        for parts, message in declaration_problems(spec):
+            yield where.problem(["inputs", name, *parts], message)
 
 
 def _source_of(key: str) -> str:

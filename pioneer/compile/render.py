@@ -43,7 +43,7 @@ from .manifest import (
 from .plan import ProfilePlan, freeze
 from .pools import Contribution, omitted_diagnostic
 from .profile import SectionSpec
-from .readonly import FrozenList
+from .readonly import FrozenDict, FrozenList
 from .refs import REF_LINE_START, count_ref_lines
 from .sandbox import evaluate, render_parts
 from .templates import TemplateSet, describe, render_problem
@@ -51,8 +51,8 @@ from .templates import TemplateSet, describe, render_problem
 if TYPE_CHECKING:
     from .loaded import LoadedProfile
 
-__all__ = ["SECTION_OVERHEAD", "PlacementKey", "Rendered", "SectionRenderer", "TrialRenderer",
-           "representative_input"]
+__all__ = ["NO_INPUTS", "SECTION_OVERHEAD", "PlacementKey", "Rendered", "SectionRenderer",
+           "TrialRenderer", "representative_input"]
 
 #: The compile-input fields that hold a list (templates see them as read-only views).
 _LIST_FIELDS = tuple(name for name, field in PromptCompileInput.model_fields.items()
@@ -70,6 +70,8 @@ SECTION_OVERHEAD = 1024
 PlacementKey = tuple[str, str, int, "str | None", int, bool]
 #: A contribution a section met and left out (its placement says nowhere).
 _MET = object()
+#: What templates see as ``inputs`` for a profile that declares none.
+NO_INPUTS = FrozenDict({}, "inputs")
 
 
 class Rendered(NamedTuple):
@@ -116,6 +118,7 @@ class SectionRenderer:
         pool_omissions: list[Omission],
         *,
         history_refs: int = 0,
+        inputs: FrozenDict | None = None,
         memo: LruCache[tuple[object, ...], Rendered],
         conditions: LruCache[tuple[object, ...], bool],
         counter: TokenCounter | None,
@@ -155,7 +158,8 @@ class SectionRenderer:
             carried += count_ref_lines(
                 value for name in _REF_TEXT_FIELDS if isinstance(value := self.base[name], str)
             )
-        self.base["artifact_ref_count"] = carried
+        self.base["artifact_ref_count"] = self.base["artifact_refs"] = carried
+        self.base["inputs"] = inputs if inputs is not None else NO_INPUTS
         self.input = compile_input
         self.profile_name = profile.spec.name
         self.fingerprint = profile.fingerprint
@@ -219,7 +223,7 @@ class SectionRenderer:
             else:
                 self.visit(section, out)
         if waiting:
-            self.base["artifact_ref_count"] = (
+            self.base["artifact_ref_count"] = self.base["artifact_refs"] = (
                 self.history_refs + stable_refs + sum(map(_REFS, out)))
             for at, section in reversed(waiting):  # the last first: earlier places hold
                 emitted: list[Rendered] = []

@@ -22,6 +22,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from ..errors import Problem, TemplateError, describe_exception, did_you_mean
 from ..resources import builtin_dir
+from .declared import input_uses
 from .sandbox import Sandbox
 
 __all__ = [
@@ -94,6 +95,7 @@ class TemplateSet:
         self._asts: dict[str, Any] = {}
         self._reads: dict[str, frozenset[str] | None] = {}
         self._names: dict[str, frozenset[str]] = {}  # the names a template reads itself
+        self._input_uses: dict[str, tuple[tuple[str | None, str, int], ...]] = {}
         #: Templates that print one name between fixed text (``{{ content }}`` and its
         #: newline): (text before, name, text after). With a plain string for that name
         #: the output is those three pieces, so the compiler takes them without running
@@ -221,6 +223,42 @@ class TemplateSet:
                     return None
                 pending.append(referenced)
         return frozenset(names)
+
+    def input_uses(self, name: str) -> tuple[tuple[str | None, str, int], ...]:
+        """Every read of ``inputs`` in a template and what it includes or imports:
+        (the input's name, or ``None`` for the whole record; the template file as messages
+        name it; the line). A template that cannot be read or parsed reads nothing here
+        (its own check reports it)."""
+        found = self._input_uses.get(name)
+        if found is not None:
+            return found
+        uses: list[tuple[str | None, str, int]] = []
+        pending, seen = [name], set()
+        while pending:
+            current = pending.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            try:
+                source, filename, _ = self.env.loader.get_source(  # type: ignore[union-attr]
+                    self.env, current)
+                ast = self._asts.get(current) or self.env.parse(source, current, filename)
+            except Exception:  # missing, unreadable or invalid: its own check says so
+                continue
+            display = display_name(filename)
+            uses += [(input_name, display, line) for input_name, line in input_uses(ast)]
+            pending += [ref for ref in meta.find_referenced_templates(ast) if ref is not None]
+        self._input_uses[name] = found = tuple(uses)
+        return found
+
+    def condition_input_uses(self, expression: str) -> tuple[tuple[str | None, str, int], ...]:
+        """The reads of ``inputs`` in a ``when`` expression, as :meth:`input_uses` gives
+        them (file ``""``, line 1)."""
+        try:
+            ast = self.env.parse("{% if " + expression + " %}{% endif %}")
+        except Exception:  # the condition's own check reports it
+            return ()
+        return tuple((input_name, "", 1) for input_name, _ in input_uses(ast))
 
     def condition_names(self, expression: str) -> frozenset[str]:
         """Context names a ``when`` expression reads."""
