@@ -85,6 +85,9 @@ class CacheBlock(CheckedModel):
     kind: BlockKind = Field(description="What the block is.")
     label: str = Field(description='Where it is in the body, e.g. "messages[3] (assistant)".')
     tokens: int = Field(ge=0, description="cl100k_base tokens of the block's content.")
+    chars: int | None = Field(
+        default=None, ge=0, description="Characters of the block's content (its text; a tool "
+        "or a message that is not plain text as its JSON); absent in older records.")
     digest: str = Field(
         description="First 16 hex digits of a sha256 over this block and every block before "
         "it (cache marks left out): two requests share a prefix through this block exactly "
@@ -287,8 +290,9 @@ def request_blocks(
                      history_count)
         digest = _digest(digest, raw.content)
         blocks.append(CacheBlock(
-            index=position, kind=kind, label=raw.label, tokens=count(text), digest=digest,
-            marked=raw.marked, sections=sections if kind in ("stable", "prompt") else [],
+            index=position, kind=kind, label=raw.label, tokens=count(text), chars=len(text),
+            digest=digest, marked=raw.marked,
+            sections=sections if kind in ("stable", "prompt") else [],
         ))
     return blocks
 

@@ -75,6 +75,9 @@ def render_text(explanation: Explanation) -> str:
             f"{counted(explanation.rounds, 'provider round')}")
     blocks = [head]
     for number, step in enumerate(explanation.steps, start=1):
+        if step.lines == (_NONE_CONFIGURED,):  # a feature nobody set up: one line
+            blocks.append(f"{number}. {step.name}: {_NONE_CONFIGURED}")
+            continue
         blocks.append("\n".join([f"{number}. {step.name}", *(f"   {line}"
                                                            for line in step.lines)]))
     return "\n\n".join(blocks) + "\n"
@@ -174,7 +177,7 @@ def _skills(record: TurnRecord) -> Step:
     s = record.skills
     if s is None:
         return Step("skills", {"skills": None, "rendered_in_rounds": rendered},
-                    ("resolution not recorded", section))
+                    ("resolution not recorded", section) if rendered else (_NONE_CONFIGURED,))
     active = ", ".join(f"{a.skill_id} ({a.reason})" for a in s.active)
     lines = [f"{counted(len(s.active), 'skill')} resolved" + (f": {active}" if active else "")]
     lines += _left_out(s)
@@ -335,6 +338,8 @@ def _permissions(record: TurnRecord) -> Step:
         "security": security.model_dump(mode="json") if security is not None else None,
         "rendered_in_rounds": rendered,
     }
+    if p is None and not rendered and security is not None and _unconfigured(security):
+        return Step("permissions", data, (_NONE_CONFIGURED,))
     lines = [_profile_line(p) if p is not None else "profile not recorded",
              *_security_lines(security)]
     if p is not None and not rendered:
@@ -354,11 +359,22 @@ def _profile_line(p: PermissionProfile) -> str:
     return "profile: " + "; ".join(parts) + ("" if len(parts) > 1 else "; nothing narrowed")
 
 
+#: What explain says of a feature the turn did not set up (no skills, no permission
+#: profile, source or sandbox): one line instead of a block of "not given".
+_NONE_CONFIGURED = "none configured"
+
+
+def _unconfigured(security: ExecutionSecurity) -> bool:
+    return security.profile is None and not security.source and not security.sandbox
+
+
 def _security_lines(security: ExecutionSecurity | None) -> list[str]:
     """The execution security snapshot: every axis, approvals, refusals, source, sandbox."""
     if security is None:
         return ["execution security: not recorded (a record written before the snapshot "
                 "was kept)"]
+    if _unconfigured(security):
+        return [f"execution security: {_NONE_CONFIGURED}"]
     said = f"source {security.source or 'not given'}; sandbox {security.sandbox or 'not given'}"
     p = security.profile
     if p is None:

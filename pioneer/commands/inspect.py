@@ -128,7 +128,9 @@ def _request(args: argparse.Namespace) -> ChatRequest | None:
             raise UsageError(f'--messages needs --model: {name} sets no "model"')
         if args.tools is not None:
             raise UsageError("--tools needs --model")
-        fields["model"] = "unspecified"
+        from ..review.context_map import NO_MODEL
+
+        fields["model"] = NO_MODEL
     return parse_chat_request({**fields, "compiled_prompt": None}, file=name) \
         if name is not None else ChatRequest(**fields)
 

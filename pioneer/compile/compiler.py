@@ -227,6 +227,9 @@ class PromptCompiler:
             source=source,
             templates=templates,
             contributions=spec.contribution_specs(),
+            deployment_text=frozenset(
+                s.id for s in spec.sections
+                if s.source == "text" and not self.templates.is_builtin(s.template)),
         )
 
     def _template_problems(

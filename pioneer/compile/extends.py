@@ -118,6 +118,21 @@ class SourceMap:
         origin = self.origin(parts)
         return origin.source.locator.where(origin.parts)
 
+    def decided(self, index: int) -> tuple[int, str]:
+        """Which file of the chain last decided where section ``index`` stands or how
+        stable it is (0: the requested file, 1: its base, ...) and the key it did so
+        with: ``before``, ``after`` or ``stability`` when a file wrote one for it, else
+        ``id`` in the file that wrote the entry."""
+        found = (self._depth(self.origin(("sections", index)).source), "id")
+        for key in ("stability", "before", "after"):
+            origin = self.origins.get(("sections", index, key))
+            if origin is not None and self._depth(origin.source) <= found[0]:
+                found = (self._depth(origin.source), key)
+        return found
+
+    def _depth(self, source: SourceFile) -> int:
+        return next(i for i, item in enumerate(self.files) if item is source)
+
     def problem(self, parts: Sequence[str | int], message: str) -> Problem:
         """A problem located where ``parts`` was written."""
         file, line, path = self.where(parts)
@@ -565,6 +580,8 @@ class _Merge:
             entry = _Entry({**old.data, **fields}, old.origin, dict(old.keys))
             entry.keys.update({(key,): Origin(self.derived, (*at, key)) for key in fields})
         if anchor_key is not None:
+            # where the entry now stands was decided here, whoever wrote the rest of it
+            entry.keys[(anchor_key,)] = Origin(self.derived, (*at, anchor_key))
             if current is not None:
                 del entries[current], ids[current]
             place = ids.index(edit[anchor_key]) + (anchor_key == "after")

@@ -40,6 +40,9 @@ class LoadedProfile:
     templates: Mapping[str, str]
     #: The profile's contribution specs by id (what ``[[contributions]]`` declares).
     contributions: Mapping[str, ContributionSpec]
+    #: The ids of the ``text`` sections whose template is the deployment's own (their
+    #: source is ``text``; a built-in template's is ``builtin``).
+    deployment_text: frozenset[str] = frozenset()
 
     @property
     def known_ids(self) -> frozenset[str]:

@@ -163,7 +163,8 @@ class ManifestSection(CheckedModel):
     )
     sha256: str = Field(description="Lowercase hex sha256 of the rendered section.")
     source: str = Field(
-        description="Where the content came from: builtin, file:NAME, input:FIELD, "
+        description="Where the content came from: builtin (text shipped in the package), text (the "
+        "deployment's own template), file:NAME, input:FIELD, "
         "runtime:ID or hook:ID."
     )
     truncated: bool = Field(description="Whether the content was cut by a budget.")

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     import jsonschema
 
 __all__ = [
+    "BUILTIN_PREFIX",
     "BudgetSpec",
     "ContributionSpec",
     "Locator",
@@ -179,12 +180,18 @@ def list_profiles(search: Sequence[Path]) -> dict[str, Path]:
     return found
 
 
+#: How messages and the lock file name a file shipped in the package.
+BUILTIN_PREFIX = "<built-in>/"
+
+
 def display_path(path: Path) -> str:
-    """How a profile file is named in messages: built-ins as ``profiles/NAME.toml``."""
+    """How a profile file is named in messages and locks: a built-in one as
+    ``<built-in>/profiles/NAME.toml`` (it is not in the deployment's folder)."""
     try:
-        return f"profiles/{path.resolve().relative_to(builtin_dir('profiles')).as_posix()}"
+        relative = path.resolve().relative_to(builtin_dir('profiles')).as_posix()
     except ValueError:
         return str(path)
+    return f"{BUILTIN_PREFIX}profiles/{relative}"
 
 
 def is_profile_path(name: str) -> bool:
@@ -315,8 +322,8 @@ def structural_problems(
 ) -> Iterator[Problem]:
     """Rules the schema cannot say: unique ids, order, source fields, one slot."""
     seen: dict[str, int] = {}
-    first_dynamic: str | None = None
     slots = 0
+    yield from _order_problems(profile.sections, where)
     for index, section in enumerate(profile.sections):
 
         def problem(key: str, message: str, index: int = index) -> Problem:
@@ -326,14 +333,6 @@ def structural_problems(
             first = seen[section.id]
             yield problem("id", f"duplicate section id (first used at sections[{first}])")
         seen.setdefault(section.id, index)
-        if section.stability == "dynamic":
-            first_dynamic = first_dynamic or section.id
-        elif first_dynamic is not None:
-            yield problem(
-                "stability",
-                f'stable section after dynamic section "{first_dynamic}"; '
-                "every stable section must come first",
-            )
         needed = _SOURCE_NEEDS.get(section.source)
         if needed and getattr(section, needed) is None:
             yield problem("source", f'source "{section.source}" needs key "{needed}"')
@@ -361,6 +360,66 @@ def structural_problems(
     for name, spec in profile.inputs.items():
         for parts, message in declaration_problems(spec):
             yield where.problem(["inputs", name, *parts], message)
+
+
+def _order_problems(sections: Sequence[SectionSpec], where: Locator) -> Iterator[Problem]:
+    """Every stable section must come before every dynamic one. In a derived profile the
+    problem is said once, at the entry of the file nearest to the one asked for that put
+    a section out of order (its ``before``/``after`` or ``stability``), naming the
+    sections it stands next to; otherwise at each stable section after a dynamic one."""
+    kinds = [section.stability for section in sections]
+    if "dynamic" not in kinds or "stable" not in kinds:
+        return
+    first_dynamic = kinds.index("dynamic")
+    last_stable = len(kinds) - 1 - kinds[::-1].index("stable")
+    if last_stable < first_dynamic:
+        return
+    early = [i for i in range(first_dynamic, last_stable) if kinds[i] == "dynamic"]
+    late = [i for i in range(first_dynamic + 1, last_stable + 1) if kinds[i] == "stable"]
+    decided = getattr(where, "decided", None)
+    chosen = {i: decided(i) for i in (*early, *late)} if decided is not None else {}
+    nearest = min((depth for depth, _ in chosen.values()), default=0)
+    if len({depth for depth, _ in chosen.values()}) < 2:  # one file put them all there
+        for index in late:
+            before = next(sections[i].id for i in range(index) if kinds[i] == "dynamic")
+            yield where.problem(["sections", index, "stability"],
+                                f'stable section after dynamic section "{before}"; every '
+                                "stable section must come first")
+        return
+    placed = sorted(i for i, (depth, _) in chosen.items() if depth == nearest)
+    others = [i for i in range(len(sections)) if i not in placed]
+    last = max((i for i in others if kinds[i] == "stable"), default=last_stable)
+    first = min((i for i in others if kinds[i] == "dynamic"), default=first_dynamic)
+    found = []
+    for index in placed:
+        key = chosen[index][1]
+        section = sections[index]
+        wanted = "stable" if section.stability == "dynamic" else "dynamic"
+        if key == "after" or (key == "id" and index > 0):
+            neighbour, side = sections[index - 1], "after"
+        elif key == "before" and index + 1 < len(sections):
+            neighbour, side = sections[index + 1], "before"
+        else:
+            neighbour, side = sections[index], ""
+        if neighbour.stability != wanted:  # the nearest section that is
+            if section.stability == "dynamic":
+                neighbour, side = next(s for s in sections[index + 1:]
+                                       if s.stability == "stable"), "before"
+            else:
+                neighbour, side = next(s for s in reversed(sections[:index])
+                                       if s.stability == "dynamic"), "after"
+        said = "is made dynamic here but comes" if key == "stability" and (
+            section.stability == "dynamic") else "is placed"
+        if section.stability == "dynamic":
+            rule = (f"a dynamic section must come after every stable one: put it after "
+                    f"{sections[last].id} or later")
+        else:
+            rule = (f"a stable section must come before every dynamic one: put it before "
+                    f"{sections[first].id} or earlier")
+        found.append(where.problem(["sections", index, key], (
+            f'{section.stability} section "{section.id}" {said} {side} {neighbour.id}, '
+            f"which is {wanted}; {rule}")))
+    yield from sorted(found, key=lambda problem: (problem.file or "", problem.line or 0))
 
 
 def _source_of(key: str) -> str:

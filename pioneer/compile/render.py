@@ -102,6 +102,7 @@ class SectionRenderer:
 
     __slots__ = (
         "at", "base", "boot", "conditions", "content_only", "contributions", "counter",
+        "deployment_text",
         "fingerprint", "history_refs", "input", "known_placements", "locator", "memo", "met",
         "placed", "placed_count", "plan", "pool_left", "profile_name", "refs_first",
         "sections", "templates", "unclaimed",
@@ -165,6 +166,7 @@ class SectionRenderer:
         self.fingerprint = profile.fingerprint
         self.locator = profile.source.locator
         self.sections = profile.spec.sections
+        self.deployment_text = profile.deployment_text
         self.plan = plan
         self.boot = boot
         self.contributions = contributions
@@ -248,7 +250,8 @@ class SectionRenderer:
             case "contribution" | "slot":
                 self._contributions(section, out)
             case "text":
-                rendered = self._emit(section, section.id, section.title, {}, "builtin", False)
+                kind = "text" if section.id in self.deployment_text else "builtin"
+                rendered = self._emit(section, section.id, section.title, {}, kind, False)
                 out.append(rendered)  # _keep, inline
                 if rendered.section is None:
                     out.append(_left_out(section.id, "rendered_empty", "rendered empty"))

@@ -224,6 +224,16 @@ class TemplateSet:
                 pending.append(referenced)
         return frozenset(names)
 
+    def is_builtin(self, name: str) -> bool:
+        """Whether template ``name`` is read from the built-in templates (shipped in the
+        package), not from a deployment folder; ``True`` for one not found."""
+        try:
+            filename = self.env.loader.get_source(self.env, name)[1]  # type: ignore[union-attr]
+        except Exception:  # not found or unreadable: its check says so
+            return True
+        return filename is None or Path(filename).resolve().is_relative_to(
+            builtin_dir("templates"))
+
     def input_uses(self, name: str) -> tuple[tuple[str | None, str, int], ...]:
         """Every read of ``inputs`` in a template and what it includes or imports:
         (the input's name, or ``None`` for the whole record; the template file as messages

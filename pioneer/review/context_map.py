@@ -44,6 +44,7 @@ from ..tokens import TokenCounter, default_counter
 
 __all__ = [
     "CATEGORIES",
+    "NO_MODEL",
     "Block",
     "BlockKind",
     "Budget",
@@ -56,6 +57,10 @@ __all__ = [
     "render_json",
     "render_text",
 ]
+
+#: The model a map is drawn for when none is given (``inspect --html`` without
+#: ``--model``): the provider's default facts are used, and the map says so.
+NO_MODEL = "unspecified"
 
 BlockKind = Literal["tools", "stable", "framing", "summary", "history", "dynamic", "current",
                     "round"]
@@ -318,6 +323,10 @@ def _window(model: str, provider: str, max_context: int) -> tuple[int, str]:
     if not model:
         return max_context, "the max_context_tokens setting (the record names no model)"
     facts = model_facts(model, provider)
+    if model == NO_MODEL:
+        return facts.context_window, ("no model given: window and minimum of the default "
+                                      f"model ({facts.row}, {facts.origin}, "
+                                      f"{facts.source_date})")
     where = f"the model table: {facts.row}, {facts.origin}, {facts.source_date}"
     return facts.context_window, where + (f"; {facts.note}" if facts.note else "")
 
@@ -361,7 +370,8 @@ def _from_plan(plan: CachePlan, opened: _Opened, texts: Sequence[str] | None) ->
     seen_turn = False
     for position, block in enumerate(plan.blocks):
         if block.kind in ("stable", "prompt", "dynamic"):
-            out += _sections_of(block, opened, len(out))
+            out += _sections_of(block, opened, len(out),
+                                len(texts[position]) if texts is not None else block.chars)
             continue
         kind: BlockKind
         if block.kind == "tools":
@@ -378,14 +388,15 @@ def _from_plan(plan: CachePlan, opened: _Opened, texts: Sequence[str] | None) ->
         text = texts[position] if texts is not None else None
         out.append(Block(len(out), kind, name, title,
                          "stable" if kind == "tools" else "conversation", block.tokens,
-                         len(text) if text is not None else None, "uncached",
+                         len(text) if text is not None else block.chars, "uncached",
                          {"from": f"request body: {block.label}"}
                          | ({"cache mark": "yes"} if block.marked else {}),
                          fingerprint=block.digest, text=text))
     return _split(out, plan.cached_tokens, plan.cached_tokens + plan.written_tokens)
 
 
-def _sections_of(block: CacheBlock, opened: _Opened, first: int) -> list[Block]:
+def _sections_of(block: CacheBlock, opened: _Opened, first: int,
+                 chars: int | None) -> list[Block]:
     sides = {"stable": ("stable",), "prompt": ("stable", "dynamic"),
              "dynamic": ("dynamic",)}[block.kind]
     out: list[Block] = []
@@ -404,7 +415,9 @@ def _sections_of(block: CacheBlock, opened: _Opened, first: int) -> list[Block]:
             "stable" if block.kind == "stable" else "dynamic")
         out.append(Block(
             first + len(out), "framing", f"{block.label} framing",
-            f"framing of {block.label}", stability, rest, None, "uncached",
+            f"framing of {block.label}", stability, rest,
+            None if chars is None else max(0, chars - sum(b.chars or 0 for b in out)),
+            "uncached",
             {"from": f"request body: {block.label}",
              "what": f"{block.tokens} tokens counted as one block, less its sections "
                      "counted one by one (separators, the message's wrapper, tokens that "
@@ -516,7 +529,8 @@ def _cache_note(previous: Sequence[str] | None) -> str:
     return "cache status compares this request with the one sent before it"
 
 
-_FROM = {"builtin": "built-in text", "file": "bootstrap file", "input": "compile input",
+_FROM = {"builtin": "built-in text", "text": "deployment text", "file": "bootstrap file",
+         "input": "compile input",
          "runtime": "runtime contribution", "hook": "hook contribution"}
 
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field, ValidationError
 from ..compile.compiler import LoadedProfile
 from ..compile.ids import PROFILE_ALIASES
 from ..compile.manifest import COMPILER_VERSION
+from ..compile.profile import BUILTIN_PREFIX
 from ..errors import LockError, Problem, format_path, read_document
 from ..text import EDGE_CONFIG
 
@@ -137,6 +138,14 @@ def _compare(kind: str, locked: Mapping[str, str], now: Mapping[str, str]) -> li
     return changes
 
 
+def _renamed(locked: Mapping[str, str], now: Mapping[str, str]) -> dict[str, str]:
+    """``locked`` with the keys of lock files written before built-in files were named
+    ``<built-in>/profiles/NAME.toml`` (they were ``profiles/NAME.toml``) under the new
+    name, where the profile now has that file and no deployment file of the old name."""
+    return {(BUILTIN_PREFIX + name if name not in now and BUILTIN_PREFIX + name in now
+             else name): digest for name, digest in locked.items()}
+
+
 def lock_changes(locked: LockedProfile, now: LockedProfile) -> list[str]:
     """Why ``now`` does not match ``locked``; empty when it does."""
     changes: list[str] = []
@@ -145,7 +154,7 @@ def lock_changes(locked: LockedProfile, now: LockedProfile) -> list[str]:
                        f"now {now.compiler_version})")
     if locked.fingerprint == now.fingerprint:
         return changes
-    changes += _compare("profile file", locked.files, now.files)
+    changes += _compare("profile file", _renamed(locked.files, now.files), now.files)
     changes += _compare("template", locked.templates, now.templates)
     return changes or [f"the resolved profile changed (fingerprint {_short(locked.fingerprint)}"
                        f", now {_short(now.fingerprint)})"]

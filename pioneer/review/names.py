@@ -13,7 +13,9 @@ compared with the page by ``tests/test_docs.py``, so the page cannot drift from 
 
 from __future__ import annotations
 
+import re
 import sys
+import tomllib
 import types
 import typing
 from collections.abc import MappingView
@@ -24,17 +26,24 @@ from pydantic import BaseModel
 
 from ..compile.bootstrap import BootstrapFile
 from ..compile.compiler import CONDITION_NAMES, PROVIDED_NAMES
+from ..compile.declared import InputSpec, shown_value
 from ..compile.inputs import PromptCompileInput
+from ..compile.profile import ProfileSpec
 from ..compile.readonly import FrozenDict, FrozenList, plain
 from ..compile.sandbox import PLAIN_METHODS
 from ..compile.templates import build_environment
 
-__all__ = ["KINDS", "MARKERS", "describe", "render", "rewrite"]
+__all__ = ["INPUT_MARKERS", "KINDS", "MARKERS", "describe", "render", "render_inputs",
+           "rewrite"]
 
 #: The source kinds of a section, in the order the page's columns show them.
 KINDS = ("text", "bootstrap", "input", "contribution", "slot")
 #: Where the generated part of docs/templates.md starts and ends.
 MARKERS = ("<!-- generated: template-names -->", "<!-- end: template-names -->")
+
+#: Where a generated list of one profile's declared inputs starts (the profile's file
+#: after the colon) and ends.
+INPUT_MARKERS = ("<!-- generated: inputs of ", "<!-- end: inputs -->")
 
 #: The names a section's template reads beyond the compile input, by name.
 _OWN = {
@@ -46,6 +55,11 @@ _OWN = {
     "content": ("text", "input: the compile-input field the section names (`field`), "
                 "stripped; contribution: the contribution's text; slot: the text of each "
                 "contribution no other section claims, one render each."),
+    "inputs": ("record", "The inputs the profile declares (`[inputs.NAME]`), read as "
+               "`inputs.NAME`: the value the compile input gave, else the declared default. "
+               "Reading an input the profile does not declare is an error."),
+    "artifact_refs": ("integer", "The artifact ref lines the prompt carries, with those of "
+                      "the history passed as history= (counted by the compiler)."),
 }
 #: The fields of the records the page describes that have no model to describe them.
 _RECORDS = {
@@ -155,11 +169,50 @@ def render() -> str:
     return "\n".join([*lines, "", MARKERS[1]])
 
 
+def render_inputs(spec: ProfileSpec) -> str:
+    """A table of the inputs ``spec`` declares: name, type, how often it changes, its
+    default, what it may be, and its description."""
+    lines = ["| input | type | changes | default | allowed | description |",
+             "|---|---|---|---|---|---|"]
+    for name, declared in spec.inputs.items():
+        allowed = []
+        if declared.enum is not None:
+            allowed.append("one of " + ", ".join(f"`{shown_value(v)}`" for v in declared.enum))
+        for word, value in (("at least", declared.minimum), ("at most", declared.maximum)):
+            if value is not None:
+                allowed.append(f"{word} {value}")
+        if declared.max_length is not None:
+            allowed.append(f"at most {declared.max_length} characters")
+        if declared.pattern is not None:
+            allowed.append(f"matching `{declared.pattern}`")
+        default = "required" if declared.default is None else f"`{shown_value(declared.default)}`"
+        lines.append(f"| `{name}` | {' or '.join(declared.types)} | {declared.changes} | "
+                     f"{default} | {'; '.join(allowed) or 'any'} | {declared.description} |")
+    return "\n".join(lines)
+
+
+def _inputs_blocks(text: str, root: Path) -> str:
+    """``text`` with each generated list of a profile's inputs made again from the
+    profile file its marker names (relative to ``root``)."""
+    pattern = re.compile(re.escape(INPUT_MARKERS[0]) + r"(?P<file>[^ ]+) -->\n.*?"
+                         + re.escape(INPUT_MARKERS[1]), re.S)
+
+    def block(found: re.Match[str]) -> str:
+        data = tomllib.loads((root / found["file"]).read_text("utf-8"))
+        spec = ProfileSpec.model_construct(
+            name=str(data.get("name", "")), sections=[],
+            inputs={k: InputSpec.model_validate(v) for k, v in data.get("inputs", {}).items()})
+        return (f"{INPUT_MARKERS[0]}{found['file']} -->\n\n{render_inputs(spec)}\n\n"
+                f"{INPUT_MARKERS[1]}")
+
+    return pattern.sub(block, text)
+
+
 def rewrite(page: Path) -> bool:
-    """Replace the generated part of ``page``; whether it changed."""
+    """Replace the generated parts of ``page``; whether it changed."""
     text = page.read_text("utf-8")
     start, end = text.index(MARKERS[0]), text.index(MARKERS[1]) + len(MARKERS[1])
-    new = text[:start] + render() + text[end:]
+    new = _inputs_blocks(text[:start] + render() + text[end:], page.resolve().parent.parent)
     if new == text:
         return False
     page.write_text(new, "utf-8")
