@@ -187,12 +187,15 @@ class Agent:
         extra_system: str = "",
         data: Mapping[str, Any] | None = None,
         max_rounds: int | None = None,
+        inputs: Mapping[str, Any] | None = None,
     ) -> Turn:
         """A new turn of ``thread_id`` answering ``user_text`` (nothing is read yet: the
         first :meth:`Turn.next_body` loads the history). ``turn_id`` defaults to a new
         random id; ``touched_paths`` and ``explicit_skills`` choose the skills;
         ``data`` is handed to the hooks (:attr:`~pioneer.hooks.TurnContext.data`);
-        ``max_rounds`` (default the agent's) makes the turn's last round a final answer."""
+        ``max_rounds`` (default the agent's) makes the turn's last round a final answer;
+        ``inputs`` are values of the inputs the profile declares, over those of the
+        agent's ``compile_input``."""
         from .turn import Turn
 
         _check_choice("mode", mode, get_args(ThreadMode))
@@ -200,7 +203,8 @@ class Agent:
                     touched_paths=tuple(touched_paths), thread_folder=thread_folder,
                     explicit_skills=tuple(explicit_skills), dynamic_context=dynamic_context,
                     extra_system=extra_system, data=dict(data or {}),
-                    max_rounds=self.max_rounds if max_rounds is None else max_rounds)
+                    max_rounds=self.max_rounds if max_rounds is None else max_rounds,
+                    inputs=dict(inputs or {}))
 
     def close(self) -> None:
         """Stop indexing and recording the store's writes; close a store opened here."""

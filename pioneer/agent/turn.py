@@ -139,6 +139,7 @@ class Turn:
         turn_id: str | None, touched_paths: tuple[str, ...], thread_folder: str | None,
         explicit_skills: tuple[str, ...], dynamic_context: str, extra_system: str,
         data: dict[str, Any], max_rounds: int | None = None,
+        inputs: dict[str, Any] | None = None,
     ) -> None:
         for label, value in (("thread_id", thread_id), ("turn_id", turn_id)):
             if value is not None and (not isinstance(value, str) or not value.strip()):
@@ -158,6 +159,7 @@ class Turn:
         self._explicit = explicit_skills
         self._inputs = {"dynamic_context": dynamic_context, "extra_system": extra_system}
         self._data = data
+        self._given = inputs or {}
         self._started: _Started | None = None
         self._messages: list[ChatMessage] = []
         self._provider: ProviderName | None = None  # of the body waiting for its reply
@@ -357,6 +359,7 @@ class Turn:
             "profile": agent.chat_profile if chat else base.profile,
             "skills_prompt": prompt.text if prompt is not None else base.skills_prompt,
             **{k: v for k, v in self._inputs.items() if v},
+            "inputs": {**base.inputs, **self._given},
         })
         context = TurnContext(thread_id=self.thread_id, thread_folder=self._folder,
                               user_text=self.user_text, touched_paths=self._touched,

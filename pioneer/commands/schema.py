@@ -11,9 +11,12 @@ the file names without ``.schema.json``, with hyphens: ``profile``, ``compile-in
 from __future__ import annotations
 
 import argparse
+import json
 from typing import TextIO
 
+from ..errors import UsageError
 from ..resources import builtin_dir
+from ._common import add_compiler_options, make_settings
 
 NAME = "schema"
 HELP = "print a JSON Schema (profile, compile-input, manifest, deployment, ...) for editors"
@@ -30,10 +33,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Options of ``schema``."""
     parser.add_argument("name", metavar="NAME", choices=schema_names(),
                         help=f"the schema to print: {', '.join(schema_names())}")
+    parser.add_argument("--profile", metavar="PROFILE",
+                        help="compile-input only: describe the inputs this profile declares, "
+                        "so an editor completes and checks them")
+    add_compiler_options(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Print the schema file as it ships."""
+    """Print the schema file as it ships (with ``--profile``, the compile input's with
+    that profile's declared inputs)."""
     path = builtin_dir("schemas") / (args.name.replace("-", "_") + _SUFFIX)
-    out.write(path.read_text("utf-8"))
+    text = path.read_text("utf-8")
+    if args.profile is not None:
+        if args.name != "compile-input":
+            raise UsageError("--profile goes with the compile-input schema only")
+        from ..compile.declared import input_schema
+        from ..compile.extends import resolve_profile
+        from ..compile.profile import find_profile
+
+        # The profile's own files only: its templates need not be there to describe it.
+        search = make_settings(args).profile_path
+        spec = resolve_profile(find_profile(args.profile, search), search).spec
+        schema = json.loads(text)
+        schema["properties"]["inputs"] = input_schema(spec.inputs, spec.name)
+        text = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+    out.write(text)
     return 0

@@ -406,6 +406,11 @@ class PromptCompiler:
                              f"in the inputs of profile \"{profile.spec.name}\"")
         return FrozenDict(values, "inputs")
 
+    def input_reads(self, profile: LoadedProfile) -> Mapping[str, frozenset[str] | None]:
+        """The declared inputs each section's template or condition reads, by section id
+        (``None``: possibly every one)."""
+        return self._plan(profile).input_reads
+
     def warnings(self, name: str) -> list[Problem]:
         """What ``check`` warns about in a loaded profile: its files' warnings, and each
         stable section that reads an input declared ``changes = "turn"`` (its value would

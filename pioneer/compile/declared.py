@@ -35,6 +35,7 @@ __all__ = [
     "InputSpec",
     "InputValue",
     "declaration_problems",
+    "input_schema",
     "input_uses",
     "parse_var",
     "resolve_inputs",
@@ -313,3 +314,20 @@ def input_uses(tree: nodes.Node) -> list[InputUse]:
             uses.append((None, name.lineno))
     return uses
 
+
+
+def input_schema(declared: Mapping[str, InputSpec], profile: str) -> dict[str, Any]:
+    """The JSON Schema of a compile input's ``inputs`` for a profile that declares
+    ``declared``: one property per input with its keywords, no other name, and each
+    input without a default required."""
+    properties: dict[str, Any] = {}
+    for name, spec in declared.items():
+        schema: dict[str, Any] = {"type": spec.type}
+        if spec.description:
+            schema["description"] = spec.description
+        schema |= spec.model_dump(by_alias=True, exclude_none=True,
+                                  exclude={"type", "description", "changes"})
+        properties[name] = schema
+    return {"type": "object", "description": f'The inputs profile "{profile}" declares.',
+            "properties": properties, "additionalProperties": False,
+            "required": [name for name, spec in declared.items() if spec.default is None]}

@@ -14,7 +14,7 @@ payload.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
@@ -48,6 +48,9 @@ class Row:
     template: str | None = None
     #: Whether that template came from a deployment folder.
     deployment: bool = False
+    #: The declared inputs the section's template or condition reads (``("*",)``: every
+    #: one); ``None`` when the profile declares none.
+    inputs: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +96,8 @@ def inspect_prompt(
     counter = counter or default_counter()
     payload = payload if payload is not None else compiler.compile(compile_input)
     profile = compiler.load_profile(compile_input.profile)
-    explain = _Explainer(profile, payload, counter, compiler.templates.env)
+    explain = _Explainer(profile, payload, counter, compiler.templates.env,
+                         compiler.input_reads(profile) if profile.spec.inputs else None)
     manifest = payload.manifest
     return Inspection(
         profile=manifest.profile,
@@ -126,9 +130,10 @@ class _Explainer:
 
     def __init__(
         self, profile: LoadedProfile, payload: CompiledPromptPayload, counter: TokenCounter,
-        env: Any = None,
+        env: Any = None, input_reads: Mapping[str, frozenset[str] | None] | None = None,
     ):
         self.counter, self.env = counter, env
+        self.input_reads = input_reads
         self.profile, self.spec = profile, profile.spec
         manifest = payload.manifest
         self.kept = list(zip(manifest.sections, payload.sections, strict=True))
@@ -160,7 +165,11 @@ class _Explainer:
 
     def _with_template(self, row: Row, section: SectionSpec) -> Row:
         template, deployment = self.profile.template_origin(section.template, self.env)
-        return replace(row, template=template, deployment=deployment)
+        inputs = None
+        if self.input_reads is not None:
+            reads = self.input_reads.get(section.id, frozenset())
+            inputs = ("*",) if reads is None else tuple(sorted(reads))
+        return replace(row, template=template, deployment=deployment, inputs=inputs)
 
     def _belongs(self, kept: ManifestSection, section: SectionSpec) -> bool:
         if section.source == "slot":
@@ -198,7 +207,8 @@ def render_json(inspection: Inspection) -> str:
     data = {
         "profile": inspection.profile,
         "profile_fingerprint": inspection.profile_fingerprint,
-        "sections": [asdict(row) for row in inspection.rows],
+        "sections": [{key: value for key, value in asdict(row).items()
+                      if key != "inputs" or value is not None} for row in inspection.rows],
         "totals": {"stable": asdict(inspection.stable), "dynamic": asdict(inspection.dynamic)},
         "pools": [asdict(pool) for pool in inspection.pools],
     }
@@ -216,12 +226,14 @@ def render_table(inspection: Inspection, paint: Painter = plain) -> str:
     ``paint`` colours the stability and status cells (see :mod:`pioneer.terminal`); the
     default leaves the text plain.
     """
-    cells = [_HEAD] + [
+    declared = any(row.inputs is not None for row in inspection.rows)
+    cells = [_HEAD[:-1] + (("INPUTS",) if declared else ()) + _HEAD[-1:]] + [
         (row.id, row.stability, _number(row.chars), _number(row.tokens), row.source or "-",
-         _template(row), row.status + (f": {row.reason}" if row.reason else ""))
+         _template(row), *((_inputs(row),) if declared else ()),
+         row.status + (f": {row.reason}" if row.reason else ""))
         for row in inspection.rows
     ]
-    widths = [max(len(line[column]) for line in cells) for column in range(len(_HEAD) - 1)]
+    widths = [max(len(line[column]) for line in cells) for column in range(len(cells[0]) - 1)]
     styles = [("heading", "heading")] + [(row.stability, row.status) for row in inspection.rows]
     lines = [f"profile {inspection.profile}  fingerprint {inspection.profile_fingerprint[:12]}"]
     lines += [_line(line, widths, style, paint) for line, style in zip(cells, styles,
@@ -238,6 +250,12 @@ def render_table(inspection: Inspection, paint: Painter = plain) -> str:
     return "\n".join(lines)
 
 
+def _inputs(row: Row) -> str:
+    if not row.inputs:
+        return "-"
+    return "every input" if row.inputs == ("*",) else ", ".join(row.inputs)
+
+
 def _template(row: Row) -> str:
     if row.template is None:
         return "-"
@@ -248,7 +266,7 @@ def _line(cells: Sequence[str], widths: Sequence[int], styles: tuple[str, str],
           paint: Painter) -> str:
     parts = []
     for column, width in enumerate(widths):
-        numeric = _HEAD[column] in ("CHARS", "TOKENS")
+        numeric = column in (2, 3)  # CHARS, TOKENS
         parts.append(cells[column].rjust(width) if numeric else cells[column].ljust(width))
     last = cells[-1]
     if paint is plain or styles[0] == "heading":
