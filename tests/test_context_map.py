@@ -488,9 +488,11 @@ def test_a_section_names_its_template_and_the_folder_it_came_from(case: Path) ->
                              "--html", str(case / "ctx.html"), "--json")
     assert code == 0, err
     blocks = {b["id"]: b for b in json.loads(out)["blocks"]}
+    # The deployment wrote that text: its source is "text", the shipped one's "builtin".
     assert blocks["identity_base"]["source"] == {
-        "from": "built-in text", "template": "identity_base.md.j2",
+        "from": "deployment text", "template": "identity_base.md.j2",
         "origin": f"deployment folder {folder}"}
+    assert blocks["assistant_safety"]["source"]["from"] == "built-in text"
     assert blocks["assistant_safety"]["source"]["origin"] == "built-in"
     assert blocks["soul_core"]["source"] == {
         "from": "bootstrap file SOUL.md", "template": "bootstrap_file.md.j2",

@@ -280,10 +280,9 @@ def test_a_chat_turn_has_no_tools_and_nothing_to_compare(workspace: Path,
     assert blocks[2] == "2. history\n   not recorded"
     assert "   round 1: 0 visible tools: none\n     hidden: none; Hidden Tool Domains " \
         "section not rendered" in out
-    assert blocks[7] == ("7. permissions\n   profile not recorded\n"
-                         "   execution security: no permission profile given; source not "
-                         "given; sandbox not given\n"
-                         "   Current Permissions section: not rendered")
+    # Features nobody configured take one line each.
+    assert "4. skills: none configured" in blocks
+    assert blocks[7] == "7. permissions: none configured"
     assert blocks[-1] == "9. changes\n   one round: nothing to compare\n"
 
 
