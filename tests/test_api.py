@@ -134,7 +134,7 @@ def test_a_mapping_compiles_and_a_bad_one_is_a_pioneer_error(tmp_path: Path) -> 
         "artifact_ref_count: Input should be a valid integer\nnope: unknown field (known: "
         "workspace_root, profile, skills_prompt, retry_instruction, include_tool_recovery_policy, "
         "include_task_orchestration_policy, continue_generation_hint, runtime_sections, "
-        "dynamic_sections, artifact_ref_count, dynamic_context, extra_system, limits)\n"
+        "dynamic_sections, artifact_ref_count, dynamic_context, extra_system, limits, inputs)\n"
         "error: 2 problems"
     )
     with pytest.raises(InputError, match="expected a PromptCompileInput or a mapping"):

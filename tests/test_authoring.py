@@ -52,7 +52,7 @@ def test_check_lists_every_problem_of_every_profile(tmp_path: Path) -> None:
     })
     assert run("check", *paths) == (1, "", (
         f"{tmp_path / 'p' / 'one.toml'}:2: nope: unknown key (known: budgets, contributions, "
-        "description, name, sections)\n"
+        "description, inputs, name, sections)\n"
         f'{tmp_path / "p" / "one.toml"}:7: sections[0] (id "a") → template: template '
         f'"missing.md.j2" not found on the template search path; searched {tmp_path / "t"}/, '
         "the built-in templates\n"
@@ -197,14 +197,14 @@ def test_an_undefined_name_lists_the_names_there_are_when_none_is_close(tmp_path
         "context)\n"
         f'  while checking section "a" of {profile}\n'
         f'{template}:1: "user_nmae" is undefined (not in the compile context, which holds '
-        "artifact_ref_count, content, continue_generation_hint, dynamic_context, "
-        "dynamic_sections, extra_system, include_task_orchestration_policy, "
-        "include_tool_recovery_policy, limits, profile, retry_instruction, runtime_sections, "
-        "section, skills_prompt, workspace_root)\n"
+        "artifact_ref_count, artifact_refs, content, continue_generation_hint, "
+        "dynamic_context, dynamic_sections, extra_system, include_task_orchestration_policy, "
+        "include_tool_recovery_policy, inputs, limits, profile, retry_instruction, "
+        "runtime_sections, section, skills_prompt, workspace_root)\n"
         f'  while checking section "a" of {profile}\n'
         f'{profile}:9: sections[0] (id "a") → when: "sandbox" is undefined (not in the compile '
-        "context, which holds artifact_ref_count, continue_generation_hint, dynamic_context, "
-        "dynamic_sections, extra_system, include_task_orchestration_policy, "
-        "include_tool_recovery_policy, limits, profile, retry_instruction, runtime_sections, "
-        "skills_prompt, workspace_root)\n"
+        "context, which holds artifact_ref_count, artifact_refs, continue_generation_hint, "
+        "dynamic_context, dynamic_sections, extra_system, include_task_orchestration_policy, "
+        "include_tool_recovery_policy, inputs, limits, profile, retry_instruction, "
+        "runtime_sections, skills_prompt, workspace_root)\n"
         "error: 3 problems in 1 profile\n"))

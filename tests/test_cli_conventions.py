@@ -118,7 +118,7 @@ def test_input_from_standard_input(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         "<stdin>:1: bogus: unknown field (known: workspace_root, profile, skills_prompt, "
         "retry_instruction, include_tool_recovery_policy, include_task_orchestration_policy, "
         "continue_generation_hint, runtime_sections, dynamic_sections, artifact_ref_count, "
-        "dynamic_context, extra_system, limits)\nerror: 1 problem in <stdin>\n"
+        "dynamic_context, extra_system, limits, inputs)\nerror: 1 problem in <stdin>\n"
     ))
 
 

@@ -59,7 +59,7 @@ def test_lock_round_trip(deployment: Path) -> None:
     assert entry["fingerprint"] == full
     assert entry["files"] == {
         "p/acme.toml": sha(PROFILE),
-        "profiles/none.toml": sha((builtin / "profiles" / "none.toml").read_text()),
+        "<built-in>/profiles/none.toml": sha((builtin / "profiles" / "none.toml").read_text()),
     }
     assert entry["templates"] == {
         "identity_base.md.j2": sha((builtin / "templates" / "identity_base.md.j2").read_text()),

@@ -16,7 +16,7 @@ from typing import TextIO
 
 from ..errors import UsageError
 from ..resources import builtin_dir
-from ._common import add_compiler_options, make_settings
+from ._common import add_config_option, make_settings
 
 NAME = "schema"
 HELP = "print a JSON Schema (profile, compile-input, manifest, deployment, ...) for editors"
@@ -33,10 +33,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Options of ``schema``."""
     parser.add_argument("name", metavar="NAME", choices=schema_names(),
                         help=f"the schema to print: {', '.join(schema_names())}")
-    parser.add_argument("--profile", metavar="PROFILE",
-                        help="compile-input only: describe the inputs this profile declares, "
-                        "so an editor completes and checks them")
-    add_compiler_options(parser)
+    parser.add_argument("--profile", metavar="NAME",
+                        help="compile-input only: describe the inputs this profile (a name on "
+                        "the deployment's profile_path, or a path) declares")
+    add_config_option(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

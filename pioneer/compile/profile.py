@@ -323,7 +323,9 @@ def structural_problems(
     """Rules the schema cannot say: unique ids, order, source fields, one slot."""
     seen: dict[str, int] = {}
     slots = 0
-    yield from _order_problems(profile.sections, where)
+    order: dict[int, list[Problem]] = {}
+    for index, found in _order_problems(profile.sections, where):
+        order.setdefault(index, []).append(found)
     for index, section in enumerate(profile.sections):
 
         def problem(key: str, message: str, index: int = index) -> Problem:
@@ -333,6 +335,7 @@ def structural_problems(
             first = seen[section.id]
             yield problem("id", f"duplicate section id (first used at sections[{first}])")
         seen.setdefault(section.id, index)
+        yield from order.get(index, ())
         needed = _SOURCE_NEEDS.get(section.source)
         if needed and getattr(section, needed) is None:
             yield problem("source", f'source "{section.source}" needs key "{needed}"')
@@ -362,7 +365,8 @@ def structural_problems(
             yield where.problem(["inputs", name, *parts], message)
 
 
-def _order_problems(sections: Sequence[SectionSpec], where: Locator) -> Iterator[Problem]:
+def _order_problems(sections: Sequence[SectionSpec],
+                    where: Locator) -> Iterator[tuple[int, Problem]]:
     """Every stable section must come before every dynamic one. In a derived profile the
     problem is said once, at the entry of the file nearest to the one asked for that put
     a section out of order (its ``before``/``after`` or ``stability``), naming the
@@ -382,15 +386,14 @@ def _order_problems(sections: Sequence[SectionSpec], where: Locator) -> Iterator
     if len({depth for depth, _ in chosen.values()}) < 2:  # one file put them all there
         for index in late:
             before = next(sections[i].id for i in range(index) if kinds[i] == "dynamic")
-            yield where.problem(["sections", index, "stability"],
-                                f'stable section after dynamic section "{before}"; every '
-                                "stable section must come first")
+            yield index, where.problem(["sections", index, "stability"],
+                                       f'stable section after dynamic section "{before}"; '
+                                       "every stable section must come first")
         return
     placed = sorted(i for i, (depth, _) in chosen.items() if depth == nearest)
     others = [i for i in range(len(sections)) if i not in placed]
     last = max((i for i in others if kinds[i] == "stable"), default=last_stable)
     first = min((i for i in others if kinds[i] == "dynamic"), default=first_dynamic)
-    found = []
     for index in placed:
         key = chosen[index][1]
         section = sections[index]
@@ -416,10 +419,9 @@ def _order_problems(sections: Sequence[SectionSpec], where: Locator) -> Iterator
         else:
             rule = (f"a stable section must come before every dynamic one: put it before "
                     f"{sections[first].id} or earlier")
-        found.append(where.problem(["sections", index, key], (
+        yield index, where.problem(["sections", index, key], (
             f'{section.stability} section "{section.id}" {said} {side} {neighbour.id}, '
-            f"which is {wanted}; {rule}")))
-    yield from sorted(found, key=lambda problem: (problem.file or "", problem.line or 0))
+            f"which is {wanted}; {rule}"))
 
 
 def _source_of(key: str) -> str:
