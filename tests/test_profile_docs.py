@@ -11,6 +11,7 @@ import pytest
 from doc_pages import ROOT, page, shown
 from pydantic import BaseModel
 
+from pioneer.compile.declared import InputSpec
 from pioneer.compile.derived import DerivedProfileSpec, SectionEdit
 from pioneer.compile.profile import BudgetSpec, ContributionSpec, PoolSpec, ProfileSpec, SectionSpec
 
@@ -23,6 +24,7 @@ MODELS: dict[str, tuple[type[BaseModel], set[str] | None]] = {
     "SectionSpec": (SectionSpec, None),
     "DerivedProfileSpec": (DerivedProfileSpec, None),
     "SectionEdit": (SectionEdit, {"remove", "replace", "before", "after"}),
+    "InputSpec": (InputSpec, None),
 }
 
 
@@ -48,7 +50,9 @@ def test_every_model_has_a_table() -> None:
 def test_table_matches_model(name: str) -> None:
     model, only = MODELS[name]
     rows = _rows(TABLES[name])
-    fields = {key: info for key, info in model.model_fields.items() if only is None or key in only}
+    # a key is written as its alias where it has one (maxLength, as JSON Schema spells it)
+    fields = {info.alias or key: info for key, info in model.model_fields.items()
+              if only is None or key in only}
     assert sorted(rows) == sorted(fields)
     for key, info in fields.items():
         if info.is_required():

@@ -144,6 +144,7 @@ def with_vars(compiler: PromptCompiler, compile_input: PromptCompileInput,
     profile = compiler.load_profile(compile_input.profile).spec
     values = dict(compile_input.inputs)
     from_var: set[str] = set()
+    failed: set[str] = set()  # the paths of the inputs whose --var was not read
     problems: list[Problem] = []
     for pair in pairs:
         name, equals, text = pair.partition("=")
@@ -156,11 +157,13 @@ def with_vars(compiler: PromptCompiler, compile_input: PromptCompileInput,
             problems.append(Problem(f'input "{name}" is not declared by profile '
                                     f'"{profile.name}"{hint}', path=f"--var {name}"))
         else:
+            from_var.add(name)
             try:
                 values[name] = parse_var(spec, name, text)
             except ValueError as error:
                 problems.append(Problem(str(error), path=f"--var {name}"))
-            from_var.add(name)
+                values.pop(name, None)
+                failed.add(format_path(["inputs", name]))
 
     def locate(name: str | None) -> tuple[str | None, int | None, str]:
         if name in from_var:
@@ -170,9 +173,9 @@ def with_vars(compiler: PromptCompiler, compile_input: PromptCompileInput,
             return None, None, path
         return source.file, source.line(["inputs", name]) if name is not None else None, path
 
-    if not problems:
-        problems = resolve_inputs(profile.inputs, values, profile=profile.name,
-                                  locate=locate)[1]
+    problems += [problem for problem in resolve_inputs(profile.inputs, values,
+                                                       profile=profile.name, locate=locate)[1]
+                 if problem.path not in failed]
     if problems:
         raise InputError(problems, summary=f"error: {counted(len(problems), 'problem')} in "
                          f'the inputs of profile "{profile.name}"')
