@@ -64,7 +64,8 @@ from .tokens import TOKEN_CACHE_BYTES
 
 __all__ = [
     "CLOCK_GRANULARITIES", "CONFIG_FILE", "CONFIG_VARIABLE", "DISCOVERED_SETTINGS",
-    "ENV_PREFIX", "ClockGranularity", "PioneerSettings", "default_home", "find_config",
+    "ENV_PREFIX", "ClockGranularity", "HistoryToolRounds", "PioneerSettings", "default_home",
+    "find_config",
     "store_url_parameters",
 ]
 
@@ -80,6 +81,9 @@ DEFAULT_HOME_DIRECTORY = ".pioneer"
 #: hour or day, so its text stays byte-identical within one (docs/compile-input-and-manifest.md).
 ClockGranularity = Literal["minute", "hour", "day"]
 CLOCK_GRANULARITIES: tuple[ClockGranularity, ...] = ("minute", "hour", "day")
+#: What a stored turn keeps for later turns: the user message and the final answer
+#: (``drop``), or its tool calls and results too (``keep``; docs/history.md, "Tool rounds").
+HistoryToolRounds = Literal["drop", "keep"]
 #: A mebibyte, the unit the cache budgets' defaults are written in.
 MiB = 1 << 20
 #: Default budgets of the caches kept below the settings' layer (the compile stage's
@@ -101,6 +105,7 @@ DISCOVERED_SETTINGS = frozenset({
     "profile_path", "template_path", "home", "store_path", "max_context_tokens",
     "response_reserve_tokens", "summary_model", "summary_timeout", "dynamic_placement",
     "truncate_low_water", "keep_recent_tokens", "clock_granularity", "model_path",
+    "history_tool_rounds",
 })
 
 
@@ -196,6 +201,12 @@ class PioneerSettings(BaseModel):
         default=0, ge=0,
         description="Tokens of the newest turns kept verbatim after a new summary (0: the "
         "summary message alone).",
+    )
+    history_tool_rounds: HistoryToolRounds = Field(
+        default="drop",
+        description="What a stored turn keeps for later turns: drop (the user message and "
+        "the final answer only, the cheapest) or keep (its tool calls and results too, "
+        "sent in each provider's own shape and counted in the history budget).",
     )
     store_url: SecretStr | None = Field(
         default=None,

@@ -36,7 +36,7 @@ from ..providers.request import CacheOptions, SamplingOptions, ToolSpec
 from ..sections.permissions import PermissionProfile
 from ..sections.skills import Skill
 from ..sections.tool_domains import DEFAULT_TOOL_DOMAINS
-from ..settings import PioneerSettings
+from ..settings import HistoryToolRounds, PioneerSettings
 from ..tools.visibility import ToolCatalog, checked_shapes
 from .rounds import check_max_rounds
 
@@ -80,6 +80,7 @@ class Agent:
         recall: bool = True,
         name: str | None = None,
         max_rounds: int | None = None,
+        history_tool_rounds: HistoryToolRounds | None = None,
     ) -> None:
         """``store`` is a store, its URL or path, or the settings that name it
         (:func:`~pioneer.history.open.open_store`); a store opened here is closed by
@@ -88,7 +89,9 @@ class Agent:
         the agent turns' profile). ``recall`` indexes every stored turn and recalls
         earlier ones into the Thread Context section (the episodic index). ``max_rounds``
         is every turn's round limit unless :meth:`turn` gives its own (None: no limit):
-        the last round tells the model to answer and lets it call no tool."""
+        the last round tells the model to answer and lets it call no tool.
+        ``history_tool_rounds`` (default: the settings') says whether a stored turn keeps
+        its tool calls and results for later turns (``keep``) or drops them (``drop``)."""
         if isinstance(store, PioneerSettings):
             settings = settings or store
         _check_choice("provider", provider, tuple(PROVIDERS))
@@ -113,6 +116,11 @@ class Agent:
         self.model = model
         self.name = name
         self.max_rounds = check_max_rounds(max_rounds, "Agent → max_rounds")
+        if history_tool_rounds is not None:
+            _check_choice("history_tool_rounds", history_tool_rounds, get_args(HistoryToolRounds))
+        #: ``keep``: each turn is stored with its tool rounds, which later turns send.
+        self.history_tool_rounds: HistoryToolRounds = (
+            history_tool_rounds or self.settings.history_tool_rounds)
         self.compiler = compiler or PromptCompiler(self.settings)
         self.hooks = hooks or HookRegistry()
         self.tools, self.domains = checked_shapes(tools, domains)

@@ -57,6 +57,7 @@ from ..tools.from_hooks import HOOK_TOOL_PHASE, HOOK_TOOL_TYPES, catalog_with_ho
 from ..tools.permissions import forbidden_tools
 from ..tools.visibility import CallOutcome, ToolRound, TurnTools
 from ..turn.run import HookRun, compile_turn, run_hooks
+from .history import conversation, kept_rounds
 from .rounds import RoundFacts, check_max_rounds, round_input
 from .telemetry import end_agent_span, start_agent_span
 
@@ -162,6 +163,7 @@ class Turn:
         self._given = inputs or {}
         self._started: _Started | None = None
         self._messages: list[ChatMessage] = []
+        self._first = 0  # where this turn's messages start, after its user message
         self._provider: ProviderName | None = None  # of the body waiting for its reply
         self._round: ToolRound | None = None
         self._last: Step | None = None
@@ -306,10 +308,13 @@ class Turn:
         record = started.audit.record(started.tools.calls)
         agent = self.agent
         try:
+            rounds = kept_rounds(self._messages[self._first:]) \
+                if agent.history_tool_rounds == "keep" else ()
             with telemetry.current(self._span), agent.records.expecting(record):
                 entry = agent.store.add_turn(self.thread_id, turn_id=self.turn_id,
                                              user_text=self.user_text,
-                                             assistant_text=text or None)
+                                             assistant_text=text or None,
+                                             tool_rounds=rounds)
             self._finished = True
             diagnostics = self._post_turn(started, entry, record)
         except BaseException as error:
@@ -382,9 +387,9 @@ class Turn:
             earlier=earlier,
             tools=ToolRecord.from_catalog(catalog, hook_tools.registered),
         )
-        self._messages = [ChatMessage(role=m.role, content=m.content)
-                          for m in decision.messages]
+        self._messages, self._ids = conversation(decision.messages)
         self._messages.append(ChatMessage.user(self.user_text))
+        self._first = len(self._messages)
         self._started = _Started(decision, compile_input, context, hook_run,
                                  TurnTools(catalog, forbidden), audit)
         return self._started

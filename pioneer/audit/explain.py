@@ -129,7 +129,7 @@ def _history(record: TurnRecord) -> Step:
 
 def _messages(h: HistorySnapshot) -> str:
     counts = {role: sum(1 for m in h.messages if m.role == role)
-              for role in ("system", "user", "assistant")}
+              for role in ("system", "user", "assistant", "tool")}
     return ", ".join(f"{count} {role}" for role, count in counts.items() if count) or "none"
 
 

@@ -58,7 +58,8 @@ class HistoryMessageRecord(CheckedModel):
     """One history message as sent: its role and stored token count (no text)."""
 
     model_config = EDGE_CONFIG
-    role: Literal["system", "user", "assistant"] = Field(description="Message role.")
+    role: Literal["system", "user", "assistant", "tool"] = Field(
+        description="Message role (tool: a tool result kept with its turn).")
     tokens: int = Field(ge=0, description="cl100k_base tokens, per-message overhead included.")
 
 

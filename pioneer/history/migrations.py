@@ -234,6 +234,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        11,
+        "tool rounds: a turn's tool calls and results, kept when history_tool_rounds is keep",
+        ("ALTER TABLE turns ADD COLUMN tool_rounds TEXT",),
+    ),
 )
 
 

@@ -2,13 +2,16 @@
 
 Frozen dataclasses, passed between the store, the budgeter and the provider adapters.
 :class:`HistoryMessage` is the hand-off shape for providers: a role
-(``system`` | ``user`` | ``assistant``) and its final text, artifact blocks included.
+(``system`` | ``user`` | ``assistant`` | ``tool``) and its final text, artifact blocks
+included; a turn stored with its tool rounds (``history_tool_rounds = "keep"``,
+docs/history.md, "Tool rounds") adds assistant messages with their :class:`StoredCall`
+values and one ``tool`` message per result, between the user message and the reply.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from ..sections.artifacts import ArtifactRef, render_message, unique_refs
 
@@ -19,13 +22,14 @@ __all__ = [
     "HistoryMessage",
     "HistoryWindow",
     "Role",
+    "StoredCall",
     "ThreadRecord",
     "ThreadSummary",
     "TokenCalibration",
     "summary_message_text",
 ]
 
-Role = Literal["system", "user", "assistant"]
+Role = Literal["system", "user", "assistant", "tool"]
 
 #: The first line of the system message that carries a thread summary.
 SUMMARY_PREFIX = "Summary of earlier conversation:\n"
@@ -37,15 +41,44 @@ def summary_message_text(summary: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class StoredCall:
+    """A tool call an earlier turn's model made, as stored with the turn."""
+
+    id: str
+    name: str
+    #: The arguments object as JSON text (keys sorted).
+    arguments: str
+    #: Gemini's opaque signature of the call, sent back with it.
+    thought_signature: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class HistoryMessage:
-    """One message of conversation history, ready for a provider adapter."""
+    """One message of conversation history, ready for a provider adapter.
+
+    An assistant message may carry ``tool_calls``; a ``tool`` message is the result of
+    the call ``call_id`` (its text in ``content``, ``is_error`` when the tool failed).
+    """
 
     role: Role
     content: str
+    tool_calls: tuple[StoredCall, ...] = ()
+    call_id: str | None = None
+    is_error: bool = False
 
-    def to_dict(self) -> dict[str, str]:
-        """``{"role": ..., "content": ...}``."""
-        return {"role": self.role, "content": self.content}
+    def to_dict(self) -> dict[str, Any]:
+        """``{"role": ..., "content": ...}``, with ``tool_calls`` or ``call_id`` and
+        ``is_error`` when the message has them."""
+        data: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            data["tool_calls"] = [
+                {"id": c.id, "name": c.name, "arguments": c.arguments,
+                 **({"thought_signature": c.thought_signature} if c.thought_signature else {})}
+                for c in self.tool_calls]
+        if self.call_id is not None:
+            data["call_id"] = self.call_id
+            data["is_error"] = self.is_error
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +132,10 @@ class HistoryEntry:
 
     ``user_tokens`` and ``assistant_tokens`` are the counts of the rendered messages
     (artifact blocks included) plus the per-message overhead, or 0 when that side
-    renders to nothing. They are computed once, when the turn is written.
+    renders to nothing. They are computed once, when the turn is written. A turn stored
+    with its tool rounds keeps them in ``tool_rounds`` (each with its count in
+    ``tool_round_tokens``), sent between the user message and the reply: the turn is
+    kept or dropped whole, so a call is never sent without its result.
     """
 
     seq: int
@@ -113,6 +149,8 @@ class HistoryEntry:
     assistant_tokens: int
     user_artifacts: tuple[ArtifactRef, ...] = field(default=())
     assistant_artifacts: tuple[ArtifactRef, ...] = field(default=())
+    tool_rounds: tuple[HistoryMessage, ...] = field(default=())
+    tool_round_tokens: tuple[int, ...] = field(default=())
     _messages: tuple[HistoryMessage, ...] = field(init=False, repr=False, compare=False)
     _message_tokens: tuple[int, ...] = field(init=False, repr=False, compare=False)
     _artifact_count: int = field(init=False, repr=False, compare=False)
@@ -120,25 +158,30 @@ class HistoryEntry:
     def __post_init__(self) -> None:
         # Rendered once: a stored turn never changes, and a store may cache its entries.
         out: list[HistoryMessage] = []
+        counts: list[int] = []
         user = render_message(self.user_text, self.user_artifacts, "user")
         if user is not None:
             out.append(HistoryMessage("user", user))
+            counts.append(self.user_tokens)
+        out += self.tool_rounds
+        counts += self.tool_round_tokens
         reply = render_message(self.assistant_text, self.assistant_artifacts, "assistant")
         if reply is not None:
             out.append(HistoryMessage("assistant", reply))
+            counts.append(self.assistant_tokens)
         object.__setattr__(self, "_messages", tuple(out))
-        tokens = {"user": self.user_tokens, "assistant": self.assistant_tokens}
-        object.__setattr__(self, "_message_tokens", tuple(tokens[m.role] for m in out))
+        object.__setattr__(self, "_message_tokens", tuple(counts))
         count = len(unique_refs(self.user_artifacts)) + len(unique_refs(self.assistant_artifacts))
         object.__setattr__(self, "_artifact_count", count)
 
     @property
     def tokens(self) -> int:
-        """Tokens of the whole turn as sent (both messages)."""
-        return self.user_tokens + self.assistant_tokens
+        """Tokens of the whole turn as sent (both messages and any tool rounds)."""
+        return self.user_tokens + self.assistant_tokens + sum(self.tool_round_tokens)
 
     def messages(self) -> tuple[HistoryMessage, ...]:
-        """The user message then the reply, each only when it renders to something."""
+        """The user message, the stored tool rounds, then the reply (the user message and
+        the reply only when they render to something)."""
         return self._messages
 
     def message_tokens(self) -> tuple[int, ...]:

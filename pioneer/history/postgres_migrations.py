@@ -159,4 +159,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        8,
+        "tool rounds: a turn's tool calls and results, kept when history_tool_rounds is keep",
+        ("ALTER TABLE turns ADD COLUMN tool_rounds TEXT",),
+    ),
 )

@@ -41,6 +41,7 @@ from .cache import TurnCache
 from .models import (
     HistoryCut,
     HistoryEntry,
+    HistoryMessage,
     HistoryWindow,
     ThreadRecord,
     ThreadSummary,
@@ -57,6 +58,7 @@ from .store import (
     TurnWritten,
     WriteHook,
 )
+from .tool_rounds import check_tool_rounds, dump_tool_rounds, load_tool_rounds
 
 __all__ = ["ConnectionLost", "SqlStore", "check_row"]
 
@@ -64,7 +66,7 @@ T = TypeVar("T")
 
 _TURN_COLUMNS = (
     "seq, turn_id, thread_id, user_item_id, assistant_item_id, user_text, assistant_text, "
-    "user_tokens, assistant_tokens"
+    "user_tokens, assistant_tokens, tool_rounds"
 )
 _REF_COLUMNS = (
     "artifact_id, display_name, kind, version_id, mime_type, size_bytes, sha256, role, "
@@ -76,7 +78,8 @@ _SUMMARY_COLUMNS = (
 _BATCH = 500  # turn ids per IN (...) query, well under either database's parameter limit
 
 # Column kinds of what is read back: "int", "text", with "?" when NULL is allowed.
-_TURN_KINDS = ("int", "text", "text", "text?", "text?", "text?", "text?", "int", "int")
+_TURN_KINDS = ("int", "text", "text", "text?", "text?", "text?", "text?", "int", "int",
+               "text?")
 _REF_KINDS = ("text", "text", "text", "text?", "text?", "int?", "text?", "text?", "text?",
               "text?")
 _THREAD_KINDS = ("text", "text?", "text")
@@ -342,8 +345,10 @@ class SqlStore:
         turn_id: str | None = None,
         user_item_id: str | None = None,
         assistant_item_id: str | None = None,
+        tool_rounds: Sequence[HistoryMessage] = (),
     ) -> HistoryEntry:
-        """Write one completed turn (ids generated when not given) in one transaction."""
+        """Write one completed turn (ids generated when not given) in one transaction;
+        ``tool_rounds`` are its tool calls and results, sent with it on later turns."""
         turn_id = turn_id or uuid.uuid4().hex
         user_text = None if user_text is None else utf8_text(user_text)
         assistant_text = None if assistant_text is None else utf8_text(assistant_text)
@@ -355,6 +360,9 @@ class SqlStore:
         user_tokens = self._message_tokens(user_text, user_artifacts, "user")
         assistant_tokens = self._message_tokens(assistant_text, assistant_artifacts, "assistant")
         user_refs, assistant_refs = tuple(user_artifacts), tuple(assistant_artifacts)
+        rounds = tuple(tool_rounds)
+        check_tool_rounds(rounds, where=f"{self._where}: turn {turn_id!r}")
+        rounds_json, round_tokens = dump_tool_rounds(rounds, self._counter)
 
         def entry(seq: int) -> HistoryEntry:
             return HistoryEntry(
@@ -362,7 +370,8 @@ class SqlStore:
                 assistant_item_id=assistant_item_id, user_text=user_text,
                 assistant_text=assistant_text, user_tokens=user_tokens,
                 assistant_tokens=assistant_tokens, user_artifacts=user_refs,
-                assistant_artifacts=assistant_refs,
+                assistant_artifacts=assistant_refs, tool_rounds=rounds,
+                tool_round_tokens=round_tokens,
             )
 
         runs = 0
@@ -382,12 +391,16 @@ class SqlStore:
                     if stored is not None and stored == entry(stored.seq):
                         return stored
                 raise StoreError(f"{self._where}: turn {turn_id!r} already exists")
+            # The tool_rounds column is named only when there are rounds: a turn that keeps
+            # none is written as before the column existed.
+            extra, values = (", tool_rounds", (rounds_json,)) if rounds_json else ("", ())
             (seq,) = tx.execute(
                 "INSERT INTO turns (turn_id, thread_id, user_item_id, user_text, "
                 "user_tokens, assistant_item_id, assistant_text, assistant_tokens, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+                f"created_at{extra}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?{', ?' * len(values)}) "
+                "RETURNING seq",
                 (turn_id, thread_id, user_item_id, user_text, user_tokens,
-                 assistant_item_id, assistant_text, assistant_tokens, _now()),
+                 assistant_item_id, assistant_text, assistant_tokens, _now(), *values),
             ).fetchone()
             rows = [
                 (turn_id, side, position, ref.artifact_id, ref.display_name, ref.kind,
@@ -459,7 +472,9 @@ class SqlStore:
             check_row(row, _TURN_COLUMNS, _TURN_KINDS, where=self._where,
                       what=f"turn {row[1]!r}")
             (seq, turn_id, thread, user_item, assistant_item, user_text, assistant_text,
-             user_tokens, assistant_tokens) = row
+             user_tokens, assistant_tokens, rounds_json) = row
+            rounds, round_tokens = load_tool_rounds(
+                rounds_json, where=f"{self._where}: turn {turn_id!r}")
             loaded[turn_id] = HistoryEntry(
                 seq=seq, turn_id=turn_id, thread_id=thread, user_item_id=user_item,
                 assistant_item_id=assistant_item, user_text=user_text,
@@ -467,6 +482,7 @@ class SqlStore:
                 assistant_tokens=assistant_tokens,
                 user_artifacts=tuple(refs.get((turn_id, "user"), ())),
                 assistant_artifacts=tuple(refs.get((turn_id, "assistant"), ())),
+                tool_rounds=rounds, tool_round_tokens=round_tokens,
             )
         return loaded
 

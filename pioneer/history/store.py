@@ -41,6 +41,7 @@ from ..sections.artifacts import ArtifactRef
 from .models import (
     HistoryCut,
     HistoryEntry,
+    HistoryMessage,
     HistoryWindow,
     ThreadRecord,
     ThreadSummary,
@@ -96,8 +97,11 @@ class CrudStore(Protocol):
         turn_id: str | None = None,
         user_item_id: str | None = None,
         assistant_item_id: str | None = None,
+        tool_rounds: Sequence[HistoryMessage] = (),
     ) -> HistoryEntry:
-        """Write one completed turn (ids generated when not given) in one transaction."""
+        """Write one completed turn (ids generated when not given) in one transaction;
+        ``tool_rounds`` (assistant messages with tool calls and the tool results, in
+        order) are sent with it on later turns, between the user message and the reply."""
         ...
 
     def get_thread_conversation_history(

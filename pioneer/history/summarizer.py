@@ -31,6 +31,7 @@ from ..deadline import Running
 from ..errors import PioneerError
 from ..settings import PioneerSettings
 from .models import HistoryMessage
+from .tool_rounds import counted_text
 
 __all__ = [
     "ASSISTANT_TEXT_LIMIT",
@@ -82,10 +83,12 @@ class SummaryRequest:
 
 
 def _transcript_line(message: HistoryMessage) -> str:
-    if message.role == "assistant":
-        text = message.content
+    if message.role in ("assistant", "tool"):
+        text = counted_text(message) if message.tool_calls else message.content
         if len(text) > ASSISTANT_TEXT_LIMIT:
             text = text[:ASSISTANT_TEXT_LIMIT] + TRUNCATION_MARK
+        if message.role == "tool":
+            return f"Tool result{' (error)' if message.is_error else ''}: {text}"
         return f"Assistant: {text}"
     label = "User" if message.role == "user" else "System"
     return f"{label}: {message.content}"
