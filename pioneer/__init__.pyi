@@ -98,6 +98,9 @@ from .errors import (
     BudgetError as BudgetError,
 )
 from .errors import (
+    ContextWindowError as ContextWindowError,
+)
+from .errors import (
     HookError as HookError,
 )
 from .errors import (

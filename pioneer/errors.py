@@ -22,6 +22,7 @@ from typing import Any, Literal
 __all__ = [
     "MAX_SHOWN",
     "BudgetError",
+    "ContextWindowError",
     "HookError",
     "InputError",
     "LineEnds",
@@ -376,6 +377,23 @@ class HookError(PioneerError, RuntimeError):
 
 class ProviderError(PioneerError, ValueError):
     """A provider's response is not the API's shape (the path says where)."""
+
+
+class ContextWindowError(PioneerError):
+    """A request cannot fit the model's context window even with no history and every
+    older tool result of the turn cleared; raised before anything is sent.
+
+    The counts are the provider's tokens as estimated (with the safety margin):
+    ``needed_tokens`` is the smallest request the turn could build, ``reserve_tokens``
+    what is kept for the reply and ``context_window`` the window it must fit.
+    """
+
+    def __init__(self, problems: Problem | str | Sequence[Problem], *, context_window: int,
+                 reserve_tokens: int, needed_tokens: int) -> None:
+        self.context_window = context_window
+        self.reserve_tokens = reserve_tokens
+        self.needed_tokens = needed_tokens
+        super().__init__(problems)
 
 
 def json_problem(error: json.JSONDecodeError, file: str) -> Problem:

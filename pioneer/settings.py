@@ -91,6 +91,10 @@ MiB = 1 << 20
 BOOTSTRAP_CACHE_BYTES = 64 * MiB
 FILE_CACHE_BYTES = 32 * MiB
 HISTORY_CACHE_BYTES = 160 * MiB
+#: Default of ``tool_result_clear_batch_tokens``: clearing a tool result rewrites the
+#: cached request from that result on, so results are cleared this many tokens at a time
+#: at least (docs/history.md, "A turn that grows past the window").
+TOOL_RESULT_CLEAR_BATCH_TOKENS = 10_000
 
 # The deployment file one construction reads: set by ``load`` around it.
 _CONFIG: contextvars.ContextVar[Path | None] = contextvars.ContextVar("config", default=None)
@@ -106,6 +110,7 @@ DISCOVERED_SETTINGS = frozenset({
     "response_reserve_tokens", "summary_model", "summary_timeout", "dynamic_placement",
     "truncate_low_water", "keep_recent_tokens", "clock_granularity", "model_path",
     "history_tool_rounds",
+    "tool_result_clear_batch_tokens",
 })
 
 
@@ -161,9 +166,21 @@ class PioneerSettings(BaseModel):
         default_factory=list,
         description="Deployment template folders, searched before the built-in templates.",
     )
-    max_context_tokens: int = Field(default=128_000, ge=1, description="Model context window.")
+    max_context_tokens: int | None = Field(
+        default=None, ge=1,
+        description="The context window every request must fit, overriding the model's "
+        "context_window from the model table (unset: the model's window).",
+    )
     response_reserve_tokens: int = Field(
-        default=16_000, ge=0, description="Tokens kept free for the model's reply."
+        default=16_000, ge=0,
+        description="Tokens kept free for the model's reply when a request sets no "
+        "max_tokens (with max_tokens, that is the reserve).",
+    )
+    tool_result_clear_batch_tokens: int = Field(
+        default=TOOL_RESULT_CLEAR_BATCH_TOKENS, ge=1,
+        description="Least tokens of this turn's oldest tool results cleared at once when "
+        "the turn's rounds would overflow the window, so a cleared prefix is rewritten "
+        "rarely.",
     )
     summary_model: str | None = Field(
         default=None, description="Model that writes history summaries."

@@ -24,6 +24,7 @@ from pioneer import (
     PromptCompileInput,
     PromptCompiler,
     PromptSectionContribution,
+    SamplingOptions,
     ToolSpec,
     Turn,
     build_request_body,
@@ -33,6 +34,7 @@ from pioneer import (
     read_response,
 )
 from pioneer.agent import ENTRY_KEY, RECORD_KEY, ProviderName
+from pioneer.agent.window import PriorCalibrator, TurnWindow
 from pioneer.audit import HistorySnapshot, ToolRecord, TurnAudit, TurnRecord, TurnRecords
 from pioneer.audit.explain import explain_turn, render_text
 from pioneer.cli import main
@@ -107,10 +109,12 @@ def _low_level_turn(store: Any, records: TurnRecords, index: EpisodicIndex,
     model = agent_loop.MODELS[provider]
     user_text = f"Question {number}: what should I pack?"
     store.ensure_thread(THREAD, model=model)
-    decision = HistoryBudgeter(store, HistoryLimits.from_settings(compiler.settings),
-                               summary_deadline=compiler.settings.summary_timeout).build(THREAD)
     newest = store.get_thread_conversation_history(THREAD, 1)
     previous = records.get(newest[-1].turn_id) if newest else None
+    window = TurnWindow(model, compiler.settings, SamplingOptions(), PriorCalibrator())
+    limits = window.history_limits(provider, user_text, [agent_loop.READ_FILE], previous)
+    decision = HistoryBudgeter(store, limits,
+                               summary_deadline=compiler.settings.summary_timeout).build(THREAD)
     earlier = [r.cache for r in previous.rounds if r.cache] if previous else []
     hooks = HookRegistry()
     for subscription in agent_loop.hooks().subscriptions():
@@ -127,18 +131,26 @@ def _low_level_turn(store: Any, records: TurnRecords, index: EpisodicIndex,
     audit = TurnAudit(f"turn-{number}", THREAD, "agent", history=decision,
                       earlier=earlier,
                       tools=ToolRecord.from_catalog(hook_tools.catalog, hook_tools.registered))
-    messages = [ChatMessage(role=m.role, content=m.content) for m in decision.messages]
-    messages.append(ChatMessage.user(user_text))
+    messages = [ChatMessage.user(user_text)]
     text = ""
+    newest: frozenset[str] = frozenset()
     for calls in agent_loop.script(number):
         round_ = tools.next_round()
         payload = compile_turn(compiler, compile_input, hook_run=hook_run,
                                hidden_tool_domains=round_.hidden, history=decision.messages)
-        request = round_.apply(ChatRequest(model=model, compiled_prompt=payload,
-                                           messages=messages))
+
+        def build(conversation: list[ChatMessage], round_: Any = round_,
+                  payload: Any = payload) -> ChatRequest:
+            return round_.apply(ChatRequest(model=model, compiled_prompt=payload,
+                                            messages=conversation))
+
+        fitted = window.fit(provider, round_.number, decision, messages, build,
+                            lambda: HistoryBudgeter(store, decision.limits), newest=newest)
+        request = fitted.request
         body = build_request_body(provider, request)
         bodies.append(body)
-        plan = audit.add_round(payload.manifest, request, provider, body, round_).cache
+        plan = audit.add_round(payload.manifest, request, provider, body, round_,
+                               window=fitted.window).cache
         text = "" if calls else f"Answer {number}."
         reply = read_response(provider, _answer(provider, text, calls, plan))
         audit.report_reply(round_.number, reply)
@@ -151,6 +163,7 @@ def _low_level_turn(store: Any, records: TurnRecords, index: EpisodicIndex,
             messages.append(ChatMessage.tool(call.id, agent_loop.run_tool(call))
                             if outcome.result is None
                             else ChatMessage(role="tool", tool_result=outcome.result))
+        newest = frozenset(call.id for call in reply.tool_calls)
     record = audit.record(tools.calls)
     with records.expecting(record):
         store.add_turn(THREAD, turn_id=f"turn-{number}", user_text=user_text,
@@ -536,8 +549,11 @@ def test_history_decision_is_recorded_as_its_snapshot(home: Path) -> None:
         turn = agent.turn(THREAD, "later")
         turn.next_body()
         assert turn.history is not None
-        assert record.history == HistorySnapshot.from_decision(
-            HistoryBudgeter(agent.store, agent.limits).build(THREAD, exclude_turn_id="turn-3"))
+        history = record.history
+        assert history is not None
+        limits = HistoryLimits(history.budget, history.threshold, history.summary_target)
+        assert history == HistorySnapshot.from_decision(
+            HistoryBudgeter(agent.store, limits).build(THREAD, exclude_turn_id="turn-3"))
 
 
 # -- one way to open the configured store ------------------------------------------------

@@ -39,6 +39,7 @@ from ..sections.tool_domains import DEFAULT_TOOL_DOMAINS
 from ..settings import HistoryToolRounds, PioneerSettings
 from ..tools.visibility import ToolCatalog, checked_shapes
 from .rounds import check_max_rounds
+from .window import PriorCalibrator
 
 if TYPE_CHECKING:
     from .turn import Turn
@@ -137,7 +138,8 @@ class Agent:
         self.chat_profile = chat_profile
         self.compiler.load_profile(base.profile)  # a wrong profile fails here, not mid-turn
         self.compiler.load_profile(chat_profile)
-        self.limits = limits or HistoryLimits.from_settings(self.settings)
+        #: A cap on the history's budget (None: the history gets what the window leaves).
+        self.limits = limits
         self.sampling = sampling or SamplingOptions()
         self.cache = cache or CacheOptions(dynamic_placement=self.settings.dynamic_placement)
         #: The model table with the deployment's rows (``settings.model_path``) over it, or
@@ -155,6 +157,9 @@ class Agent:
                                      f"PioneerSettings (got {type(store).__name__})",
                                      path="Agent → store"))
         self.records = TurnRecords(self.store)
+        #: The ratio of provider tokens to local ones, per provider and model, learnt from
+        #: the replies (docs/history.md, "Budgeting").
+        self.calibration = PriorCalibrator(self.store)
         self.index = EpisodicIndex(self.store) if recall else None
 
     def model_rules(self) -> AbstractContextManager[Any]:
@@ -162,10 +167,11 @@ class Agent:
         return using_model_table(self.model_table) if self.model_table is not None \
             else nullcontext()
 
-    def budgeter(self) -> HistoryBudgeter:
-        """The history budgeter of a turn (the agent's limits, summarizer and settings)."""
+    def budgeter(self, limits: HistoryLimits) -> HistoryBudgeter:
+        """The history budgeter of a turn (its ``limits``: the history's share of the
+        window; the agent's summarizer and settings)."""
         return HistoryBudgeter(
-            self.store, self.limits, summarizer=self.summarizer,
+            self.store, limits, summarizer=self.summarizer,
             summary_model=self.settings.summary_model,
             summary_deadline=self.settings.summary_timeout,
             keep_recent_tokens=self.settings.keep_recent_tokens,

@@ -60,11 +60,12 @@ from ..turn.run import HookRun, compile_turn, run_hooks
 from .history import conversation, kept_rounds
 from .rounds import RoundFacts, check_max_rounds, round_input
 from .telemetry import end_agent_span, start_agent_span
+from .window import Fitted, TurnWindow
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
-    from ..compile.manifest import Diagnostic
+    from ..compile.manifest import CompiledPromptPayload, Diagnostic
     from .agent import Agent, ProviderName, ThreadMode
 
 __all__ = ["ENTRY_KEY", "RECORD_KEY", "FinishedTurn", "Step", "Turn"]
@@ -175,6 +176,8 @@ class Turn:
         self._errors: list[tuple[str, str]] = []  # error results the application added
         self._failed: tuple[tuple[str, str], ...] = ()  # ... to the calls of the last round
         self._cut: list[str] = []  # texts of replies continued by a later round
+        self._window = TurnWindow.of(agent)
+        self._newest: frozenset[str] = frozenset()  # call ids of the newest tool round
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -204,7 +207,7 @@ class Turn:
         if self._started is None:
             self._span = start_agent_span(self.agent, self.thread_id, self.turn_id)
         with telemetry.current(self._span), self.agent.model_rules():
-            started = self._started or self._start()
+            started = self._started or self._start(provider)
             if not resend:
                 self._round = started.tools.next_round(closed=self._next_is_last())
             round_ = self._round
@@ -222,13 +225,11 @@ class Turn:
                 hook_run=started.hook_run, permissions=started.audit.permissions,
                 hidden_tool_domains=round_.hidden, history=started.decision.messages,
             )
-            request = round_.apply(ChatRequest(
-                model=self.agent.model, compiled_prompt=payload, messages=self._messages,
-                sampling=self.agent.sampling, cache=self.agent.cache,
-            ))
+            fitted = self._fit(provider, payload, round_)
+            request = fitted.request
             body = build_request_body(provider, request, system_role=self._system_role(provider))
             started.audit.add_round(payload.manifest, request, provider, body, round_,
-                                    resend=resend)
+                                    resend=resend, window=fitted.window)
         self._provider = provider
         return body
 
@@ -242,6 +243,7 @@ class Turn:
         reply = read_response(self._provider, response)
         number = self._round.number
         started.audit.report_reply(number, reply)
+        self._window.observe(self._provider, started.audit.rounds[number - 1].window)
         self._provider = None
         self._replies.append(reply)
         calls = tuple(self._unique(call, number) for call in reply.tool_calls)
@@ -347,11 +349,13 @@ class Turn:
 
     # -- what the first round fixes ------------------------------------------------------
 
-    def _start(self) -> _Started:
+    def _start(self, provider: ProviderName) -> _Started:
         agent = self.agent
         agent.store.ensure_thread(self.thread_id, model=agent.model)
-        decision = agent.budgeter().build(self.thread_id)
-        earlier = self._earlier_plans()
+        previous = self._previous_record()
+        limits = self._window.history_limits(provider, self.user_text, agent.tools, previous)
+        decision = agent.budgeter(limits).build(self.thread_id)
+        earlier = self._earlier_plans(previous)
         chat = self.mode == "chat"
         resolution = prompt = None
         if agent.skills and not chat:
@@ -387,25 +391,49 @@ class Turn:
             earlier=earlier,
             tools=ToolRecord.from_catalog(catalog, hook_tools.registered),
         )
-        self._messages, self._ids = conversation(decision.messages)
-        self._messages.append(ChatMessage.user(self.user_text))
+        # The history's messages come from the decision each round (a round may cut it
+        # further); this turn's start with its user message.
+        self._ids = conversation(decision.messages)[1]
+        self._messages = [ChatMessage.user(self.user_text)]
         self._first = len(self._messages)
         self._started = _Started(decision, compile_input, context, hook_run,
                                  TurnTools(catalog, forbidden), audit)
         return self._started
 
-    def _earlier_plans(self) -> list[Any]:
+    def _previous_record(self) -> TurnRecord | None:
+        """The record of the thread's previous turn, when it has one."""
+        newest = self.agent.store.get_thread_conversation_history(self.thread_id, 1)
+        return self.agent.records.get(newest[-1].turn_id) if newest else None
+
+    def _earlier_plans(self, previous: TurnRecord | None) -> list[Any]:
         """The cache plans of the thread's previous turn record (same provider and model):
         what the provider may still hold from the thread's earlier requests."""
         agent = self.agent
-        newest = agent.store.get_thread_conversation_history(self.thread_id, 1)
-        if not newest:
-            return []
-        previous = agent.records.get(newest[-1].turn_id)
         if previous is None:
             return []
         return [r.cache for r in previous.rounds if r.cache is not None
                 and r.cache.provider == agent.provider and r.cache.model == agent.model]
+
+    def _fit(self, provider: ProviderName, payload: CompiledPromptPayload,
+             round_: ToolRound) -> Fitted:
+        """The round's request made to fit the window (docs/history.md, "Budgeting"); a
+        history cut further here holds for the rest of the turn."""
+        started = self._started
+        assert started is not None
+        agent = self.agent
+
+        def build(messages: list[ChatMessage]) -> ChatRequest:
+            return round_.apply(ChatRequest(
+                model=agent.model, compiled_prompt=payload, messages=messages,
+                sampling=agent.sampling, cache=agent.cache))
+
+        fitted = self._window.fit(provider, round_.number, started.decision, self._messages,
+                                  build, lambda: agent.budgeter(started.decision.limits),
+                                  newest=self._newest)
+        if fitted.decision is not started.decision:
+            started.decision = fitted.decision
+            started.audit.history = HistorySnapshot.from_decision(fitted.decision)
+        return fitted
 
     # -- small helpers -------------------------------------------------------------------
 
@@ -466,6 +494,7 @@ class Turn:
         self._messages += [ChatMessage(role="tool", tool_result=self._results[call.id])
                            for call in step.calls]
         self._failed, self._errors = tuple(self._errors), []
+        self._newest = frozenset(call.id for call in step.calls)
         self._last = None
         self._results = {}
 

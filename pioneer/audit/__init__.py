@@ -39,6 +39,7 @@ from .record import (
     ToolCallRecord,
     ToolRecord,
     TurnRecord,
+    WindowRecord,
 )
 from .recorder import TurnAudit
 from .store import TurnRecords
@@ -69,6 +70,7 @@ __all__ = [
     "TurnAudit",
     "TurnRecord",
     "TurnRecords",
+    "WindowRecord",
     "plan_cache",
     "provider_shape",
     "request_blocks",

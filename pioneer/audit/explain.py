@@ -8,7 +8,8 @@ why, disabled, or not implicitly invocable); the memory hook contributions and t
 tools (who registered them, and whether each was visible in each round); the visible
 tools of every round and how each call was judged; the permission profile, the execution
 security snapshot and whether Current Permissions was rendered; the provider mapping
-(stable/dynamic split, cache breakpoints); and whether the dynamic sections changed
+(stable/dynamic split, cache breakpoints) and how each round's request fits the context
+window; and whether the dynamic sections changed
 between rounds, read from the manifests' fingerprints. Each step is data first
 (``--json``) and the text is rendered from that data, so both say the same. Nothing is
 recompiled or guessed.
@@ -36,6 +37,7 @@ from .record import (
     SkillsSnapshot,
     ToolCallRecord,
     TurnRecord,
+    WindowRecord,
 )
 
 __all__ = ["Explanation", "Step", "explain_turn", "render_json", "render_text"]
@@ -404,11 +406,38 @@ def _provider(record: TurnRecord) -> Step:
             lines += [f"  {line}" for line in _cache_lines(r.cache, r.usage)]
         if r.reply is not None:
             lines.append(f"  {_reply_line(r.reply)}")
+        if r.window is not None:
+            lines += [f"  {line}" for line in _window_lines(r.window)]
     data = {"rounds": [{"round": r.round, **r.provider.model_dump(mode="json"),
                         "cache": r.cache.model_dump(mode="json") if r.cache else None,
-                        "reply": r.reply.model_dump(mode="json") if r.reply else None}
+                        "reply": r.reply.model_dump(mode="json") if r.reply else None,
+                        "window": r.window.model_dump(mode="json") if r.window else None}
                        for r in record.rounds]}
     return Step("provider", data, tuple(lines))
+
+
+def _window_lines(window: WindowRecord) -> list[str]:
+    """How the round's request fits the context window, and what the provider counted."""
+    used = window.estimated_input_tokens + window.reserve_tokens
+    share = used * 100 // window.context_window
+    samples = window.ratio_samples
+    learnt = (f"learnt from {samples} {'reply' if samples == 1 else 'replies'}"
+              if samples else "the model table's prior")
+    margin = f", margin {window.margin:.0%}" if window.margin else ""
+    lines = [
+        f"window: {window.context_window:,} tokens ({window.window_from or 'not recorded'})",
+        f"  estimated input {window.estimated_input_tokens:,} (history "
+        f"{window.history_tokens:,}) + reserve {window.reserve_tokens:,} "
+        f"({window.reserve_from}) = {used:,}, {share}% of the window",
+        f"  ratio {window.ratio:.3f} provider tokens per local token ({learnt}{margin}); "
+        f"{counted(window.cleared_tool_results, 'tool result')} cleared",
+    ]
+    if window.reported_input_tokens is not None:
+        off = window.reported_input_tokens - window.estimated_input_tokens
+        error = f" ({off:+,}, {off * 100 / window.reported_input_tokens:+.1f}%)" \
+            if window.reported_input_tokens else ""
+        lines.append(f"  reported input {window.reported_input_tokens:,}{error}")
+    return lines
 
 
 def _reply_line(reply: ReplyRecord) -> str:

@@ -49,6 +49,7 @@ __all__ = [
     "ToolCallRecord",
     "ToolRecord",
     "TurnRecord",
+    "WindowRecord",
 ]
 
 ThreadMode = Literal["chat", "agent"]
@@ -343,6 +344,45 @@ class ToolRecord(CheckedModel):
                     hook_id=registered.get(tool.name)) for tool in catalog.tools]
 
 
+class WindowRecord(CheckedModel):
+    """How one round's request fits the context window (docs/history.md, "Budgeting").
+
+    Token figures are the provider's tokens as estimated: the local count times the
+    calibrated ratio, plus its overhead; the safety margin the fit adds while the ratio
+    has few samples is not in them.
+    """
+
+    model_config = EDGE_CONFIG
+    context_window: int = Field(ge=1, description="The window the request must fit.")
+    window_from: str = Field(
+        default="", description="Where the window comes from: the model table's row, or the "
+        "max_context_tokens setting.")
+    reserve_tokens: int = Field(ge=0, description="Tokens kept for the reply.")
+    reserve_from: Literal["max_tokens", "response_reserve_tokens"] = Field(
+        default="response_reserve_tokens",
+        description="max_tokens (the request sets it) or response_reserve_tokens.")
+    estimated_input_tokens: int = Field(
+        ge=0, description="The whole request in the provider's tokens, as estimated "
+        "(calibrated ratio and overhead, margin not included).")
+    history_tokens: int = Field(
+        default=0, ge=0, description="The history's part of the estimate.")
+    local_input_tokens: int = Field(
+        default=0, ge=0, description="The whole request in local tokens, as counted.")
+    local_history_tokens: int = Field(
+        default=0, ge=0, description="The history's part of the local count.")
+    ratio: float = Field(gt=0, description="Provider tokens per local token used.")
+    ratio_samples: int = Field(
+        ge=0, description="Replies the ratio was learnt from (0: the model table's prior).")
+    margin: float = Field(
+        default=0.0, ge=0, description="Safety share added to the estimate while the ratio "
+        "has few samples.")
+    cleared_tool_results: int = Field(
+        ge=0, description="This turn's tool results sent as a one-line placeholder.")
+    reported_input_tokens: int | None = Field(
+        default=None, ge=0, description="The input the provider reported for the request "
+        "(uncached, cache read and cache write together), once it replied.")
+
+
 class RoundRecord(CheckedModel):
     """One provider round of the turn."""
 
@@ -373,6 +413,11 @@ class RoundRecord(CheckedModel):
         default_factory=dict,
         description="Each section's title by id, as the compiled prompt had it (empty in "
         "records written before titles were kept).",
+    )
+    window: WindowRecord | None = Field(
+        default=None,
+        description="How the request fits the context window (None: not given, or a record "
+        "written before the window was kept).",
     )
 
 

@@ -46,6 +46,7 @@ from .record import (
     ToolCallRecord,
     ToolRecord,
     TurnRecord,
+    WindowRecord,
 )
 from .telemetry import end_round_span, start_round_span
 
@@ -125,6 +126,7 @@ class TurnAudit:
         tools: ToolRound | None = None,
         *,
         resend: bool = False,
+        window: WindowRecord | None = None,
     ) -> RoundRecord:
         """Record the next round; ``tools`` is None for a round without tool calling.
 
@@ -132,7 +134,9 @@ class TurnAudit:
         the request carries (``request.compiled_prompt``), so a stored round has its
         per-section tokens even though the compile left them out. With ``resend``, the
         last round got no reply and this body (to the same provider or another) takes
-        its place; its provider is kept in the record as tried first.
+        its place; its provider is kept in the record as tried first. ``window`` is how
+        the request fits the context window; the input the provider reports for the round
+        is set on it.
         """
         if resend:
             self._drop_unanswered()
@@ -161,6 +165,7 @@ class TurnAudit:
             cache=cache,
             section_titles={s.id: s.title for s in request.compiled_prompt.sections}
             if request.compiled_prompt is not None else {},
+            window=window,
         )
         self._rounds.append(record)
         self._spans[number] = start_round_span(record, request, provider, turn_id=self.turn_id,
@@ -203,6 +208,10 @@ class TurnAudit:
                              f"(the turn has {len(self._rounds)} round(s))")
         index = round_number - 1
         update: dict[str, Any] = {"usage": usage}
+        window = self._rounds[index].window
+        if window is not None and usage is not None and usage.input_tokens:
+            update["window"] = window.model_copy(
+                update={"reported_input_tokens": usage.input_tokens})
         if reply is not None:
             update["reply"] = ReplyRecord.from_reply(
                 reply, self._unanswered.get(round_number, ()))

@@ -5,7 +5,8 @@ turn (mode, history decision, permission profile, execution security snapshot, s
 decision, tool catalog; a row written before a column was added has it NULL, read as not
 recorded) and ``turn_rounds`` one row per provider round (manifest, visible tools, hidden
 domains, provider shape, judged calls, cache plan, reported usage, the reply read back,
-section titles); every JSON column holds one concept as text with sorted keys, so a stored
+section titles, how the request fits the context window); every JSON column holds one
+concept as text with sorted keys, so a stored
 record is byte-stable on SQLite and PostgreSQL alike.
 :class:`TurnRecords` runs the SQL through the store's transactions
 (:class:`~pioneer.history.store.DatabaseStore`): the store knows nothing of records. A
@@ -37,7 +38,7 @@ __all__ = ["TurnRecords", "read_turn_record", "write_turn_record"]
 _RECORD_COLUMNS = "thread_id, mode, history, permissions, skills, security, tools"
 _ROUND_COLUMNS = (
     "round, manifest, visible_tools, hidden_domains, provider, calls, cache, usage, reply, "
-    "section_titles"
+    "section_titles, context_window"
 )
 
 
@@ -90,12 +91,12 @@ def write_turn_record(tx: StoreTransaction, record: TurnRecord, *, created_at: s
         raise StoreError(f"{where}: turn {record.turn_id!r} already has a record")
     tx.executemany(
         f"INSERT INTO turn_rounds (turn_id, {_ROUND_COLUMNS}) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (record.turn_id, r.round, r.manifest.to_json(indent=None), _json(r.visible_tools),
              _json([h.model_dump(mode="json") for h in r.hidden_domains]), _json(r.provider),
              _json([c.model_dump(mode="json") for c in r.calls]), _json(r.cache),
-             _json(r.usage), _json(r.reply), _titles(r.section_titles))
+             _json(r.usage), _json(r.reply), _titles(r.section_titles), _json(r.window))
             for r in record.rounds
         ],
     )
@@ -139,16 +140,17 @@ def read_turn_record(tx: StoreTransaction, turn_id: str) -> TurnRecord | None:
     rows = tx.execute(f"SELECT {_ROUND_COLUMNS} FROM turn_rounds WHERE turn_id = ? "
                       "ORDER BY round", (turn_id,)).fetchall()
     for round_row in rows:
-        check_row(round_row, _ROUND_COLUMNS, ("int",) + ("text",) * 5 + ("text?",) * 4,
+        check_row(round_row, _ROUND_COLUMNS, ("int",) + ("text",) * 5 + ("text?",) * 5,
                   where=where, what=what)
     try:
         rounds = [
             {"round": number, "manifest": _load(manifest), "visible_tools": _load(visible),
              "hidden_domains": _load(hidden), "provider": _load(provider),
              "calls": _load(calls), "cache": _load(cache), "usage": _load(usage),
-             "reply": _load(reply), "section_titles": _load(titles) or {}}
+             "reply": _load(reply), "section_titles": _load(titles) or {},
+             "window": _load(window)}
             for (number, manifest, visible, hidden, provider, calls, cache, usage, reply,
-                 titles) in rows
+                 titles, window) in rows
         ]
         return TurnRecord.model_validate({
             "turn_id": turn_id, "thread_id": thread_id, "mode": mode,

@@ -7,11 +7,15 @@ import json
 from typing import TextIO
 
 from ..episodic.index import EpisodicIndex
-from ..errors import counted
+from ..errors import UsageError, counted
 from ..history.budget import HistoryBudgeter, HistoryDecision, HistoryLimits
 from ..history.store import MAX_TURNS
 from ..history.summarizer import summarizer_from_settings
+from ..providers.models import load_model_table, model_table, using_model_table
+from ..providers.window import ContextWindow, context_window
+from ..settings import PioneerSettings
 from ._common import add_store_options, make_settings, open_command_store
+from ._provider import PROVIDER_NAMES
 
 NAME = "history"
 HELP = "budget a stored thread's history: keep, summarise or truncate, and what is sent"
@@ -25,7 +29,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="most turns the history carries; past it the window cuts back "
                         f"to the low-water share of it (default {MAX_TURNS})")
     parser.add_argument("--max-context-tokens", type=int, metavar="N",
-                        help="model context window (default: settings)")
+                        help="the context window (default: the max_context_tokens setting, "
+                        "else the model's window from the model table)")
+    parser.add_argument("--model", metavar="NAME",
+                        help="the model whose window applies (default: the thread's model)")
+    parser.add_argument("--provider", choices=PROVIDER_NAMES,
+                        help="the provider the model is reached through (narrows the "
+                        "model table's rows)")
     parser.add_argument("--reserve-tokens", type=int, metavar="N",
                         help="tokens kept for the reply (default: settings)")
     parser.add_argument("--summarize", action="store_true",
@@ -39,16 +49,19 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Open the store (never creating it; read-only unless it stores a summary), budget
     the thread, print the decision."""
     settings = make_settings(args)
-    limits = HistoryLimits.from_tokens(
-        settings.max_context_tokens if args.max_context_tokens is None else args.max_context_tokens,
-        settings.response_reserve_tokens if args.reserve_tokens is None else args.reserve_tokens,
-        low_water=settings.truncate_low_water,
-    )
     summarizer = (
         summarizer_from_settings(settings, base_url=args.summary_url) if args.summarize else None
     )
     with open_command_store(args, settings, write=args.summarize) as store, \
             EpisodicIndex(store):  # a summary stored here is indexed with it
+        thread = store.get_thread(args.thread)
+        window = _window(args, settings, thread.model if thread else None)
+        limits = HistoryLimits.from_tokens(
+            window.tokens,
+            settings.response_reserve_tokens if args.reserve_tokens is None
+            else args.reserve_tokens,
+            low_water=settings.truncate_low_water,
+        )
         budgeter = HistoryBudgeter(
             store, limits, summarizer=summarizer, summary_model=settings.summary_model,
             max_turns=args.limit, summary_deadline=settings.summary_timeout,
@@ -57,12 +70,15 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             store_cut=args.summarize,
         )
         decision = budgeter.build(args.thread)
-        thread = store.get_thread(args.thread)
     if args.json:
-        out.write(json.dumps(decision.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        data = {**decision.to_dict(), "context_window": window.tokens,
+                "window_from": window.source}
+        out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         return 0
     model = thread.model if thread and thread.model else "no model recorded"
     out.write(f"thread {decision.thread_id} ({model})\n")
+    out.write(f"window     {window.tokens} tokens ({window.source}); a turn also subtracts "
+              "the prompt, the tools and its own messages\n")
     out.write(render_decision(decision))
     if decision.mode == "truncate" and summarizer is None and decision.turns_loaded:
         hint = (
@@ -71,6 +87,26 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
         print(f"note: no summary was attempted; {hint}", file=err)
     return 0
+
+
+def _window(args: argparse.Namespace, settings: PioneerSettings,
+            model: str | None) -> ContextWindow:
+    """The window the thread's requests fit: ``--max-context-tokens``, else the
+    max_context_tokens setting, else the model's (``--model``, else the thread's)."""
+    override = args.max_context_tokens if args.max_context_tokens is not None \
+        else settings.max_context_tokens
+    name = args.model or model
+    if override is None and not name:
+        raise UsageError("the thread records no model: pass --model or --max-context-tokens "
+                         "(or set max_context_tokens)")
+    if override is not None:
+        return ContextWindow(override, "--max-context-tokens" if args.max_context_tokens
+                             is not None else "the max_context_tokens setting")
+    assert name is not None
+    # The deployment's rows over the built-in table, as a turn of the agent reads it.
+    table = load_model_table(settings.model_path) if settings.model_path else model_table()
+    with using_model_table(table):
+        return context_window(name, args.provider, None)
 
 
 def _share(part: int, whole: int) -> str:

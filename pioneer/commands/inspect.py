@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..providers.request import ChatRequest
     from ..review.context_map import ContextMap
     from ..review.watch import Watched
+    from ..settings import PioneerSettings
 
 NAME = "inspect"
 HELP = "show each section's stability, chars, tokens, source and why it was cut or omitted"
@@ -155,7 +156,14 @@ def _map(args: argparse.Namespace, compiler: PromptCompiler, request: ChatReques
         return context_map.map_request(
             compiler, request.model_copy(update={"compiled_prompt": payload}), args.provider,
             profile=profile,
-            budget=(settings.max_context_tokens, settings.response_reserve_tokens))
+            budget=(settings.max_context_tokens, _reserve(request, settings)))
+
+
+def _reserve(request: ChatRequest, settings: PioneerSettings) -> int:
+    """The reply's reserve: the request's max_tokens, else response_reserve_tokens."""
+    from ..providers.window import reply_reserve
+
+    return reply_reserve(request.sampling, settings.response_reserve_tokens).tokens
 
 
 def _context_map(args: argparse.Namespace, compiler: PromptCompiler,

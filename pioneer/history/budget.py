@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ..deadline import run_with_deadline
-from ..errors import counted
+from ..errors import InputError, Problem, counted
 from ..settings import PioneerSettings
 from ..tokens import TokenCounter, default_counter, message_tokens
 from .models import (
@@ -33,6 +33,7 @@ from .models import (
     HistoryEntry,
     HistoryMessage,
     HistoryWindow,
+    ThreadRecord,
     ThreadSummary,
     summary_message_text,
 )
@@ -83,6 +84,20 @@ class HistoryLimits:
             return self.low_water
         return self.budget * LOW_WATER_BP // _BP
 
+    @property
+    def low_water_share(self) -> float:
+        """The low-water mark as a share of the budget."""
+        return self.low_water_tokens / self.budget if self.budget else LOW_WATER_BP / _BP
+
+    @classmethod
+    def for_budget(cls, budget: int, *, low_water: float = LOW_WATER_BP / _BP) -> HistoryLimits:
+        """A history budget of ``budget`` tokens (never negative), 80% threshold, 10%
+        target, ``low_water`` (a share of the budget, 60% by default) as the truncation
+        cut."""
+        budget = max(0, budget)
+        return cls(budget, budget * THRESHOLD_BP // _BP, budget * SUMMARY_TARGET_BP // _BP,
+                   int(budget * low_water))
+
     @classmethod
     def from_tokens(
         cls, max_context_tokens: int, response_reserve_tokens: int, *,
@@ -90,15 +105,22 @@ class HistoryLimits:
     ) -> HistoryLimits:
         """``budget = max_context - reserve`` (never negative), 80% threshold, 10% target,
         ``low_water`` (a share of the budget, 60% by default) as the truncation cut."""
-        budget = max(0, max_context_tokens - response_reserve_tokens)
-        return cls(budget, budget * THRESHOLD_BP // _BP, budget * SUMMARY_TARGET_BP // _BP,
-                   int(budget * low_water))
+        return cls.for_budget(max_context_tokens - response_reserve_tokens, low_water=low_water)
 
     @classmethod
-    def from_settings(cls, settings: PioneerSettings) -> HistoryLimits:
-        """Limits from ``max_context_tokens``, ``response_reserve_tokens`` and
-        ``truncate_low_water``."""
-        return cls.from_tokens(settings.max_context_tokens, settings.response_reserve_tokens,
+    def from_settings(cls, settings: PioneerSettings, *,
+                      context_window: int | None = None) -> HistoryLimits:
+        """Limits from the window (the ``max_context_tokens`` setting when set, else
+        ``context_window``: the model's), ``response_reserve_tokens`` and
+        ``truncate_low_water``. The turn runner subtracts the rest of the request too
+        (docs/history.md, "Budgeting")."""
+        window = settings.max_context_tokens or context_window
+        if window is None:
+            raise InputError(Problem(
+                "no context window: max_context_tokens is not set; give the model's window "
+                "as context_window= (pioneer.providers.window.context_window reads it from "
+                "the model table)", path="HistoryLimits.from_settings"))
+        return cls.from_tokens(window, settings.response_reserve_tokens,
                                low_water=settings.truncate_low_water)
 
 
@@ -129,6 +151,10 @@ class HistoryDecision:
     cut_stored: bool = False
     #: Whether this pass moved the cut but did not store it (``store_cut=False``).
     cut_pending: bool = False
+    #: The summary sent (None: none) and the turns sent, oldest first: what a cut made
+    #: later in the turn (:meth:`HistoryBudgeter.cut_to`) starts from.
+    summary: ThreadSummary | None = None
+    entries: tuple[HistoryEntry, ...] = ()
 
     @property
     def cut_state(self) -> Literal["stored", "kept", "not_stored"]:
@@ -293,12 +319,15 @@ class HistoryBudgeter:
 
     @classmethod
     def from_settings(
-        cls, store: CrudStore, settings: PioneerSettings, *, summarizer: Summarizer | None = None
+        cls, store: CrudStore, settings: PioneerSettings, *, summarizer: Summarizer | None = None,
+        context_window: int | None = None,
     ) -> HistoryBudgeter:
-        """A budgeter with the settings' limits, summary model, summary timeout,
+        """A budgeter with the settings' limits (the window: ``max_context_tokens`` when
+        set, else ``context_window``), summary model, summary timeout,
         ``keep_recent_tokens`` and low-water share (for tokens and turns alike)."""
         return cls(
-            store, HistoryLimits.from_settings(settings), summarizer=summarizer,
+            store, HistoryLimits.from_settings(settings, context_window=context_window),
+            summarizer=summarizer,
             summary_model=settings.summary_model, summary_deadline=settings.summary_timeout,
             keep_recent_tokens=settings.keep_recent_tokens,
             turn_low_water=settings.truncate_low_water,
@@ -323,6 +352,42 @@ class HistoryBudgeter:
         return replace(decision, reason=f"{decision.reason}; {counted.note}",
                        cut_turn_id=counted.first_turn_id, cut_stored=counted.stored,
                        cut_pending=counted.pending)
+
+    def cut_to(self, decision: HistoryDecision, budget: int, why: str) -> HistoryDecision:
+        """``decision`` cut to ``budget`` tokens, for the rest of a turn whose own rounds
+        left the history less room: the summary stays while it fits, and the oldest whole
+        turns are dropped down to the low-water mark of ``budget`` and that cut stored, as
+        truncation does. A decision that fits is returned as it is."""
+        if decision.sent_tokens <= budget:
+            return decision
+        limits = HistoryLimits.for_budget(budget, low_water=self.limits.low_water_share)
+        window = HistoryWindow(ThreadRecord(decision.thread_id, None, ""), decision.summary,
+                               decision.entries)
+        summary, kept, first = keep_from_cut(window, limits.budget, limits.low_water_tokens)
+        stored = pending = False
+        cut_id = decision.cut_turn_id
+        if first is not None and not self.store_cut:
+            pending, cut_id = True, first.turn_id
+        elif first is not None:
+            cut = self.store.set_history_cut(decision.thread_id, first_turn_id=first.turn_id)
+            # A concurrent pass may have stored a later cut; the store keeps that one.
+            kept = tuple(entry for entry in kept if entry.seq >= cut.first_seq)
+            stored, cut_id = cut.first_turn_id == first.turn_id, cut.first_turn_id
+        messages, tokens = _messages(summary, kept)
+        dropped = "" if summary is not None or decision.summary is None else \
+            ", the summary left out"
+        return replace(
+            decision, mode="truncate", limits=limits,
+            reason=f"{decision.reason}; {why}: cut to the low-water mark of "
+                   f"{limits.low_water_tokens} of the history's {budget}, keeping the newest "
+                   f"{len(kept)} of {len(decision.entries)} turns{dropped}",
+            sent_tokens=sum(tokens), turns_sent=len(kept), summary_sent=summary is not None,
+            summary_turn_count=summary.turn_count if summary else 0,
+            artifact_ref_count=sum(entry.artifact_count for entry in kept),
+            messages=messages, message_tokens=tokens,
+            turn_ids=tuple(entry.turn_id for entry in kept), cut_turn_id=cut_id,
+            cut_stored=decision.cut_stored or stored,
+            cut_pending=decision.cut_pending or pending, summary=summary, entries=kept)
 
     def _count_window(self, window: HistoryWindow) -> tuple[HistoryWindow, _CountCut | None]:
         """The window, cut back to the low-water count when it holds more turns than
@@ -481,4 +546,6 @@ class HistoryBudgeter:
             messages=messages,
             message_tokens=tokens,
             turn_ids=tuple(entry.turn_id for entry in entries),
+            summary=summary,
+            entries=entries,
         )

@@ -239,6 +239,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         "tool rounds: a turn's tool calls and results, kept when history_tool_rounds is keep",
         ("ALTER TABLE turns ADD COLUMN tool_rounds TEXT",),
     ),
+    Migration(
+        12,
+        "turn records: how each round's request fits the context window",
+        ("ALTER TABLE turn_rounds ADD COLUMN context_window TEXT",),
+    ),
 )
 
 

@@ -39,6 +39,7 @@ from ..providers.layout import turn_start
 from ..providers.models import model_facts
 from ..providers.request import ChatMessage, ChatRequest
 from ..providers.rules import previewing
+from ..providers.window import context_window
 from ..resources import builtin_dir
 from ..tokens import TokenCounter, default_counter
 
@@ -134,6 +135,8 @@ class RoundRow:
     round: int
     planned: dict[str, int]
     reported: dict[str, int] | None
+    #: How the round's request fits the window (the record's ``window``), when kept.
+    window: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,14 +251,16 @@ def map_request(
     request: ChatRequest,
     provider: str,
     *,
-    budget: tuple[int, int],
+    budget: tuple[int | None, int],
     counter: TokenCounter | None = None,
     previous: Sequence[ChatRequest] | None = None,
     title: str = "pioneer inspect",
     profile: str | None = None,
 ) -> ContextMap:
-    """The map of one request; ``budget`` is (max_context_tokens, response reserve), the
-    thread's history budget; the window is the model's, from the model table.
+    """The map of one request; ``budget`` is (the max_context_tokens override or None,
+    the response reserve): the window is the override, else the model's from the model
+    table (:func:`~pioneer.providers.window.context_window`), and the history's budget is
+    what the window leaves after the reserve and the rest of the request.
 
     ``profile`` is the profile name or path the prompt was compiled with (default: the
     name its manifest records, which for a profile given by path is the file's ``name``).
@@ -273,7 +278,7 @@ def map_request(
 def _map_request(
     compiler: PromptCompiler, request: ChatRequest, provider: str, *,
     previous: Sequence[ChatRequest] | None, counter: TokenCounter | None, title: str,
-    budget: tuple[int, int], profile_name: str | None,
+    budget: tuple[int | None, int], profile_name: str | None,
 ) -> ContextMap:
     counter = counter or default_counter()
     payload = request.compiled_prompt
@@ -300,35 +305,36 @@ def _map_request(
         payload.manifest.sections, [s.title for s in payload.sections],
         [s.text for s in payload.sections], sources.of, sources.diagnostics),
         block_texts(provider, body))
-    max_context, reserve = budget
+    override, reserve = budget
     history = tuple((b.title, b.tokens or 0) for b in pieces if b.category == "history")
+    window = _window(request.model, provider, override)
+    rest = sum(b.tokens or 0 for b in pieces if b.category != "history")
+    share = max(0, window[0] - reserve - rest)
     return ContextMap(
         title=title, profile=payload.manifest.profile,
         profile_fingerprint=payload.manifest.profile_fingerprint,
         profile_file=str(profile.file or ""), provider=provider,
         model=request.model, placement=request.cache.dynamic_placement, blocks=tuple(pieces),
-        budget=Budget(*_window(request.model, provider, max_context), reserve,
-                      max(0, max_context - reserve), _threshold(max_context, reserve),
-                      history, "request"),
+        budget=Budget(*window, reserve, share, _threshold(share, 0), history, "request"),
         diagnostics=tuple(_diagnostic(d) for d in payload.manifest.diagnostics),
         notes=(_plan_note(plan, previous is None),), minimum_tokens=plan.minimum_tokens,
         plan=_planned_of(plan),
     )
 
 
-def _window(model: str, provider: str, max_context: int) -> tuple[int, str]:
-    """The context window of ``model`` from the model table (its family's when the table
-    has no row for it, and then said so), and where it comes from; a record that names no
-    model falls back to the max_context_tokens setting."""
-    if not model:
-        return max_context, "the max_context_tokens setting (the record names no model)"
-    facts = model_facts(model, provider)
-    if model == NO_MODEL:
+def _window(model: str, provider: str, override: int | None) -> tuple[int, str]:
+    """The context window a request of ``model`` must fit, and where it comes from: the
+    max_context_tokens override, else the model table's (its family's when the table has
+    no row for it, and then said so); what the turn runner uses."""
+    if override is None and model == NO_MODEL:
+        facts = model_facts(model, provider)
         return facts.context_window, ("no model given: window and minimum of the default "
                                       f"model ({facts.row}, {facts.origin}, "
                                       f"{facts.source_date})")
-    where = f"the model table: {facts.row}, {facts.origin}, {facts.source_date}"
-    return facts.context_window, where + (f"; {facts.note}" if facts.note else "")
+    found = context_window(model, provider, override)
+    if not model and override is None:
+        return found.tokens, f"{found.source}; the record names no model"
+    return found.tokens, found.source
 
 
 def _blocks_of(provider: str, request: ChatRequest, counter: TokenCounter) -> list[CacheBlock]:
@@ -458,8 +464,14 @@ def _planned_of(plan: CachePlan) -> dict[str, int]:
             "uncached": plan.uncached_tokens}
 
 
-def _row(number: int, plan: CachePlan, usage: ReportedUsage | None) -> RoundRow:
-    return RoundRow(number, _planned_of(plan), _reported(usage))
+def _row(number: int, plan: CachePlan, usage: ReportedUsage | None,
+         fit: dict[str, Any] | None = None) -> RoundRow:
+    return RoundRow(number, _planned_of(plan), _reported(usage), fit)
+
+
+def _fit(r: RoundRecord) -> dict[str, Any] | None:
+    """How a round's request fits the window, as its record keeps it."""
+    return r.window.model_dump(mode="json") if r.window is not None else None
 
 
 def _plan_note(plan: CachePlan, assumed: bool) -> str:
@@ -593,14 +605,16 @@ _NO_TEXT = ("a turn record keeps counts and digests, not text: `pioneer inspect 
             "with the turn's input shows each section's text")
 
 
-def map_turn(record: TurnRecord, *, budget: tuple[int, int]) -> ContextMap:
+def map_turn(record: TurnRecord, *, budget: tuple[int | None, int]) -> ContextMap:
     """The map of a stored turn: the blocks of its last provider round (the whole turn so
     far), and one row per round with the planned cache split beside the reported usage.
 
     A record keeps the token counts of the sections and the history messages, not of the
     tool definitions or of this turn's messages: those blocks show no count, and the
-    planned figures leave them out. ``budget`` is (max_context_tokens, response reserve);
-    the history budget is the record's own when it has a history decision.
+    planned figures leave them out. The window and the reserve are the turn's own when
+    its rounds recorded them, else ``budget`` (the max_context_tokens override or None,
+    the response reserve) as :func:`map_request` takes it; the history budget is the
+    record's own when it has a history decision.
     """
     if all(r.cache is not None for r in record.rounds):
         return _turn_from_plans(record, budget)
@@ -624,7 +638,7 @@ def map_turn(record: TurnRecord, *, budget: tuple[int, int]) -> ContextMap:
         profile_fingerprint=manifest.profile_fingerprint, profile_file="",
         provider=last.provider.provider, model="", placement=last.provider.dynamic_placement,
         blocks=tuple(blocks), budget=_turn_budget(record, blocks, "", "", budget),
-        rounds=tuple(RoundRow(r.round, _planned(p), _reported(r.usage))
+        rounds=tuple(RoundRow(r.round, _planned(p), _reported(r.usage), _fit(r))
                      for r, p in zip(record.rounds, planned, strict=True)),
         diagnostics=tuple(_diagnostic(d) for d in manifest.diagnostics),
         notes=(*notes, _cache_note(None)), no_text=_NO_TEXT,
@@ -632,22 +646,28 @@ def map_turn(record: TurnRecord, *, budget: tuple[int, int]) -> ContextMap:
 
 
 def _turn_budget(record: TurnRecord, blocks: Sequence[Block], model: str, provider: str,
-                 budget: tuple[int, int]) -> Budget:
-    """The budget of a stored turn: its history decision's budget and messages when it
+                 budget: tuple[int | None, int]) -> Budget:
+    """The budget of a stored turn: the window and reserve its last round recorded (else
+    the model's or the override), its history decision's budget and messages when it
     has one (as the budgeter counted them, which is what the text of explain says)."""
     history = record.history
-    max_context, reserve = budget
-    window = _window(model, provider, max_context)
+    override, reserve = budget
+    fit = record.rounds[-1].window
+    if fit is not None:
+        window, reserve = (fit.context_window, fit.window_from), fit.reserve_tokens
+    else:
+        window = _window(model, provider, override)
     if history is None:
         rows = tuple((b.title, b.tokens or 0) for b in blocks if b.category == "history")
-        return Budget(*window, reserve, max(0, max_context - reserve),
-                      _threshold(max_context, reserve), rows, "request")
+        rest = sum(b.tokens or 0 for b in blocks if b.category != "history")
+        share = max(0, window[0] - reserve - rest)
+        return Budget(*window, reserve, share, _threshold(share, 0), rows, "request")
     rows = tuple((f"{m.role} (history)", m.tokens) for m in history.messages)
     return Budget(*window, reserve, history.budget, history.threshold, rows, "budgeter",
                   history.mode)
 
 
-def _turn_from_plans(record: TurnRecord, budget: tuple[int, int]) -> ContextMap:
+def _turn_from_plans(record: TurnRecord, budget: tuple[int | None, int]) -> ContextMap:
     """The map of a turn whose rounds carry their cache plans: the last round's blocks
     as its plan has them, one row per round."""
     last = record.rounds[-1]
@@ -675,7 +695,7 @@ def _turn_from_plans(record: TurnRecord, budget: tuple[int, int]) -> ContextMap:
         provider=last.provider.provider, model=plan.model,
         placement=last.provider.dynamic_placement, blocks=tuple(blocks),
         budget=_turn_budget(record, blocks, plan.model, plan.provider, budget),
-        rounds=tuple(_row(r.round, r.cache, r.usage) for r in record.rounds
+        rounds=tuple(_row(r.round, r.cache, r.usage, _fit(r)) for r in record.rounds
                      if r.cache is not None),
         diagnostics=tuple(_diagnostic(d) for d in manifest.diagnostics),
         notes=tuple(notes), minimum_tokens=plan.minimum_tokens, no_text=_NO_TEXT,

@@ -18,6 +18,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError, Problem
 from .context_map import Block, Budget, ContextMap, RoundRow, as_data
@@ -260,15 +261,30 @@ def _rounds_table(rounds: Sequence[RoundRow]) -> str:
             + "".join(cell(reported, k) for k in ("input_tokens", "cache_read_input_tokens",
                                                    "cache_creation_input_tokens",
                                                    "output_tokens"))
+            + _window_cells(r.window)
             + "</tr>")
     return (
         '<section aria-labelledby="rounds-h"><h2 id="rounds-h">Provider rounds</h2>'
         '<table id="rounds"><thead><tr><th rowspan="2">round</th>'
-        '<th colspan="3">planned tokens</th><th colspan="4">reported by the provider</th></tr>'
+        '<th colspan="3">planned tokens</th><th colspan="4">reported by the provider</th>'
+        '<th colspan="5">fitting the window</th></tr>'
         "<tr><th>read</th><th>written</th><th>uncached</th><th>input</th><th>cache read</th>"
-        "<th>cache written</th><th>output</th></tr></thead><tbody>"
-        + "".join(rows) + "</tbody></table></section>"
+        "<th>cache written</th><th>output</th><th>window</th><th>estimated input</th>"
+        "<th>reserve</th><th>ratio (samples)</th><th>tool results cleared</th></tr></thead>"
+        "<tbody>" + "".join(rows) + "</tbody></table></section>"
     )
+
+
+def _window_cells(window: Mapping[str, Any] | None) -> str:
+    """A round's fit to the window: the window, the estimated input, the reply's reserve,
+    the ratio with its samples and the tool results cleared (dashes when not kept)."""
+    if window is None:
+        return "<td>-</td>" * 5
+    return (f'<td class="num">{window["context_window"]}</td>'
+            f'<td class="num">{window["estimated_input_tokens"]}</td>'
+            f'<td class="num">{window["reserve_tokens"]}</td>'
+            f'<td class="num">{window["ratio"]:.3f} ({window["ratio_samples"]})</td>'
+            f'<td class="num">{window["cleared_tool_results"]}</td>')
 
 
 # Okabe-Ito colours (distinct for the common colour-vision deficiencies); the stability
