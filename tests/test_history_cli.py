@@ -64,11 +64,36 @@ def test_json(db: Path) -> None:
     code, out, _ = run("demo", "--db", str(db), "--json", "--limit", "3")
     data = json.loads(out)
     assert code == 0
-    assert (data["mode"], data["turns_loaded"], data["budget"]) == ("keep", 3, 112_000)
+    # demo-model is not in the model table: the first catch-all family's window, 200,000
+    assert (data["mode"], data["turns_loaded"], data["budget"]) == ("keep", 3, 184_000)
+    assert data["context_window"] == 200_000 and "family anthropic" in data["window_from"]
     assert [m["role"] for m in data["messages"]] == ["user", "assistant"] * 3
     assert data["messages"][0]["content"] == "How slow is the gateway?"
     assert data["artifact_ref_count"] == 1
     assert data["sent_tokens"] == sum(m["tokens"] for m in data["messages"])
+
+
+@pytest.mark.parametrize(("options", "environment", "window", "source"), [
+    (["--model", "gpt-4o"], {}, 128_000, "the model table: gpt-4o, models/models.toml"),
+    (["--model", "gemini-2.5-pro", "--provider", "gemini"], {}, 1_048_576,
+     "the model table: gemini-2.5-pro"),
+    (["--model", "gpt-4o"], {"PIONEER_MAX_CONTEXT_TOKENS": "50000"}, 50_000,
+     "the max_context_tokens setting"),
+    (["--max-context-tokens", "9000"], {"PIONEER_MAX_CONTEXT_TOKENS": "50000"}, 9_000,
+     "--max-context-tokens"),
+], ids=["model-table", "model-and-provider", "setting-overrides", "option-overrides"])
+def test_the_window_is_the_models_unless_overridden(
+    db: Path, monkeypatch: pytest.MonkeyPatch, options: list[str], environment: dict[str, str],
+    window: int, source: str,
+) -> None:
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    code, out, _ = run("demo", "--db", str(db), "--json", *options)
+    data = json.loads(out)
+    assert code == 0
+    assert (data["context_window"], data["budget"]) == (window, window - 16_000 if window > 16_000
+                                                        else 0)
+    assert data["window_from"].startswith(source)
 
 
 def test_a_limit_the_thread_passes_cuts_the_window_back(db: Path) -> None:

@@ -28,7 +28,7 @@ def nothing_to_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def test_defaults() -> None:
     settings = PioneerSettings()
     assert (settings.home, settings.home_directory, settings.max_context_tokens) == (
-        Path.home() / ".pioneer", ".pioneer", 128_000
+        Path.home() / ".pioneer", ".pioneer", None
     )
     assert settings.database == Path.home() / ".pioneer" / "pioneer.db"
 
@@ -66,13 +66,13 @@ def test_the_deployment_file_is_found_from_a_subfolder(
     settings = PioneerSettings.load()
     assert settings.max_context_tokens == 5
     assert [path.resolve() for path in settings.profile_path] == [tmp_path / "p"]
-    assert PioneerSettings.load(discover=False).max_context_tokens == 128_000
+    assert PioneerSettings.load(discover=False).max_context_tokens is None
 
 
 def test_a_library_caller_reads_no_file_unless_asked(tmp_path: Path) -> None:
     (tmp_path / "pioneer.toml").write_text("max_context_tokens = 5\n")
-    assert PioneerSettings().max_context_tokens == 128_000
-    assert PromptCompiler().settings.max_context_tokens == 128_000
+    assert PioneerSettings().max_context_tokens is None
+    assert PromptCompiler().settings.max_context_tokens is None
     assert PioneerSettings.load(tmp_path / "pioneer.toml").max_context_tokens == 5
 
 
@@ -87,7 +87,7 @@ def test_pioneer_config_names_a_file(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 
 def test_a_deployment_folder_of_that_name_is_not_a_file(tmp_path: Path) -> None:
     (tmp_path / "pioneer.toml").mkdir()
-    assert PioneerSettings.load().max_context_tokens == 128_000
+    assert PioneerSettings.load().max_context_tokens is None
 
 
 def _cli(*args: str) -> tuple[int, str]:
@@ -104,7 +104,7 @@ def test_an_unknown_key_is_named_at_its_line_with_a_suggestion(tmp_path: Path) -
         'pioneer.toml:3: profile_paths: unknown key (did you mean "profile_path"?)\n'
         'pioneer.toml:4: nope: unknown key (known: home, home_directory, '
         "profile_path, template_path, max_context_tokens, response_reserve_tokens, "
-        "summary_model, summary_base_url, summary_api_key_env, summary_timeout, "
+        "tool_result_clear_batch_tokens, summary_model, summary_base_url, summary_api_key_env, summary_timeout, "
         "summary_allow_http, store_path, dynamic_placement, truncate_low_water, "
         "keep_recent_tokens, history_tool_rounds, store_url, postgres_lock_timeout, "
         "postgres_statement_timeout, "

@@ -7,7 +7,7 @@ import json
 from typing import TextIO
 
 from ..episodic.index import EpisodicIndex
-from ..errors import UsageError, counted
+from ..errors import StoreError, UsageError, counted
 from ..history.budget import HistoryBudgeter, HistoryDecision, HistoryLimits
 from ..history.store import MAX_TURNS
 from ..history.summarizer import summarizer_from_settings
@@ -55,7 +55,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with open_command_store(args, settings, write=args.summarize) as store, \
             EpisodicIndex(store):  # a summary stored here is indexed with it
         thread = store.get_thread(args.thread)
-        window = _window(args, settings, thread.model if thread else None)
+        if thread is None:
+            raise StoreError(f"{store.where}: thread {args.thread!r} does not exist")
+        window = _window(args, settings, thread.model)
         limits = HistoryLimits.from_tokens(
             window.tokens,
             settings.response_reserve_tokens if args.reserve_tokens is None
@@ -75,10 +77,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 "window_from": window.source}
         out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         return 0
-    model = thread.model if thread and thread.model else "no model recorded"
+    model = thread.model or "no model recorded"
     out.write(f"thread {decision.thread_id} ({model})\n")
-    out.write(f"window     {window.tokens} tokens ({window.source}); a turn also subtracts "
-              "the prompt, the tools and its own messages\n")
+    out.write(f"window     {window.tokens} tokens ({window.source})\n")
     out.write(render_decision(decision))
     if decision.mode == "truncate" and summarizer is None and decision.turns_loaded:
         hint = (
