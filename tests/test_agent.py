@@ -34,13 +34,14 @@ from pioneer import (
     read_response,
 )
 from pioneer.agent import ENTRY_KEY, RECORD_KEY, ProviderName
-from pioneer.agent.window import PriorCalibrator, TurnWindow
+from pioneer.agent.window import TurnWindow
 from pioneer.audit import HistorySnapshot, ToolRecord, TurnAudit, TurnRecord, TurnRecords
 from pioneer.audit.explain import explain_turn, render_text
 from pioneer.cli import main
 from pioneer.episodic import EpisodicIndex, episodic_recall_subscription
 from pioneer.episodic.recall import HISTORY_KEY
 from pioneer.history import HistoryBudgeter, HistoryLimits
+from pioneer.history.calibration import Calibrator
 from pioneer.history.open import configured_store
 from pioneer.history.postgres_store import PostgresStore
 from pioneer.hooks.registry import TurnContext
@@ -111,7 +112,7 @@ def _low_level_turn(store: Any, records: TurnRecords, index: EpisodicIndex,
     store.ensure_thread(THREAD, model=model)
     newest = store.get_thread_conversation_history(THREAD, 1)
     previous = records.get(newest[-1].turn_id) if newest else None
-    window = TurnWindow(model, compiler.settings, SamplingOptions(), PriorCalibrator())
+    window = TurnWindow(model, compiler.settings, SamplingOptions(), Calibrator(store))
     limits = window.history_limits(provider, user_text, [agent_loop.READ_FILE], previous)
     decision = HistoryBudgeter(store, limits,
                                summary_deadline=compiler.settings.summary_timeout).build(THREAD)
@@ -154,6 +155,7 @@ def _low_level_turn(store: Any, records: TurnRecords, index: EpisodicIndex,
         text = "" if calls else f"Answer {number}."
         reply = read_response(provider, _answer(provider, text, calls, plan))
         audit.report_reply(round_.number, reply)
+        window.observe(provider, audit.rounds[-1].window)  # the calibration learns
         if not calls:
             break
         assert reply.message is not None

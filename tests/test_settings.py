@@ -104,7 +104,8 @@ def test_an_unknown_key_is_named_at_its_line_with_a_suggestion(tmp_path: Path) -
         'pioneer.toml:3: profile_paths: unknown key (did you mean "profile_path"?)\n'
         'pioneer.toml:4: nope: unknown key (known: home, home_directory, '
         "profile_path, template_path, max_context_tokens, response_reserve_tokens, "
-        "tool_result_clear_batch_tokens, summary_model, summary_base_url, summary_api_key_env, summary_timeout, "
+        "tool_result_clear_batch_tokens, summary_model, summary_base_url, "
+        "summary_api_key_env, summary_timeout, "
         "summary_allow_http, store_path, dynamic_placement, truncate_low_water, "
         "keep_recent_tokens, history_tool_rounds, store_url, postgres_lock_timeout, "
         "postgres_statement_timeout, "

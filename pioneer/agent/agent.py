@@ -25,6 +25,7 @@ from ..episodic.index import EpisodicIndex
 from ..episodic.recall import episodic_recall_subscription
 from ..errors import InputError, Problem
 from ..history.budget import HistoryBudgeter, HistoryLimits
+from ..history.calibration import Calibrator
 from ..history.open import open_store
 from ..history.store import DatabaseStore
 from ..history.summarizer import Summarizer
@@ -39,7 +40,6 @@ from ..sections.tool_domains import DEFAULT_TOOL_DOMAINS
 from ..settings import HistoryToolRounds, PioneerSettings
 from ..tools.visibility import ToolCatalog, checked_shapes
 from .rounds import check_max_rounds
-from .window import PriorCalibrator
 
 if TYPE_CHECKING:
     from .turn import Turn
@@ -159,7 +159,7 @@ class Agent:
         self.records = TurnRecords(self.store)
         #: The ratio of provider tokens to local ones, per provider and model, learnt from
         #: the replies (docs/history.md, "Budgeting").
-        self.calibration = PriorCalibrator(self.store)
+        self.calibration = Calibrator(self.store)
         self.index = EpisodicIndex(self.store) if recall else None
 
     def model_rules(self) -> AbstractContextManager[Any]:

@@ -49,6 +49,7 @@ from ..history.budget import HistoryDecision
 from ..history.models import HistoryEntry
 from ..hooks.models import TURN_PROMPT_PHASES, TurnContext
 from ..providers import build_request_body, read_response
+from ..providers.overflow import ContextOverflow
 from ..providers.replies import ModelReply
 from ..providers.request import ChatMessage, ChatRequest, ToolCall, ToolResult
 from ..sections.skills import build_skills_prompt, resolve_skill_outcomes
@@ -257,6 +258,23 @@ class Turn:
         self._results = {o.call_id: o.result for o in outcomes if o.result is not None}
         self._last = Step(number, reply, outcomes, calls, last=self._round.closed)
         return self._last
+
+    def receive_error(self, error: object) -> ContextOverflow | None:
+        """What the provider answered instead of a reply to the last body: the official
+        SDK's exception, or the error body (JSON as a dict, text or bytes).
+
+        A context-length error is returned as a
+        :class:`~pioneer.providers.ContextOverflow`: the count it names calibrates the
+        model's ratio against the body sent, and the next :meth:`next_body` builds the
+        round again so that it fits (docs/history.md, "A turn that grows past the
+        window"). Any other error gives None. Either way the body stays unanswered: call
+        :meth:`next_body` to build it again, or end the turn with
+        ``finish(assistant_text=...)``."""
+        self._check_open()
+        started = self._started
+        if started is None or self._provider is None:
+            raise InputError("no request is waiting for its reply; call next_body() first")
+        return self._window.overflow(self._provider, error, started.audit.rounds[-1].window)
 
     def add_tool_result(self, call_id: str, content: str, *, is_error: bool = False) -> None:
         """The result of a call the application ran (one of :attr:`Step.runnable`)."""

@@ -22,12 +22,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..audit.record import TurnRecord, WindowRecord
 from ..errors import ContextWindowError, Problem
 from ..history.budget import HistoryBudgeter, HistoryDecision, HistoryLimits
+from ..history.calibration import TokenRatio
 from ..providers.models import ModelFacts, model_facts
+from ..providers.overflow import ContextOverflow, read_context_error
 from ..providers.request import ChatMessage, ChatRequest, SamplingOptions, ToolResult, ToolSpec
 from ..providers.window import (
     ContextWindow,
@@ -45,60 +47,17 @@ if TYPE_CHECKING:
     from .agent import Agent
 
 __all__ = [
-    "PRIOR_MARGIN",
     "Calibration",
     "Fitted",
-    "PriorCalibrator",
-    "TokenRatio",
     "TurnWindow",
     "cleared_text",
     "estimate_for",
     "local_capacity",
 ]
 
-#: The safety share added to a prior ratio (no reply has calibrated it yet).
-PRIOR_MARGIN = 0.10
-
-
-def estimate_for(facts: ModelFacts) -> tuple[TokenCounter, float]:
-    """The local token counter of ``facts``'s model and its prior ratio (provider tokens
-    per local token)."""
-    return default_counter(), 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class TokenRatio:
-    """Provider tokens per local token, a fixed per-request overhead, how many replies
-    they were learnt from, and the safety share added while those are few."""
-
-    ratio: float
-    overhead: int
-    samples: int
-    margin: float
-
-    def estimate(self, local_tokens: int) -> int:
-        """The provider's count of a request of ``local_tokens`` local tokens."""
-        return math.ceil(self.ratio * local_tokens + self.overhead)
-
-    def budgeted(self, local_tokens: int) -> int:
-        """:meth:`estimate` with the safety margin: what a request is budgeted at."""
-        return math.ceil((self.ratio * local_tokens + self.overhead) * (1 + self.margin))
-
-
-class PriorCalibrator:
-    """The model table's prior ratio with its margin, for every provider and model."""
-
-    def __init__(self, store: Any = None) -> None:
-        self.store = store
-
-    def ratio(self, provider: str, model: str, facts: ModelFacts) -> TokenRatio:
-        """The ratio of ``model`` as ``provider`` counts it."""
-        return TokenRatio(estimate_for(facts)[1], 0, 0, PRIOR_MARGIN)
-
-    def observe(self, provider: str, model: str, local_tokens: int,
-                reported_tokens: int) -> TokenRatio:
-        """What a reply reported for a request of ``local_tokens``; the prior learns nothing."""
-        return self.ratio(provider, model, model_facts(model, provider))
+def estimate_for(facts: ModelFacts) -> TokenCounter:
+    """The local token counter of ``facts``'s model."""
+    return default_counter()
 
 
 def local_capacity(ratio: TokenRatio, limit: int) -> int:
@@ -134,14 +93,15 @@ class Fitted:
 
 
 class Calibration(Protocol):
-    """Where the ratio of provider tokens to local ones is kept and learnt."""
+    """Where the ratio of provider tokens to local ones is kept and learnt
+    (:class:`~pioneer.history.calibration.Calibrator`)."""
 
-    def ratio(self, provider: str, model: str, facts: ModelFacts) -> TokenRatio:
+    def ratio(self, provider: str, model: str, facts: object) -> TokenRatio:
         """The ratio of ``model`` as ``provider`` counts it."""
         ...
 
-    def observe(self, provider: str, model: str, local_tokens: int,
-                reported_tokens: int) -> TokenRatio:
+    def observe(self, provider: str, model: str, local_tokens: int, reported_tokens: int,
+                facts: object) -> TokenRatio:
         """What a reply reported for a request of ``local_tokens`` local tokens."""
         ...
 
@@ -197,7 +157,7 @@ class TurnWindow:
 
     def counter(self, provider: str) -> TokenCounter:
         """The local counter of the agent's model."""
-        return estimate_for(self.facts(provider))[0]
+        return estimate_for(self.facts(provider))
 
     # -- before the first round ----------------------------------------------------------
 
@@ -300,12 +260,34 @@ class TurnWindow:
 
     # -- after each reply ----------------------------------------------------------------
 
+    def overflow(self, provider: str, error: object,
+                 sent: WindowRecord | None) -> ContextOverflow | None:
+        """Read ``error`` (an SDK exception or an error body) as a context-length error of
+        ``provider``; when it is one, the count it names calibrates against the local
+        count of the body ``sent``, and the turn's later bodies are budgeted at no less
+        than that body's true ratio (10% above the one used when the error gives no
+        count) and within the maximum it names."""
+        found = read_context_error(provider, error)
+        if found is None:
+            return None
+        if found.maximum_tokens:
+            self.maximum = min(self.maximum or found.maximum_tokens, found.maximum_tokens)
+        if sent is not None and sent.local_input_tokens:
+            if found.reported_tokens:
+                self.calibration.observe(provider, self.model, sent.local_input_tokens,
+                                         found.reported_tokens, self.facts(provider))
+                floor = found.reported_tokens / sent.local_input_tokens
+            else:
+                floor = sent.ratio * 1.1
+            self.floor = max(self.floor, floor)
+        return found
+
     def observe(self, provider: str, window: WindowRecord | None) -> None:
         """Set the input the provider reported for a round against its local count."""
         if window is None or not window.reported_input_tokens or not window.local_input_tokens:
             return
         self.calibration.observe(provider, self.model, window.local_input_tokens,
-                                       window.reported_input_tokens)
+                                 window.reported_input_tokens, self.facts(provider))
 
 
 def _history(decision: HistoryDecision) -> list[ChatMessage]:

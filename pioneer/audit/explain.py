@@ -423,7 +423,7 @@ def _window_lines(window: WindowRecord) -> list[str]:
     samples = window.ratio_samples
     learnt = (f"learnt from {samples} {'reply' if samples == 1 else 'replies'}"
               if samples else "the model table's prior")
-    margin = f", margin {window.margin:.0%}" if window.margin else ""
+    margin = f", budgeted with a margin of {window.margin:.2f}x" if window.margin > 1 else ""
     lines = [
         f"window: {window.context_window:,} tokens ({window.window_from or 'not recorded'})",
         f"  estimated input {window.estimated_input_tokens:,} (history "

@@ -348,8 +348,8 @@ class WindowRecord(CheckedModel):
     """How one round's request fits the context window (docs/history.md, "Budgeting").
 
     Token figures are the provider's tokens as estimated: the local count times the
-    calibrated ratio, plus its overhead; the safety margin the fit adds while the ratio
-    has few samples is not in them.
+    calibrated ratio, plus its overhead; the margin the fit multiplies them by is not in
+    them.
     """
 
     model_config = EDGE_CONFIG
@@ -374,8 +374,9 @@ class WindowRecord(CheckedModel):
     ratio_samples: int = Field(
         ge=0, description="Replies the ratio was learnt from (0: the model table's prior).")
     margin: float = Field(
-        default=0.0, ge=0, description="Safety share added to the estimate while the ratio "
-        "has few samples.")
+        default=1.0, ge=1, description="The factor the fit multiplied the estimate by: the "
+        "prior's margin until the ratio has enough samples, then the spread of the recent "
+        "ones.")
     cleared_tool_results: int = Field(
         ge=0, description="This turn's tool results sent as a one-line placeholder.")
     reported_input_tokens: int | None = Field(
