@@ -6,6 +6,7 @@ explain shows it."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import math
 import sys
@@ -80,7 +81,9 @@ def _reply(agent: Agent, window: WindowRecord | None, calls: list[ToolCall], tex
     assert window is not None
     reported = math.ceil(window.local_input_tokens * true_ratio)
     usage = agent_loop.usage(agent.provider, _Plan(reported), 5)
-    return agent_loop.response(agent.provider, agent.model, text, calls, usage)
+    response: dict[str, Any] = agent_loop.response(agent.provider, agent.model, text, calls,
+                                                   usage)
+    return response
 
 
 class _Plan:
@@ -191,7 +194,7 @@ def test_eight_large_tool_rounds_stay_under_the_window_clearing_oldest_first_in_
     assert all(w is not None and _fits(w) for w in windows)
     cleared = [w.cleared_tool_results for w in windows if w is not None]
     assert cleared[0] == 0 and cleared[-1] >= 4 and cleared == sorted(cleared)
-    for before, after in zip(cleared, cleared[1:], strict=False):
+    for before, after in itertools.pairwise(cleared):
         # a batch frees at least 9,000 tokens: two 6,000-token results at a time
         assert after == before or after - before >= 2
     for number, body in enumerate(bodies):
