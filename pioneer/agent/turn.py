@@ -266,8 +266,9 @@ class Turn:
         A context-length error is returned as a
         :class:`~pioneer.providers.ContextOverflow`: the count it names calibrates the
         model's ratio against the body sent, and the next :meth:`next_body` builds the
-        round again so that it fits (docs/history.md, "A turn that grows past the
-        window"). Any other error gives None. Either way the body stays unanswered: call
+        round again so that it fits
+        (docs/history.md, "A turn that grows past the window").
+        Any other error gives None. Either way the body stays unanswered: call
         :meth:`next_body` to build it again, or end the turn with
         ``finish(assistant_text=...)``."""
         self._check_open()

@@ -144,9 +144,9 @@ class TurnWindow:
                                  f"error (the window was {found.tokens:,}, {found.source})")
         return found
 
-    def reserve(self) -> ReplyReserve:
+    def reserve(self, provider: str) -> ReplyReserve:
         """The reply's reserve: ``max_tokens``, else ``response_reserve_tokens``."""
-        return reply_reserve(self.sampling, self.settings.response_reserve_tokens)
+        return reply_reserve(self.sampling, self.settings.response_reserve_tokens, provider)
 
     def ratio(self, provider: str) -> TokenRatio:
         """The calibrated ratio of the agent's model, under the turn's floor."""
@@ -173,7 +173,7 @@ class TurnWindow:
         if first is not None:
             rest = max(rest, first.local_input_tokens - first.local_history_tokens)
         capacity = local_capacity(self.ratio(provider),
-                                  self.window(provider).tokens - self.reserve().tokens)
+                                  self.window(provider).tokens - self.reserve(provider).tokens)
         share = max(0, capacity - rest)
         given = self.limits
         if given is not None and given.budget <= share:
@@ -191,7 +191,7 @@ class TurnWindow:
         when it cannot fit."""
         counter = self.counter(provider)
         ratio = self.ratio(provider)
-        window, reserve = self.window(provider), self.reserve()
+        window, reserve = self.window(provider), self.reserve(provider)
         capacity = local_capacity(ratio, window.tokens - reserve.tokens)
         turn = [self._as_cleared(m) for m in messages]
         request = build(_history(decision) + turn)

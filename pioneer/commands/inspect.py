@@ -156,14 +156,14 @@ def _map(args: argparse.Namespace, compiler: PromptCompiler, request: ChatReques
         return context_map.map_request(
             compiler, request.model_copy(update={"compiled_prompt": payload}), args.provider,
             profile=profile,
-            budget=(settings.max_context_tokens, _reserve(request, settings)))
+            budget=(settings.max_context_tokens, _reserve(request, settings, args.provider)))
 
 
-def _reserve(request: ChatRequest, settings: PioneerSettings) -> int:
+def _reserve(request: ChatRequest, settings: PioneerSettings, provider: str) -> int:
     """The reply's reserve: the request's max_tokens, else response_reserve_tokens."""
     from ..providers.window import reply_reserve
 
-    return reply_reserve(request.sampling, settings.response_reserve_tokens).tokens
+    return reply_reserve(request.sampling, settings.response_reserve_tokens, provider).tokens
 
 
 def _context_map(args: argparse.Namespace, compiler: PromptCompiler,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..tokens import MESSAGE_OVERHEAD, TokenCounter
+from .anthropic import DEFAULT_MAX_TOKENS
 from .models import model_facts
 from .request import ChatMessage, ChatRequest, SamplingOptions, ToolSpec
 
@@ -65,10 +66,15 @@ def context_window(model: str, provider: str | None, override: int | None) -> Co
     return ContextWindow(facts.context_window, where + (f"; {facts.note}" if facts.note else ""))
 
 
-def reply_reserve(sampling: SamplingOptions | None, response_reserve_tokens: int) -> ReplyReserve:
-    """The request's ``max_tokens`` when it sets one, else ``response_reserve_tokens``."""
+def reply_reserve(sampling: SamplingOptions | None, response_reserve_tokens: int,
+                  provider: str | None = None) -> ReplyReserve:
+    """The request's ``max_tokens`` when it sets one, else ``response_reserve_tokens``
+    (for ``anthropic``, at least the ``max_tokens`` its body then carries: Anthropic
+    counts it against the window)."""
     if sampling is not None and sampling.max_tokens is not None:
         return ReplyReserve(sampling.max_tokens, "max_tokens")
+    if provider == "anthropic" and response_reserve_tokens < DEFAULT_MAX_TOKENS:
+        return ReplyReserve(DEFAULT_MAX_TOKENS, "max_tokens")
     return ReplyReserve(response_reserve_tokens, "response_reserve_tokens")
 
 
