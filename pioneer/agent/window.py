@@ -41,7 +41,7 @@ from ..providers.window import (
     tool_local_tokens,
 )
 from ..settings import PioneerSettings
-from ..tokens import TokenCounter, default_counter, message_tokens
+from ..tokens import TokenCounter, counter_for, message_tokens
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -56,8 +56,9 @@ __all__ = [
 ]
 
 def estimate_for(facts: ModelFacts) -> TokenCounter:
-    """The local token counter of ``facts``'s model."""
-    return default_counter()
+    """The local token counter of ``facts``'s model: the tokenizer its model table row
+    names (cl100k or o200k)."""
+    return counter_for(facts.tokenizer)
 
 
 def local_capacity(ratio: TokenRatio, limit: int) -> int:
