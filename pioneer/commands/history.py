@@ -7,7 +7,7 @@ import json
 from typing import TextIO
 
 from ..episodic.index import EpisodicIndex
-from ..errors import StoreError, UsageError, counted
+from ..errors import StoreError, counted
 from ..history.budget import HistoryBudgeter, HistoryDecision, HistoryLimits
 from ..history.store import MAX_TURNS
 from ..history.summarizer import summarizer_from_settings
@@ -97,17 +97,17 @@ def _window(args: argparse.Namespace, settings: PioneerSettings,
     override = args.max_context_tokens if args.max_context_tokens is not None \
         else settings.max_context_tokens
     name = args.model or model
-    if override is None and not name:
-        raise UsageError("the thread records no model: pass --model or --max-context-tokens "
-                         "(or set max_context_tokens)")
     if override is not None:
         return ContextWindow(override, "--max-context-tokens" if args.max_context_tokens
                              is not None else "the max_context_tokens setting")
-    assert name is not None
     # The deployment's rows over the built-in table, as a turn of the agent reads it.
     table = load_model_table(settings.model_path) if settings.model_path else model_table()
     with using_model_table(table):
-        return context_window(name, args.provider, None)
+        found = context_window(name or "", args.provider, None)
+    if name:
+        return found
+    return ContextWindow(found.tokens, f"{found.source}; the thread records no model: pass "
+                         "--model or --max-context-tokens")
 
 
 def _share(part: int, whole: int) -> str:
