@@ -42,6 +42,7 @@ from ..providers.window import (
 )
 from ..settings import PioneerSettings
 from ..tokens import TokenCounter, counter_for, message_tokens
+from .history import conversation
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -292,4 +293,4 @@ class TurnWindow:
 
 
 def _history(decision: HistoryDecision) -> list[ChatMessage]:
-    return [ChatMessage(role=m.role, content=m.content) for m in decision.messages]
+    return conversation(decision.messages)[0]
