@@ -67,14 +67,14 @@ def test_inspect_command_never_seeds_the_home(tmp_path: Path) -> None:
     lines = out.getvalue().splitlines()
     assert lines[1].split() == ["SECTION", "STABILITY", "CHARS", "TOKENS", "SOURCE", "TEMPLATE",
                                 "STATUS"]
-    assert "soul_core              stable         -       -  -        templates/bootstrap_file." \
-        "md.j2         omitted: SOUL.md is missing" in lines
+    assert "soul_core              stable         -       -  -        <built-in>/templates/" \
+        "bootstrap_file.md.j2         omitted: SOUL.md is missing" in lines
     out = io.StringIO()
     assert main(["inspect", "--home", str(home), "--profile", "none", "--json"], stdout=out) == 0
     assert json.loads(out.getvalue())["sections"] == [{
         "chars": 97, "id": "identity_base", "reason": None, "source": "builtin",
         "stability": "stable", "status": "kept", "tokens": 20,
-        "template": "templates/identity_base.md.j2", "deployment": False,
+        "template": "<built-in>/templates/identity_base.md.j2", "deployment": False,
     }]
 
 

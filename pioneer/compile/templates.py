@@ -444,13 +444,14 @@ def _locate(env: jinja2.Environment, name: str) -> str:
 
 
 def display_name(filename: str | None) -> str:
-    """How an error names a template file: under ``templates/`` when built in, else its path."""
+    """How messages name a template file: ``<built-in>/templates/NAME`` when it ships in
+    the package (a deployment's own ``templates/`` folder is not it), else its path."""
     if not filename:
         return "<template>"
     path = Path(filename)
     builtin = builtin_dir("templates")
     try:
-        return f"templates/{path.relative_to(builtin).as_posix()}"
+        return f"<built-in>/templates/{path.relative_to(builtin).as_posix()}"
     except ValueError:
         return str(path)
 
