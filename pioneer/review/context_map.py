@@ -806,7 +806,8 @@ def render_text(cmap: ContextMap, *, sections: bool = True) -> str:
     """The map for a terminal: one line per block (``sections=False`` leaves out the
     section rows, for a view that lists them already), then the category summary."""
     shown = [b for b in cmap.blocks if sections or b.kind not in ("stable", "dynamic")]
-    model = f", model {cmap.model}" if cmap.model else ""
+    model = (", no model given" if cmap.model == NO_MODEL
+             else f", model {cmap.model}" if cmap.model else "")
     head = ("BLOCK", "KIND", "TOKENS", "CACHE")
     cells = [head] + [(b.title, b.kind, _n(b.tokens), _cache_cell(b)) for b in shown]
     widths = [max(len(row[c]) for row in cells) for c in range(len(head))]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, Problem
-from .context_map import Block, Budget, ContextMap, RoundRow, as_data
+from .context_map import NO_MODEL, Block, Budget, ContextMap, RoundRow, as_data
 
 __all__ = ["render_error_page", "render_html", "write_page"]
 
@@ -54,7 +54,8 @@ def render_html(cmap: ContextMap, *, live: bool = False) -> str:
     # Every "<" as \u003c: no "</script>" can close the data block and no "<!--" can
     # start the parser's double-escaped state, which would swallow the page's script.
     embedded = json.dumps(data, sort_keys=True, ensure_ascii=False).replace("<", "\\u003c")
-    model = f", model {e(cmap.model)}" if cmap.model else ""
+    model = (", no model given (the default model's window and minimum)"
+             if cmap.model == NO_MODEL else f", model {e(cmap.model)}" if cmap.model else "")
     return _PAGE.format(
         title=e(cmap.title), profile=e(cmap.profile),
         profile_file=f" from <code>{e(cmap.profile_file)}</code>" if cmap.profile_file else "",
@@ -190,7 +191,8 @@ def _window_section(cmap: ContextMap) -> str:
         f'{row["category"]}"></span>{e(row["label"])}</td><td class="num">{row["tokens"]}</td>'
         f'<td class="num">{_pct(row["share"])}</td><td>{e(row["detail"])}</td></tr>'
         for row in rows)
-    model = f"model <code>{e(cmap.model)}</code>: " if cmap.model else ""
+    model = f"model <code>{e(cmap.model)}</code>: " if cmap.model and (
+        cmap.model != NO_MODEL) else ""
     minimum = ""
     if cmap.minimum_tokens is not None:
         prefix = sum(b.tokens or 0 for b in cmap.blocks
