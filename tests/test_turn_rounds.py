@@ -230,3 +230,24 @@ def test_a_cut_reply_is_continued_and_stored_whole(home: Path, provider: Provide
     text = json.dumps(wire)
     assert "Your previous reply was cut off by the output limit." in text
     assert text.index("Boots, tent, ") < text.rindex("Continue.")
+
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_changed_tool_choice_breaks_the_message_prefix_on_anthropic_only(
+    provider: ProviderName,
+) -> None:
+    """Anthropic keeps the tools and system entries across a change of tool_choice, not
+    the messages': the cache plan's digests say so."""
+    from pioneer import ChatMessage, ChatRequest, build_request_body
+    from pioneer.audit.cache_report import request_blocks
+
+    request = ChatRequest(model=agent_loop.MODELS[provider], tools=[READ_FILE], messages=[
+        ChatMessage.user("Read my notes."),
+        ChatMessage.assistant("", tool_calls=[_call(1)]),
+        ChatMessage.tool("c1", "The notes.")])
+    closed = request.model_copy(update={"tool_choice": "none"})
+    digests = [[b.digest for b in request_blocks(provider, r, build_request_body(provider, r))]
+               for r in (request, closed)]
+    assert digests[0][0] == digests[1][0]  # the tools
+    assert (digests[0][1:] == digests[1][1:]) == (provider != "anthropic")

@@ -284,10 +284,16 @@ def request_blocks(
 
     blocks: list[CacheBlock] = []
     digest = ""
+    # Anthropic keeps the tools and system entries when tool_choice changes, not the
+    # messages' (docs/providers.md, "Anthropic cache marks"): the choice is part of the
+    # prefix from the first message on.
+    choice = body.get("tool_choice") if provider == "anthropic" else None
     for position, raw in enumerate([*head, *conversation]):
         text = _text_of(raw.content)
         kind = _kind(raw, position - len(head), text, plan.stable, plan.dynamic, plan.cache_first,
                      history_count)
+        if position == len(head) and choice is not None:
+            digest = _digest(digest, {"tool_choice": choice})
         digest = _digest(digest, raw.content)
         blocks.append(CacheBlock(
             index=position, kind=kind, label=raw.label, tokens=count(text), chars=len(text),
