@@ -17,13 +17,17 @@ The first :meth:`Turn.next_body` loads the thread's history window and budgets i
 once for the turn (tools registered at ``turn.pre_tool_materialization``, then the
 prompt phases, thread episodic recall among them) and reads the cache plans of the
 thread's previous turn record. Every call then compiles the round with the history's
-artifact refs, fixes the round's visible tools, builds the provider body and audits the
-round (its cache plan against the thread's earlier requests). :meth:`Turn.receive` reads
-the reply (:func:`~pioneer.providers.read_response`), reports its usage and judges each
-tool call; :meth:`Turn.finish` stores the turn and its record in one transaction (the
-episodic index writes its snippets in the same one) and runs the ``turn.post_turn``
-hooks. One ``invoke_agent`` span covers the turn, parent of the compile and ``chat``
-spans. ``next_body`` (its first call) and ``finish`` block on the store and the
+artifact refs, fixes the round's visible tools, fits the whole request to the model's
+context window (:mod:`pioneer.agent.window`: this turn's oldest tool results cleared,
+then the history cut, else :class:`~pioneer.errors.ContextWindowError` before
+sending), builds the provider body and audits the round (its cache plan against the
+thread's earlier requests, its window). :meth:`Turn.receive` reads
+the reply (:func:`~pioneer.providers.read_response`), reports its usage (which
+calibrates the token ratio) and judges each tool call; :meth:`Turn.receive_error` reads
+a context-length error instead; :meth:`Turn.finish` stores the turn and its record in
+one transaction (the episodic index writes its snippets in the same one) and runs the
+``turn.post_turn`` hooks. One ``invoke_agent`` span covers the turn, parent of the
+compile and ``chat`` spans. ``next_body`` (its first call) and ``finish`` block on the store and the
 summarizer: from asyncio, call them with ``asyncio.to_thread``.
 """
 
@@ -501,6 +505,7 @@ class Turn:
         if step.done and continuation and not step.calls:
             self._cut.append(step.text)
             self._messages.append(ChatMessage.user(CONTINUE_TEXT))
+            self._newest = frozenset()
             self._last = None
             return
         if step.done:

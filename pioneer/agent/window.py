@@ -124,8 +124,11 @@ class TurnWindow:
     cleared: dict[str, ToolResult] = field(default_factory=dict)
     #: A context-length error's limit, when it was below the window.
     maximum: int | None = None
-    #: A floor under the ratio from a context-length error that gave no count.
+    #: A floor under the ratio from a context-length error.
     floor: float = 0.0
+    #: The history's chat messages, by the decision they were made from (one per turn,
+    #: unless a round cuts it).
+    _sent: tuple[HistoryDecision, list[ChatMessage]] | None = None
 
     @classmethod
     def of(cls, agent: Agent) -> TurnWindow:
@@ -196,7 +199,7 @@ class TurnWindow:
         window, reserve = self.window(provider), self.reserve(provider)
         capacity = local_capacity(ratio, window.tokens - reserve.tokens)
         turn = [self._as_cleared(m) for m in messages]
-        request = build(_history(decision) + turn)
+        request = build(self._history(decision) + turn)
         fixed = system_local_tokens(request, counter) + tool_local_tokens(request.tools, counter)
         sizes = [message_local_tokens(m, counter) for m in turn]
         if fixed + sum(sizes) + decision.sent_tokens > capacity:
@@ -221,7 +224,7 @@ class TurnWindow:
                     decision, capacity - rest,
                     f"round {round_number}: this turn's messages left the history "
                     f"{capacity - rest} tokens")
-            request = build(_history(decision) + turn)
+            request = build(self._history(decision) + turn)
         local = fixed + sum(sizes) + decision.sent_tokens
         record = WindowRecord(
             context_window=window.tokens, window_from=window.source,
@@ -232,6 +235,12 @@ class TurnWindow:
             ratio=ratio.ratio, ratio_samples=ratio.samples, margin=ratio.margin,
             cleared_tool_results=len(self.cleared))
         return Fitted(request, decision, record)
+
+    def _history(self, decision: HistoryDecision) -> list[ChatMessage]:
+        """The history as the request carries it (made once per decision)."""
+        if self._sent is None or self._sent[0] is not decision:
+            self._sent = (decision, conversation(decision.messages)[0])
+        return list(self._sent[1])
 
     def _as_cleared(self, message: ChatMessage) -> ChatMessage:
         result = message.tool_result
@@ -290,7 +299,3 @@ class TurnWindow:
             return
         self.calibration.observe(provider, self.model, window.local_input_tokens,
                                  window.reported_input_tokens, self.facts(provider))
-
-
-def _history(decision: HistoryDecision) -> list[ChatMessage]:
-    return conversation(decision.messages)[0]
