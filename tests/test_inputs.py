@@ -19,10 +19,12 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support import run_cli, run_script
 
 from pioneer import Agent, InputError, PromptCompileInput, PromptCompiler
-from pioneer.compile.declared import InputSpec, parse_var, value_problem
+from pioneer.compile.declared import InputSpec, input_schema, parse_var, value_problem
 from pioneer.errors import ProfileError
 from pioneer.review import names
 
@@ -526,3 +528,39 @@ def test_the_support_bot_through_the_runner(bot: Path, monkeypatch: pytest.Monke
         with pytest.raises(InputError, match='input "customer_tier" of profile "support": '
                            'expected one of "gold", "standard", got "silver"'):
             agent.turn("t3", "Hi", inputs={"customer_tier": "silver"}).next_body()
+
+
+# -- the checker agrees with JSON Schema --------------------------------------------------------
+
+_SCALARS = st.one_of(
+    st.text(max_size=6), st.booleans(), st.integers(-5, 5),
+    st.floats(-5, 5, allow_nan=False).filter(lambda x: not x.is_integer()))
+_TYPES = st.sampled_from(["string", "integer", "number", "boolean"])
+
+
+@st.composite
+def _specs(draw: st.DrawFn) -> InputSpec:
+    kinds = draw(st.lists(_TYPES, min_size=1, max_size=3, unique=True))
+    keys: dict[str, Any] = {"type": kinds[0] if len(kinds) == 1 else kinds}
+    if draw(st.booleans()):
+        keys["enum"] = draw(st.lists(_SCALARS, min_size=1, max_size=3))
+    if {"integer", "number"} & set(kinds):
+        for bound in ("minimum", "maximum"):
+            if draw(st.booleans()):
+                keys[bound] = draw(st.integers(-3, 3))
+    if "string" in kinds and draw(st.booleans()):
+        keys["maxLength"] = draw(st.integers(0, 4))
+    if "string" in kinds and draw(st.booleans()):
+        keys["pattern"] = draw(st.sampled_from(["^a", "b$", "[0-9]", "^$"]))
+    return InputSpec.model_validate(keys)
+
+
+@settings(max_examples=300, deadline=None)
+@given(spec=_specs(), value=_SCALARS)
+def test_a_value_is_refused_exactly_when_its_json_schema_refuses_it(
+        spec: InputSpec, value: Any) -> None:
+    """The compile's check and the schema an editor gets (``schema compile-input
+    --profile``) accept the same values (integers written without a fraction)."""
+    schema = input_schema({"x": spec}, "p")["properties"]["x"]
+    refused = not jsonschema.Draft202012Validator(schema).is_valid(value)
+    assert (value_problem(spec, value) is not None) == refused, (schema, value)
