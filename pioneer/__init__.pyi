@@ -130,6 +130,9 @@ from .errors import (
 from .errors import (
     TemplateError as TemplateError,
 )
+from .errors import (
+    ThreadConflictError as ThreadConflictError,
+)
 from .history import (
     ArtifactRef as ArtifactRef,
 )

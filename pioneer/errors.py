@@ -34,6 +34,7 @@ __all__ = [
     "ProviderError",
     "StoreError",
     "TemplateError",
+    "ThreadConflictError",
     "TomlLines",
     "UsageError",
     "counted",
@@ -369,6 +370,31 @@ class LockError(PioneerError, ValueError):
 
 class StoreError(PioneerError, RuntimeError):
     """The conversation store failed or holds inconsistent data."""
+
+
+class ThreadConflictError(StoreError):
+    """Another turn of the thread was stored after this turn loaded its history window.
+
+    The turn was not stored as finished (its answer was written for a history that is no
+    longer the thread's); its rounds are kept as an abandoned turn, so nothing is lost.
+    Retry by running the turn again as a new turn:
+    ``agent.turn(error.thread_id, error.user_text)``, which loads the window with
+    ``error.conflicting`` in it.
+    """
+
+    def __init__(self, problems: Problem | str | Sequence[Problem], *, thread_id: str,
+                 turn_id: str, user_text: str, assistant_text: str | None = None,
+                 conflicting: Sequence[str] = ()) -> None:
+        self.thread_id = thread_id
+        #: The turn that was not stored as finished (its record is kept as abandoned).
+        self.turn_id = turn_id
+        #: What the user asked: the input of the retry.
+        self.user_text = user_text
+        #: What the turn would have stored as its answer.
+        self.assistant_text = assistant_text
+        #: The turns of the thread stored after this one loaded its window, oldest first.
+        self.conflicting: tuple[str, ...] = tuple(conflicting)
+        super().__init__(problems)
 
 
 class HookError(PioneerError, RuntimeError):

@@ -13,6 +13,8 @@ takes the provider's replies.
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -23,7 +25,7 @@ from ..compile.compiler import PromptCompiler, as_compile_input
 from ..compile.inputs import PromptCompileInput
 from ..episodic.index import EpisodicIndex
 from ..episodic.recall import episodic_recall_subscription
-from ..errors import InputError, Problem
+from ..errors import InputError, Problem, StoreError
 from ..history.budget import HistoryBudgeter, HistoryLimits
 from ..history.calibration import Calibrator
 from ..history.open import open_store
@@ -39,6 +41,7 @@ from ..sections.skills import Skill
 from ..sections.tool_domains import DEFAULT_TOOL_DOMAINS
 from ..settings import HistoryToolRounds, PioneerSettings
 from ..tools.visibility import ToolCatalog, checked_shapes
+from .lifecycle import AbandonedWriter, ThreadGuard
 from .rounds import check_max_rounds
 
 if TYPE_CHECKING:
@@ -161,6 +164,10 @@ class Agent:
         #: the replies (docs/history.md, "Budgeting").
         self.calibration = Calibrator(self.store)
         self.index = EpisodicIndex(self.store) if recall else None
+        self._guard = ThreadGuard(self.store)
+        self._writer = AbandonedWriter(self.records)
+        self._open: dict[str, weakref.ref[Turn]] = {}
+        self._open_lock = threading.Lock()
 
     def model_rules(self) -> AbstractContextManager[Any]:
         """A block in which the providers' rules come from the agent's model table."""
@@ -209,24 +216,53 @@ class Agent:
         ``data`` is handed to the hooks (:attr:`~pioneer.hooks.TurnContext.data`);
         ``max_rounds`` (default the agent's) makes the turn's last round a final answer;
         ``inputs`` are values of the inputs the profile declares, over those of the
-        agent's ``compile_input``."""
+        agent's ``compile_input``.
+
+        A thread has at most one open turn per agent: while one is neither finished nor
+        closed, another is an :class:`InputError` naming it."""
         from .turn import Turn
 
         _check_choice("mode", mode, get_args(ThreadMode))
-        return Turn(self, thread_id, user_text, mode=mode, turn_id=turn_id,
+        turn = Turn(self, thread_id, user_text, mode=mode, turn_id=turn_id,
                     touched_paths=tuple(touched_paths), thread_folder=thread_folder,
                     explicit_skills=tuple(explicit_skills), dynamic_context=dynamic_context,
                     extra_system=extra_system, data=dict(data or {}),
                     max_rounds=self.max_rounds if max_rounds is None else max_rounds,
                     inputs=dict(inputs or {}))
+        with self._open_lock:
+            held = self._open.get(thread_id)
+            other = held() if held is not None else None
+            if other is not None:  # the new turn sent nothing: dropping it keeps nothing
+                raise InputError(Problem(
+                    f"thread {thread_id!r} already has an open turn, {other.turn_id!r}: "
+                    "finish() or close() it first (one open turn per thread per agent)",
+                    path="Agent.turn → thread_id"))
+            self._open[thread_id] = weakref.ref(turn)
+        return turn
+
+    def _release(self, turn: Turn) -> None:
+        """``turn`` is over: its thread may have another open turn."""
+        with self._open_lock:
+            held = self._open.get(turn.thread_id)
+            if held is not None and held() in (turn, None):
+                del self._open[turn.thread_id]
 
     def close(self) -> None:
-        """Stop indexing and recording the store's writes; close a store opened here."""
+        """Store the abandoned turns still waiting, stop indexing and recording the
+        store's writes, close a store opened here. Abandoned turns that could not be
+        stored are a :class:`StoreError` (after everything is closed)."""
+        self._writer.drain()
+        self._guard.close()
         if self.index is not None:
             self.index.close()
         self.records.close()
         if self._owned:
             self.store.close()
+        if self._writer.failed:
+            failed, self._writer.failed = self._writer.failed, []
+            raise StoreError([Problem(f"abandoned turn {item.record.turn_id!r} of thread "
+                                      f"{item.record.thread_id!r} could not be stored: {error}")
+                              for item, error in failed])
 
     def __enter__(self) -> Agent:
         return self

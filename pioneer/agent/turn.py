@@ -34,7 +34,8 @@ summarizer: from asyncio, call them with ``asyncio.to_thread``.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, replace
+import weakref
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import telemetry
@@ -48,7 +49,7 @@ from ..audit.record import (
 from ..audit.recorder import TurnAudit
 from ..compile.inputs import PromptCompileInput
 from ..episodic.recall import HISTORY_KEY
-from ..errors import InputError, Problem, describe_exception
+from ..errors import InputError, Problem, ThreadConflictError, describe_exception
 from ..history.budget import HistoryDecision
 from ..history.models import HistoryEntry
 from ..hooks.models import TURN_PROMPT_PHASES, TurnContext
@@ -63,6 +64,7 @@ from ..tools.permissions import forbidden_tools
 from ..tools.visibility import CallOutcome, ToolRound, TurnTools
 from ..turn.run import HookRun, compile_turn, run_hooks
 from .history import conversation, kept_rounds
+from .lifecycle import Abandoned, warn_abandoned
 from .rounds import RoundFacts, check_max_rounds, round_input
 from .telemetry import end_agent_span, start_agent_span
 from .window import Fitted, TurnWindow
@@ -136,10 +138,50 @@ class _Started:
     hook_run: HookRun
     tools: TurnTools
     audit: TurnAudit
+    #: The position of the thread's newest turn when the window was loaded (0: none).
+    seen_seq: int = 0
+
+
+@dataclass(slots=True)
+class _Pending:
+    """What a dropped turn's finalizer needs to keep it as abandoned (never the turn)."""
+
+    started: _Started | None = None
+    span: Span | None = None
+    replies: list[ModelReply] = field(default_factory=list)
+
+
+def _abandoned_record(started: _Started | None, reason: str) -> TurnRecord | None:
+    """The record of a turn ended without ``finish()``, or None when it sent no body."""
+    if started is None or not started.audit.rounds:
+        return None
+    return started.audit.record(started.tools.calls).model_copy(update={"abandoned": reason})
+
+
+def _dropped(agent: Agent, pending: _Pending, user_text: str) -> None:
+    """The finalizer of a turn garbage-collected unfinished: its record goes to the agent's
+    writer (stored off this thread), then a ResourceWarning. Never raises."""
+    try:
+        end_agent_span(pending.span, pending.replies,
+                       error="the turn was dropped without finish()")
+        record = _abandoned_record(pending.started,
+                                   "dropped without finish() or close() (garbage-collected)")
+        if record is None:
+            return
+        last = pending.replies[-1].text if pending.replies else None
+        agent._writer.put(Abandoned(record, user_text, last))
+        warn_abandoned(record, stacklevel=2)
+    except BaseException:
+        pass
 
 
 class Turn:
-    """One turn of a thread; made by :meth:`Agent.turn`, used by one caller at a time."""
+    """One turn of a thread; made by :meth:`Agent.turn`, used by one caller at a time.
+
+    Use it as ``with agent.turn(...) as turn:``: a turn that sent a body and ends without
+    :meth:`finish` (closed, left in its block, garbage-collected) is kept as an abandoned
+    turn (its record, outside the thread's history) with a ``ResourceWarning``.
+    """
 
     def __init__(
         self, agent: Agent, thread_id: str, user_text: str, *, mode: ThreadMode,
@@ -183,6 +225,8 @@ class Turn:
         self._cut: list[str] = []  # texts of replies continued by a later round
         self._window = TurnWindow.of(agent)
         self._newest: frozenset[str] = frozenset()  # call ids of the newest tool round
+        self._pending = _Pending(replies=self._replies)
+        self._finalizer = weakref.finalize(self, _dropped, agent, self._pending, user_text)
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -210,7 +254,8 @@ class Turn:
             self._check_limit()
             self._take_results(continue_generation)
         if self._started is None:
-            self._span = start_agent_span(self.agent, self.thread_id, self.turn_id)
+            self._span = self._pending.span = start_agent_span(self.agent, self.thread_id,
+                                                               self.turn_id)
         with telemetry.current(self._span), self.agent.model_rules():
             started = self._started or self._start(provider)
             if not resend:
@@ -335,30 +380,77 @@ class Turn:
         try:
             rounds = kept_rounds(self._messages[self._first:]) \
                 if agent.history_tool_rounds == "keep" else ()
-            with telemetry.current(self._span), agent.records.expecting(record):
+            with telemetry.current(self._span), agent.records.expecting(record), \
+                    agent._guard.expecting(self.turn_id, seen_seq=started.seen_seq,
+                                           user_text=self.user_text):
                 entry = agent.store.add_turn(self.thread_id, turn_id=self.turn_id,
                                              user_text=self.user_text,
                                              assistant_text=text or None,
                                              tool_rounds=rounds)
-            self._finished = True
+            self._end()
             diagnostics = self._post_turn(started, entry, record)
+        except ThreadConflictError as conflict:
+            self._end()
+            end_agent_span(self._span, self._replies, error=describe_exception(conflict))
+            kept = record.model_copy(update={"abandoned": (
+                f"another turn of the thread ({', '.join(conflict.conflicting)}) was stored "
+                "after this one loaded its history")})
+            try:
+                agent.records.abandon(kept, user_text=self.user_text, assistant_text=text)
+            except Exception as failure:
+                conflict.add_note(f"its record could not be kept as abandoned either: {failure}")
+            raise
         except BaseException as error:
             end_agent_span(self._span, self._replies, error=describe_exception(error))
-            self._finished = True
+            self._end()
             raise
         end_agent_span(self._span, self._replies)
         return FinishedTurn(entry, record, diagnostics)
+
+    def close(self) -> None:
+        """End the turn without storing an answer.
+
+        A turn that sent a body is kept as an abandoned turn (its record, with the
+        reason, readable by ``pioneer explain``; never in the thread's history) and a
+        ``ResourceWarning`` is emitted; a turn that sent none is just discarded. A
+        finished or closed turn is left as it is."""
+        self._abandon("closed without finish()")
 
     def __enter__(self) -> Turn:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  *rest: object) -> None:
-        if not self._finished:
-            self._finished = True
-            end_agent_span(self._span, self._replies,
-                           error=describe_exception(error) if error is not None
-                           else "the turn was left unfinished")
+        if self._finished:
+            return
+        if error is None:
+            self._abandon("left its with block without finish()")
+            return
+        try:
+            self._abandon(f"left its with block on {describe_exception(error)}")
+        except Warning:
+            raise
+        except Exception as failure:  # the block's own error is the one to see
+            error.add_note(f"turn {self.turn_id!r} could not be kept as abandoned: {failure}")
+
+    def _abandon(self, reason: str) -> None:
+        if self._finished:
+            return
+        self._end()
+        end_agent_span(self._span, self._replies, error=f"the turn was {reason}")
+        record = _abandoned_record(self._started, reason)
+        if record is None:
+            return
+        self.agent.records.abandon(record, user_text=self.user_text,
+                                   assistant_text=self._replies[-1].text if self._replies
+                                   else None)
+        warn_abandoned(record, stacklevel=4)
+
+    def _end(self) -> None:
+        """The turn is over: no finalizer, no longer the thread's open turn."""
+        self._finished = True
+        self._finalizer.detach()
+        self.agent._release(self)
 
     @property
     def rounds(self) -> tuple[RoundRecord, ...]:
@@ -375,7 +467,9 @@ class Turn:
     def _start(self, provider: ProviderName) -> _Started:
         agent = self.agent
         agent.store.ensure_thread(self.thread_id, model=agent.model)
-        previous = self._previous_record()
+        # Read before the window, so a turn stored in between is a conflict at finish().
+        newest = agent.store.get_thread_conversation_history(self.thread_id, 1)
+        previous = self._previous_record(newest)
         limits = self._window.history_limits(provider, self.user_text, agent.tools, previous)
         decision = agent.budgeter(limits).build(self.thread_id)
         earlier = self._earlier_plans(previous)
@@ -420,12 +514,13 @@ class Turn:
         self._messages = [ChatMessage.user(self.user_text)]
         self._first = len(self._messages)
         self._started = _Started(decision, compile_input, context, hook_run,
-                                 TurnTools(catalog, forbidden), audit)
+                                 TurnTools(catalog, forbidden), audit,
+                                 seen_seq=newest[-1].seq if newest else 0)
+        self._pending.started = self._started
         return self._started
 
-    def _previous_record(self) -> TurnRecord | None:
-        """The record of the thread's previous turn, when it has one."""
-        newest = self.agent.store.get_thread_conversation_history(self.thread_id, 1)
+    def _previous_record(self, newest: tuple[HistoryEntry, ...]) -> TurnRecord | None:
+        """The record of the thread's previous turn (``newest``), when it has one."""
         return self.agent.records.get(newest[-1].turn_id) if newest else None
 
     def _earlier_plans(self, previous: TurnRecord | None) -> list[Any]:

@@ -63,18 +63,23 @@ class Explanation:
     thread_id: str
     rounds: int
     steps: tuple[Step, ...]
+    #: Why the turn was not finished (None: a finished turn).
+    abandoned: str | None = None
 
 
 def explain_turn(record: TurnRecord) -> Explanation:
     """Every step of the debugging path for ``record``, in order."""
     return Explanation(record.turn_id, record.thread_id, len(record.rounds),
-                       tuple(step(record) for step in _STEPS))
+                       tuple(step(record) for step in _STEPS), record.abandoned)
 
 
 def render_text(explanation: Explanation) -> str:
     """The steps as numbered blocks, for people."""
     head = (f"turn {explanation.turn_id} (thread {explanation.thread_id}): "
             f"{counted(explanation.rounds, 'provider round')}")
+    if explanation.abandoned is not None:
+        head += (f"\nabandoned: {explanation.abandoned}; not stored as finished, and in no "
+                 "history")
     blocks = [head]
     for number, step in enumerate(explanation.steps, start=1):
         if step.lines == (_NONE_CONFIGURED,):  # a feature nobody set up: one line
@@ -91,6 +96,7 @@ def render_json(explanation: Explanation) -> str:
         "turn_id": explanation.turn_id,
         "thread_id": explanation.thread_id,
         "rounds": explanation.rounds,
+        "abandoned": explanation.abandoned,
         "steps": [{"step": step.name, **step.data} for step in explanation.steps],
     }
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

@@ -447,6 +447,12 @@ class TurnRecord(CheckedModel):
         "registered (None: not given, or a record written before the catalog was kept).",
     )
     rounds: list[RoundRecord] = Field(min_length=1, description="Provider rounds, in order.")
+    abandoned: str | None = Field(
+        default=None,
+        description="Why the turn was not finished: dropped without finish(), or another "
+        "turn of its thread stored first (None: a finished turn, stored with its answer; "
+        "an abandoned turn is never in a thread's history).",
+    )
 
     @model_validator(mode="after")
     def _numbered(self) -> TurnRecord:

@@ -15,6 +15,12 @@ and :meth:`TurnRecords.expecting` holds it until the store writes its turn, then
 it in the turn's own transaction (the write hook), so the turn and its record commit
 together or not at all. Writing a record also sets the turn's ``prompt_manifest`` to the
 last round's manifest, in the same transaction.
+
+A turn that sent a body and ended without ``finish()`` keeps its record in a third table,
+``abandoned_turns`` (one row per attempt of a turn id: the whole record as JSON, its
+``abandoned`` reason, the user's text and the last reply's): :meth:`TurnRecords.abandon`
+writes it, :meth:`TurnRecords.get` reads it when the turn has no finished record. It is
+no ``turns`` row, so no history window carries it.
 """
 
 from __future__ import annotations
@@ -31,9 +37,11 @@ from pydantic import BaseModel, ValidationError
 from ..errors import StoreError, format_path
 from ..history.sql_store import check_row
 from ..history.store import DatabaseStore, StoreEvent, StoreTransaction, TurnWritten
+from ..text import utf8_text
 from .record import TurnRecord
 
-__all__ = ["TurnRecords", "read_turn_record", "write_turn_record"]
+__all__ = ["TurnRecords", "read_abandoned_turn", "read_turn_record", "write_abandoned_turn",
+           "write_turn_record"]
 
 _RECORD_COLUMNS = "thread_id, mode, history, permissions, skills, security, tools"
 _ROUND_COLUMNS = (
@@ -166,6 +174,44 @@ def read_turn_record(tx: StoreTransaction, turn_id: str) -> TurnRecord | None:
         raise StoreError(f"{where}: {what} is unreadable: {detail}") from None
 
 
+def write_abandoned_turn(tx: StoreTransaction, record: TurnRecord, *, user_text: str,
+                         assistant_text: str | None, created_at: str) -> int:
+    """Keep ``record`` (its ``abandoned`` reason set) as a new attempt of its turn id in
+    ``abandoned_turns``, with the user's text and the last reply's (``None``: no reply);
+    return the attempt's number. Its thread must exist."""
+    if record.abandoned is None:
+        raise StoreError(f"{tx.where}: turn {record.turn_id!r}: only an abandoned record "
+                         "is kept as abandoned")
+    (last,) = tx.execute("SELECT coalesce(max(attempt), 0) FROM abandoned_turns "
+                         "WHERE turn_id = ?", (record.turn_id,)).fetchone()
+    tx.execute(
+        "INSERT INTO abandoned_turns (turn_id, attempt, thread_id, user_text, "
+        "assistant_text, reason, record, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (record.turn_id, int(last) + 1, record.thread_id, utf8_text(user_text),
+         None if assistant_text is None else utf8_text(assistant_text), record.abandoned,
+         _json(record), created_at),
+    )
+    return int(last) + 1
+
+
+def read_abandoned_turn(tx: StoreTransaction, turn_id: str) -> TurnRecord | None:
+    """The record of the latest abandoned attempt of ``turn_id``, or ``None``."""
+    where, what = tx.where, f"the abandoned record of turn {turn_id!r}"
+    row = tx.execute("SELECT record FROM abandoned_turns WHERE turn_id = ? "
+                     "ORDER BY attempt DESC LIMIT 1", (turn_id,)).fetchone()
+    if row is None:
+        return None
+    check_row(row, "record", ("text",), where=where, what=what)
+    try:
+        return TurnRecord.model_validate(_load(row[0]))
+    except _NotJson as error:
+        raise StoreError(f"{where}: {what} is unreadable: not JSON ({error})") from None
+    except ValidationError as error:
+        item = error.errors()[0]
+        detail = f"{format_path(item['loc']) or '(record)'}: {item['msg']}"
+        raise StoreError(f"{where}: {what} is unreadable: {detail}") from None
+
+
 class TurnRecords:
     """The turn records of one store (SQLite or PostgreSQL)."""
 
@@ -211,9 +257,20 @@ class TurnRecords:
             with self._lock:
                 self._expected.pop(record.turn_id, None)
 
+    def abandon(self, record: TurnRecord, *, user_text: str,
+                assistant_text: str | None = None) -> None:
+        """Keep the record of a turn that was not finished (``record.abandoned`` says
+        why) with its texts: readable by :meth:`get` and ``pioneer explain``, never in a
+        history."""
+        self.store.write(lambda tx: write_abandoned_turn(
+            tx, record, user_text=user_text, assistant_text=assistant_text,
+            created_at=_now()))
+
     def get(self, turn_id: str) -> TurnRecord | None:
-        """The stored record of a turn, or ``None``."""
-        return self.store.read(lambda tx: read_turn_record(tx, turn_id))
+        """The stored record of a turn (a finished one, else its latest abandoned
+        attempt), or ``None``."""
+        return self.store.read(lambda tx: read_turn_record(tx, turn_id)
+                               or read_abandoned_turn(tx, turn_id))
 
     def _on_write(self, tx: StoreTransaction, event: StoreEvent) -> None:
         if not isinstance(event, TurnWritten):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from ..errors import StoreError
 
 __all__ = [
+    "ABANDONED_TURNS",
     "MIGRATIONS",
     "Migration",
     "check_known",
@@ -45,6 +46,22 @@ class Migration:
     description: str
     statements: tuple[str, ...]
 
+
+#: Turns that sent a body and were dropped without ``finish()`` (or lost a conflict with
+#: another turn of their thread): each attempt's whole :class:`~pioneer.audit.TurnRecord`
+#: as JSON, with the user's text and the last reply's text (NULL: no reply yet). Not a
+#: ``turns`` row, so no history window ever carries one. The same text on both dialects.
+ABANDONED_TURNS = """CREATE TABLE abandoned_turns (
+                turn_id TEXT NOT NULL,
+                attempt INTEGER NOT NULL CHECK (attempt >= 1),
+                thread_id TEXT NOT NULL REFERENCES threads(thread_id),
+                user_text TEXT NOT NULL,
+                assistant_text TEXT,
+                reason TEXT NOT NULL,
+                record TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                PRIMARY KEY (turn_id, attempt)
+            )"""
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -243,6 +260,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         12,
         "turn records: how each round's request fits the context window",
         ("ALTER TABLE turn_rounds ADD COLUMN context_window TEXT",),
+    ),
+    Migration(
+        13,
+        "abandoned turns: the record of a turn dropped without finish(), kept out of history",
+        (ABANDONED_TURNS,),
     ),
 )
 

@@ -12,7 +12,7 @@ store opened read-only runs no step and needs exactly the latest version.
 
 from __future__ import annotations
 
-from .migrations import Migration
+from .migrations import ABANDONED_TURNS, Migration
 
 __all__ = ["MIGRATIONS", "MIGRATION_LOCK"]
 
@@ -168,5 +168,10 @@ MIGRATIONS: tuple[Migration, ...] = (
         9,
         "turn records: how each round's request fits the context window",
         ("ALTER TABLE turn_rounds ADD COLUMN context_window TEXT",),
+    ),
+    Migration(
+        10,
+        "abandoned turns: the record of a turn dropped without finish(), kept out of history",
+        (ABANDONED_TURNS,),
     ),
 )
