@@ -172,6 +172,9 @@ from .history.open import (
 from .history.postgres_store import (
     PostgresStore as PostgresStore,
 )
+from .history.summarizer import (
+    summarizer_from_settings as summarizer_from_settings,
+)
 from .hooks.models import (
     HookDiagnostic as HookDiagnostic,
 )
@@ -225,6 +228,9 @@ from .providers import (
 )
 from .providers import (
     read_response as read_response,
+)
+from .review.lock import (
+    verify_lock as verify_lock,
 )
 from .sections.agents_md import (
     agents_md_subscription as agents_md_subscription,

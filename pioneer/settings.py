@@ -256,6 +256,17 @@ class PioneerSettings(BaseModel):
         description="Deployment model tables (TOML files, or folders holding models.toml), "
         "laid over the built-in model table; an earlier one wins.",
     )
+    locked: bool = Field(
+        default=False,
+        description="Refuse a profile whose sources differ from the lock file (lock_file), "
+        "as pioneer compile --locked does: an Agent checks its profiles when it is built "
+        "and when it reloads them.",
+    )
+    lock_file: Path = Field(
+        default=Path("pioneer.lock"),
+        description="The lock file pioneer lock writes and locked checks (relative: to the "
+        "working folder, or to the settings file that sets it).",
+    )
 
     # Cache budgets, in bytes (docs/speed.md, "Caches"): sized for a node serving 10,000
     # threads from one process, 473 MiB in all.
@@ -377,7 +388,7 @@ class PioneerSettings(BaseModel):
             _READ.reset(token)
 
 
-_PATH_KEYS = ("home", "store_path", "profile_path", "template_path", "model_path")
+_PATH_KEYS = ("home", "store_path", "profile_path", "template_path", "model_path", "lock_file")
 #: Where each key of the deployment file was read: (file, text), for error lines.
 _READ: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
     "read", default=None

@@ -68,6 +68,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _agent(store: Any, home: Path, provider: ProviderName, **options: Any) -> Agent:
     options.setdefault("hooks", agent_loop.hooks())
+    options.setdefault("runtime_facts", False)  # compared with the wiring by hand, and goldens
     return Agent(store, provider=provider, model=agent_loop.MODELS[provider],
                  tools=[agent_loop.READ_FILE],
                  compile_input={"workspace_root": home}, **options)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
+from support import run_cli
 
 import pioneer
 import pioneer.agent
@@ -36,6 +37,7 @@ from pioneer import (
     ensure_runtime_home,
     load_compile_input,
     open_store,
+    verify_lock,
 )
 
 PathMaker = Callable[[Path], Any]
@@ -46,6 +48,13 @@ def _close(value: Any) -> Any:
     if close is not None:
         close()
     return value
+
+
+def _verified(lock_file: Any) -> Any:
+    """``lock_file`` written by ``pioneer lock`` and verified; the path it took."""
+    assert run_cli("lock", "--profile", "minimal", "--lock", str(lock_file))[0] == 0
+    verify_lock(PromptCompiler(), "minimal", lock_file)
+    return lock_file
 
 
 def _files(tmp_path: Path) -> None:
@@ -74,6 +83,7 @@ CALLS: dict[str, Callable[[Path, PathMaker], Any]] = {
     "Agent.__init__.store": lambda p, a: _close(Agent(a(p / "d.db"), provider="anthropic",
                                                       model="m")).store.where,
     "agents_md_subscription.root": lambda p, a: agents_md_subscription(a(p)).hook_id,
+    "verify_lock.lock_file": lambda p, a: _verified(a(p / "pioneer.lock")),
 }
 #: Path-typed parameters that are not a caller's input (the fields of a result).
 NOT_INPUTS = {"SeedResult.__init__.created", "SeedResult.__init__.existing"}

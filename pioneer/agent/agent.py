@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ..audit.record import ExecutionSecurity
 from ..audit.store import TurnRecords
+from ..compile.bootstrap import ensure_runtime_home
 from ..compile.compiler import PromptCompiler, as_compile_input
 from ..compile.inputs import PromptCompileInput
 from ..episodic.index import EpisodicIndex
@@ -30,12 +31,15 @@ from ..history.budget import HistoryBudgeter, HistoryLimits
 from ..history.calibration import Calibrator
 from ..history.open import open_store
 from ..history.store import DatabaseStore
-from ..history.summarizer import Summarizer
+from ..history.summarizer import Summarizer, summarizer_from_settings
 from ..hooks.registry import HookRegistry
 from ..providers import PROVIDERS
 from ..providers.models import ModelTable, load_model_table, using_model_table
 from ..providers.openai_chat import SystemRole
 from ..providers.request import CacheOptions, SamplingOptions, ToolSpec
+from ..review.lock import verify_lock
+from ..sections.agents_md import HOOK_ID as AGENTS_MD_HOOK
+from ..sections.agents_md import agents_md_subscription
 from ..sections.permissions import PermissionProfile
 from ..sections.skills import Skill
 from ..sections.tool_domains import DEFAULT_TOOL_DOMAINS
@@ -82,6 +86,7 @@ class Agent:
         cache: CacheOptions | None = None,
         system_role: SystemRole | None = None,
         recall: bool = True,
+        runtime_facts: bool = True,
         name: str | None = None,
         max_rounds: int | None = None,
         history_tool_rounds: HistoryToolRounds | None = None,
@@ -95,7 +100,16 @@ class Agent:
         is every turn's round limit unless :meth:`turn` gives its own (None: no limit):
         the last round tells the model to answer and lets it call no tool.
         ``history_tool_rounds`` (default: the settings') says whether a stored turn keeps
-        its tool calls and results for later turns (``keep``) or drops them (``drop``)."""
+        its tool calls and results for later turns (``keep``) or drops them (``drop``).
+
+        The settings are the agent's: without a ``summarizer``, the one the summary
+        settings configure (:func:`~pioneer.history.summarizer.summarizer_from_settings`);
+        with ``locked``, both profiles are checked against ``lock_file``
+        (:func:`~pioneer.review.lock.verify_lock`, a :class:`LockError` here and in
+        :meth:`reload`); the runtime home (``workspace_root``) is created and seeded as
+        ``pioneer init`` does; a turn with a ``thread_folder`` runs the AGENTS.md hook;
+        and ``runtime_facts`` puts the runtime block (local date and time cut to
+        ``clock_granularity``, the operating system) first in every turn's Extra System."""
         if isinstance(store, PioneerSettings):
             settings = settings or store
         _check_choice("provider", provider, tuple(PROVIDERS))
@@ -129,18 +143,23 @@ class Agent:
         self.hooks = hooks or HookRegistry()
         self.tools, self.domains = checked_shapes(tools, domains)
         ToolCatalog.build(self.tools, self.domains)  # every problem with the tools, now
-        self.summarizer = summarizer
+        self.summarizer = summarizer if summarizer is not None \
+            else summarizer_from_settings(self.settings)
+        self.runtime_facts = runtime_facts
         self.security = permissions if isinstance(permissions, ExecutionSecurity) \
             else ExecutionSecurity.from_profile(permissions)
         if isinstance(skills, Skill | str) or not all(isinstance(s, Skill) for s in skills):
             raise InputError(Problem(f"expected a list of Skill (got {skills!r:.80})",
                                      path="Agent → skills"))
         self.skills = tuple(skills)
-        base = as_compile_input(compile_input or {"workspace_root": self.settings.home})
+        base = as_compile_input(compile_input or {})
+        if "workspace_root" not in base.model_fields_set:  # None given: no runtime home
+            base = base.model_copy(update={"workspace_root": self.settings.home})
         self.compile_input = base
         self.chat_profile = chat_profile
-        self.compiler.load_profile(base.profile)  # a wrong profile fails here, not mid-turn
-        self.compiler.load_profile(chat_profile)
+        self._load_profiles(self.compiler)  # a wrong profile fails here, not mid-turn
+        if base.workspace_root is not None:
+            ensure_runtime_home(base.workspace_root)
         #: A cap on the history's budget (None: the history gets what the window leaves).
         self.limits = limits
         self.sampling = sampling or SamplingOptions()
@@ -169,6 +188,26 @@ class Agent:
         self._open: dict[str, weakref.ref[Turn]] = {}
         self._open_lock = threading.Lock()
 
+    def _load_profiles(self, compiler: PromptCompiler) -> None:
+        """Load both profiles with ``compiler``; with ``locked``, check them against the
+        lock file."""
+        profiles = [self.compile_input.profile, self.chat_profile]
+        for profile in profiles:
+            compiler.load_profile(profile)
+        if self.settings.locked:
+            verify_lock(compiler, profiles, self.settings.lock_file)
+
+    def reload(self) -> None:
+        """Read the profiles and templates again (a new compiler with the same settings
+        and search paths), for the turns started from now on. With ``locked``, a profile
+        that no longer matches the lock file is a :class:`LockError` and the agent keeps
+        the compiler it had."""
+        compiler = PromptCompiler(self.compiler.settings,
+                                  profile_path=self.compiler.profile_path,
+                                  template_path=self.compiler.template_path)
+        self._load_profiles(compiler)
+        self.compiler = compiler
+
     def model_rules(self) -> AbstractContextManager[Any]:
         """A block in which the providers' rules come from the agent's model table."""
         return using_model_table(self.model_table) if self.model_table is not None \
@@ -184,14 +223,23 @@ class Agent:
             keep_recent_tokens=self.settings.keep_recent_tokens,
         )
 
-    def registry(self) -> HookRegistry:
-        """The hooks a turn runs: the application's, then thread episodic recall."""
-        if self.index is None:
+    def registry(self, *, thread_folder: str | None = None) -> HookRegistry:
+        """The hooks a turn runs: the application's, thread episodic recall, and (for a
+        turn with a ``thread_folder``) the AGENTS.md hook, unless the application
+        subscribed one itself."""
+        root = self.compile_input.workspace_root
+        agents_md = thread_folder is not None and root is not None and not any(
+            s.hook_id == AGENTS_MD_HOOK for s in self.hooks.subscriptions())
+        if self.index is None and not agents_md:
             return self.hooks
         registry = HookRegistry()
         for subscription in self.hooks.subscriptions():
             registry.add(subscription)
-        registry.add(episodic_recall_subscription(self.index))
+        if self.index is not None:
+            registry.add(episodic_recall_subscription(self.index))
+        if agents_md:
+            assert root is not None
+            registry.add(agents_md_subscription(root))
         return registry
 
     def turn(

@@ -57,6 +57,7 @@ from ..providers import build_request_body, read_response
 from ..providers.overflow import ContextOverflow
 from ..providers.replies import ModelReply
 from ..providers.request import ChatMessage, ChatRequest, ToolCall, ToolResult
+from ..sections.runtime import runtime_block
 from ..sections.skills import build_skills_prompt, resolve_skill_outcomes
 from ..sections.tool_domains import TASK_DOMAIN
 from ..tools.from_hooks import HOOK_TOOL_PHASE, HOOK_TOOL_TYPES, catalog_with_hook_tools
@@ -480,18 +481,24 @@ class Turn:
                                                 touched_paths=self._touched)
             prompt = build_skills_prompt(resolution.active, agent.compiler.templates.env)
         base = agent.compile_input
+        inputs = {k: v for k, v in self._inputs.items() if v}
+        if agent.runtime_facts:
+            extra = inputs.get("extra_system", base.extra_system)
+            inputs["extra_system"] = "\n\n".join(
+                text for text in (runtime_block(agent.compiler), extra) if text)
         compile_input = PromptCompileInput.model_validate({
             **{name: getattr(base, name) for name in PromptCompileInput.model_fields},
             "profile": agent.chat_profile if chat else base.profile,
             "skills_prompt": prompt.text if prompt is not None else base.skills_prompt,
-            **{k: v for k, v in self._inputs.items() if v},
+            **inputs,
             "inputs": {**base.inputs, **self._given},
         })
         context = TurnContext(thread_id=self.thread_id, thread_folder=self._folder,
                               user_text=self.user_text, touched_paths=self._touched,
                               data={HISTORY_KEY: decision, **self._data}, mode=self.mode)
         phases = TURN_PROMPT_PHASES if chat else (HOOK_TOOL_PHASE, *TURN_PROMPT_PHASES)
-        hook_run = run_hooks(agent.compiler, compile_input, agent.registry(), turn=context,
+        hook_run = run_hooks(agent.compiler, compile_input,
+                             agent.registry(thread_folder=self._folder), turn=context,
                              phases=phases, accept={HOOK_TOOL_PHASE: HOOK_TOOL_TYPES})
         hook_tools = catalog_with_hook_tools(() if chat else agent.tools, agent.domains,
                                              hook_run.offered)

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
 import tomli_w
 from pydantic import BaseModel, Field, ValidationError
 
-from ..compile.compiler import LoadedProfile
+from ..compile.compiler import LoadedProfile, PromptCompiler
 from ..compile.ids import PROFILE_ALIASES
 from ..compile.manifest import COMPILER_VERSION
 from ..compile.profile import BUILTIN_PREFIX
@@ -36,6 +36,7 @@ __all__ = [
     "locked_profile",
     "read_lock",
     "render_lock",
+    "verify_lock",
     "write_lock",
 ]
 
@@ -178,3 +179,15 @@ def check_lock(name: str, profile: LoadedProfile, path: Path) -> None:
             summary=f'profile "{key}" does not match {path}; refusing to compile '
             f"(run `pioneer lock --profile {key}` to accept the change)",
         )
+
+
+def verify_lock(compiler: PromptCompiler, profiles: str | Sequence[str],
+                lock_file: str | os.PathLike[str] | None = None) -> None:
+    """Raise :class:`LockError` naming every change when a profile of ``profiles``, as
+    ``compiler`` loads it now, differs from the lock file (default: the compiler's
+    ``lock_file`` setting), or is not in it. What ``pioneer compile --locked`` checks, for
+    programs that compile without the command line (an :class:`~pioneer.Agent` calls it
+    when its settings say ``locked``)."""
+    path = Path(lock_file) if lock_file is not None else compiler.settings.lock_file
+    for name in [profiles] if isinstance(profiles, str) else profiles:
+        check_lock(name, compiler.load_profile(name), path)
