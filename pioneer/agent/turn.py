@@ -48,6 +48,7 @@ from ..audit.record import (
 )
 from ..audit.recorder import TurnAudit
 from ..compile.inputs import PromptCompileInput
+from ..compile.manifest import Diagnostic
 from ..episodic.recall import HISTORY_KEY
 from ..errors import InputError, Problem, ThreadConflictError, describe_exception
 from ..history.budget import HistoryDecision
@@ -73,7 +74,7 @@ from .window import Fitted, TurnWindow
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
-    from ..compile.manifest import CompiledPromptPayload, Diagnostic
+    from ..compile.manifest import CompiledPromptPayload
     from .agent import Agent, ProviderName, ThreadMode
 
 __all__ = ["ENTRY_KEY", "RECORD_KEY", "FinishedTurn", "Step", "Turn"]
@@ -101,6 +102,9 @@ class Step:
     calls: tuple[ToolCall, ...]
     #: The round was the turn's last (``max_rounds``): its calls are refused.
     last: bool = False
+    #: What the runner did with the reply that the application should know (a chat
+    #: turn's tool calls dropped, say); also in :attr:`FinishedTurn.diagnostics`.
+    diagnostics: tuple[Diagnostic, ...] = ()
 
     @property
     def done(self) -> bool:
@@ -176,6 +180,19 @@ def _dropped(agent: Agent, pending: _Pending, user_text: str) -> None:
         pass
 
 
+def _without_calls(reply: ModelReply) -> tuple[ModelReply, tuple[Diagnostic, ...]]:
+    """A chat turn's reply without the tool calls it offered no tools for: the turn ends
+    with the reply's text (a tool result would need a ``tools`` list the body lacks)."""
+    names = ", ".join(call.name for call in reply.tool_calls)
+    text = reply.text
+    message = ChatMessage.assistant(text) if text.strip() else None
+    return replace(reply, message=message, argument_errors={}), (Diagnostic(
+        code="input_ignored",
+        message=f"a chat turn offers no tools, but the reply asked for "
+        f"{len(reply.tool_calls)} tool call(s) ({names}): they were dropped, and the turn "
+        "ends with the reply's text"),)
+
+
 class Turn:
     """One turn of a thread; made by :meth:`Agent.turn`, used by one caller at a time.
 
@@ -226,6 +243,7 @@ class Turn:
         self._cut: list[str] = []  # texts of replies continued by a later round
         self._window = TurnWindow.of(agent)
         self._newest: frozenset[str] = frozenset()  # call ids of the newest tool round
+        self._diagnostics: tuple[Diagnostic, ...] = ()
         self._pending = _Pending(replies=self._replies)
         self._finalizer = weakref.finalize(self, _dropped, agent, self._pending, user_text)
 
@@ -295,6 +313,10 @@ class Turn:
         number = self._round.number
         started.audit.report_reply(number, reply)
         self._window.observe(self._provider, started.audit.rounds[number - 1].window)
+        diagnostics: tuple[Diagnostic, ...] = ()
+        if self.mode == "chat" and reply.tool_calls:
+            reply, diagnostics = _without_calls(reply)
+            self._diagnostics += diagnostics
         self._provider = None
         self._replies.append(reply)
         calls = tuple(self._unique(call, number) for call in reply.tool_calls)
@@ -306,7 +328,8 @@ class Turn:
         outcomes = tuple(started.tools.decide(call, arguments_error=errors.get(call.id))
                          for call in calls)
         self._results = {o.call_id: o.result for o in outcomes if o.result is not None}
-        self._last = Step(number, reply, outcomes, calls, last=self._round.closed)
+        self._last = Step(number, reply, outcomes, calls, last=self._round.closed,
+                          diagnostics=diagnostics)
         return self._last
 
     def receive_error(self, error: object) -> ContextOverflow | None:
@@ -406,7 +429,7 @@ class Turn:
             self._end()
             raise
         end_agent_span(self._span, self._replies)
-        return FinishedTurn(entry, record, diagnostics)
+        return FinishedTurn(entry, record, (*self._diagnostics, *diagnostics))
 
     def close(self) -> None:
         """End the turn without storing an answer.

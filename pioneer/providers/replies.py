@@ -34,6 +34,7 @@ from .request import TOOL_NAME_PATTERN, ChatMessage, ToolCall, clean
 from .usage import USAGE_PROVIDERS, ReportedUsage
 
 __all__ = [
+    "API_NAMES",
     "STOP_REASONS",
     "ContextOverflow",
     "ModelReply",
@@ -89,7 +90,49 @@ def read_response(provider: str, response: Mapping[str, Any] | _Dumpable) -> Mod
         raise InputError(Problem(f"unknown provider {provider!r}; expected one of "
                                  f"{', '.join(USAGE_PROVIDERS)}"))
     data = response if isinstance(response, Mapping) else _dump(response)
+    looks = _sdk_api(response) or _json_api(data)
+    if looks is not None and looks != provider:
+        raise ProviderError(Problem(
+            f"the response looks like a reply of {API_NAMES[looks]} ({looks}), but the turn "
+            f"was built for {API_NAMES[provider]} ({provider}): send the body to the API it "
+            f"was built for, or build it for {looks}", path="(response)"))
     return reader(_At(data, ""))
+
+
+#: Each API's name, for messages.
+API_NAMES = {"anthropic": "Anthropic Messages", "openai-chat": "OpenAI Chat Completions",
+             "openai-responses": "OpenAI Responses", "gemini": "Gemini generateContent"}
+#: The official SDKs' response classes: (module prefix, class name) → API.
+_SDK_CLASSES = {("anthropic.", "Message"): "anthropic",
+                ("openai.", "ChatCompletion"): "openai-chat",
+                ("openai.", "Response"): "openai-responses",
+                ("google.genai.", "GenerateContentResponse"): "gemini"}
+
+
+def _sdk_api(response: object) -> str | None:
+    """The API whose official SDK class ``response`` is an instance of, if any."""
+    kind = type(response)
+    for (module, name), api in _SDK_CLASSES.items():
+        if kind.__name__ == name and kind.__module__.startswith(module):
+            return api
+    return None
+
+
+def _json_api(data: Any) -> str | None:
+    """The API a response's JSON names itself as (its ``object`` or ``type`` field, or
+    the top-level key only that API sends), if any."""
+    if not isinstance(data, Mapping):
+        return None
+    marker = data.get("object")
+    if marker == "chat.completion":
+        return "openai-chat"
+    if marker == "response":
+        return "openai-responses"
+    if data.get("type") == "message":
+        return "anthropic"
+    if "candidates" in data and "choices" not in data and "output" not in data:
+        return "gemini"
+    return None
 
 
 def _dump(response: Any) -> Any:
