@@ -26,7 +26,7 @@ from ..compile.compiler import PromptCompiler, as_compile_input
 from ..compile.inputs import PromptCompileInput
 from ..episodic.index import EpisodicIndex
 from ..episodic.recall import episodic_recall_subscription
-from ..errors import InputError, Problem, StoreError
+from ..errors import InputError, Problem, StoreError, did_you_mean
 from ..history.budget import HistoryBudgeter, HistoryLimits
 from ..history.calibration import Calibrator
 from ..history.open import open_store
@@ -257,6 +257,7 @@ class Agent:
         data: Mapping[str, Any] | None = None,
         max_rounds: int | None = None,
         inputs: Mapping[str, Any] | None = None,
+        visible_domains: Sequence[str] = (),
     ) -> Turn:
         """A new turn of ``thread_id`` answering ``user_text`` (nothing is read yet: the
         first :meth:`Turn.next_body` loads the history). ``turn_id`` defaults to a new
@@ -265,18 +266,22 @@ class Agent:
         ``max_rounds`` (default the agent's) makes the turn's last round a final answer;
         ``inputs`` are values of the inputs the profile declares, over those of the
         agent's ``compile_input``.
+        ``visible_domains`` opens hidden tool domains from the first round (a preflight
+        selection, recorded as granted by the application), where the model would
+        otherwise ask for them with ``request_tools``.
 
         A thread has at most one open turn per agent: while one is neither finished nor
         closed, another is an :class:`InputError` naming it."""
         from .turn import Turn
 
         _check_choice("mode", mode, get_args(ThreadMode))
+        opened = self._checked_domains(visible_domains, mode)
         turn = Turn(self, thread_id, user_text, mode=mode, turn_id=turn_id,
                     touched_paths=tuple(touched_paths), thread_folder=thread_folder,
                     explicit_skills=tuple(explicit_skills), dynamic_context=dynamic_context,
                     extra_system=extra_system, data=dict(data or {}),
                     max_rounds=self.max_rounds if max_rounds is None else max_rounds,
-                    inputs=dict(inputs or {}))
+                    inputs=dict(inputs or {}), visible_domains=opened)
         with self._open_lock:
             held = self._open.get(thread_id)
             other = held() if held is not None else None
@@ -287,6 +292,24 @@ class Agent:
                     path="Agent.turn → thread_id"))
             self._open[thread_id] = weakref.ref(turn)
         return turn
+
+    def _checked_domains(self, domains: object, mode: ThreadMode) -> tuple[str, ...]:
+        """``visible_domains`` of :meth:`turn`: domain names of the agent's domain map."""
+        path = "Agent.turn → visible_domains"
+        if isinstance(domains, str | bytes) or not isinstance(domains, Sequence):
+            raise InputError(Problem(f"expected a list of domain names (got {domains!r:.80})",
+                                     path=path))
+        if domains and mode == "chat":
+            raise InputError(Problem("a chat turn offers no tools, so it opens no domain",
+                                     path=path))
+        problems = [
+            Problem(f"unknown tool domain {name!r}"
+                    f"{did_you_mean(str(name), self.domains) or ''} (known: "
+                    f"{', '.join(self.domains) or 'none'})", path=f"{path}[{index}]")
+            for index, name in enumerate(domains) if name not in self.domains]
+        if problems:
+            raise InputError(problems)
+        return tuple(domains)
 
     def _release(self, turn: Turn) -> None:
         """``turn`` is over: its thread may have another open turn."""

@@ -207,6 +207,7 @@ class Turn:
         explicit_skills: tuple[str, ...], dynamic_context: str, extra_system: str,
         data: dict[str, Any], max_rounds: int | None = None,
         inputs: dict[str, Any] | None = None,
+        visible_domains: tuple[str, ...] = (),
     ) -> None:
         for label, value in (("thread_id", thread_id), ("turn_id", turn_id)):
             if value is not None and (not isinstance(value, str) or not value.strip()):
@@ -227,6 +228,7 @@ class Turn:
         self._inputs = {"dynamic_context": dynamic_context, "extra_system": extra_system}
         self._data = data
         self._given = inputs or {}
+        self._visible_domains = visible_domains
         self._started: _Started | None = None
         self._messages: list[ChatMessage] = []
         self._first = 0  # where this turn's messages start, after its user message
@@ -530,21 +532,22 @@ class Turn:
                                                       *hook_tools.diagnostics))
         forbidden = forbidden_tools(agent.security.profile, hook_tools.catalog)
         catalog = hook_tools.catalog.without(forbidden)
+        tools = TurnTools(catalog, forbidden)
+        opened = tools.open(self._visible_domains)
         audit = TurnAudit(
             self.turn_id, self.thread_id, self.mode,
             history=HistorySnapshot.from_decision(decision), security=agent.security,
             skills=SkillsSnapshot.from_resolution(resolution, prompt)
             if resolution is not None else None,
             earlier=earlier,
-            tools=ToolRecord.from_catalog(catalog, hook_tools.registered),
+            tools=ToolRecord.from_catalog(catalog, hook_tools.registered, opened=opened),
         )
         # The history's messages come from the decision each round (a round may cut it
         # further); this turn's start with its user message.
         self._ids = conversation(decision.messages)[1]
         self._messages = [ChatMessage.user(self.user_text)]
         self._first = len(self._messages)
-        self._started = _Started(decision, compile_input, context, hook_run,
-                                 TurnTools(catalog, forbidden), audit,
+        self._started = _Started(decision, compile_input, context, hook_run, tools, audit,
                                  seen_seq=newest[-1].seq if newest else 0)
         self._pending.started = self._started
         return self._started

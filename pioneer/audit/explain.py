@@ -311,6 +311,10 @@ def _failure(manifest: PromptManifest, hook_id: str) -> str:
 
 def _tools(record: TurnRecord) -> Step:
     lines: list[str] = []
+    opened = list(dict.fromkeys(t.domain for t in record.tools or ()
+                                if t.granted_by == "application" and t.domain is not None))
+    if opened:
+        lines.append(f"granted by the application before round 1: {', '.join(opened)}")
     for r in record.rounds:
         visible = ", ".join(r.visible_tools) or "none"
         lines.append(f"round {r.round}: {counted(len(r.visible_tools), 'visible tool')}: {visible}")
@@ -321,7 +325,7 @@ def _tools(record: TurnRecord) -> Step:
                      f"{'rendered' if shown else 'not rendered'}")
         for call in r.calls:
             lines.append(f"  call {call.name} ({call.call_id}): {_verdict(call)}")
-    data = {"rounds": [r.model_dump(mode="json", include={
+    data = {"granted_by_application": opened, "rounds": [r.model_dump(mode="json", include={
         "round", "visible_tools", "hidden_domains", "calls"}) for r in record.rounds]}
     return Step("tools", data, tuple(lines))
 

@@ -334,14 +334,25 @@ class ToolRecord(CheckedModel):
         description="The hook that registered it at turn.pre_tool_materialization (None: "
         "the application's own tool).",
     )
+    granted_by: Literal["application"] | None = Field(
+        default=None,
+        description="Who opened its domain before the first round: application (the turn's "
+        "visible_domains, a preflight selection). None: always visible, or hidden until the "
+        "model calls request_tools.",
+    )
 
     @classmethod
-    def from_catalog(cls, catalog: ToolCatalog,
-                     registered: Mapping[str, str] | None = None) -> list[ToolRecord]:
-        """Every tool of ``catalog`` in order; ``registered`` maps a tool to its hook."""
+    def from_catalog(cls, catalog: ToolCatalog, registered: Mapping[str, str] | None = None,
+                     *, opened: Sequence[str] = ()) -> list[ToolRecord]:
+        """Every tool of ``catalog`` in order; ``registered`` maps a tool to its hook,
+        ``opened`` lists the domains the application opened before the first round."""
         registered = registered or {}
-        return [cls(name=tool.name, domain=catalog.domain_of(tool.name),
-                    hook_id=registered.get(tool.name)) for tool in catalog.tools]
+        records = []
+        for tool in catalog.tools:
+            domain = catalog.domain_of(tool.name)
+            records.append(cls(name=tool.name, domain=domain, hook_id=registered.get(tool.name),
+                               granted_by="application" if domain in opened else None))
+        return records
 
 
 class WindowRecord(CheckedModel):

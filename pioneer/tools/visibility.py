@@ -186,6 +186,17 @@ class TurnTools:
     _round: ToolRound | None = field(default=None, init=False)
     _calls: list[CallOutcome] = field(default_factory=list, init=False)
 
+    def open(self, domains: Sequence[str]) -> tuple[str, ...]:
+        """Make ``domains`` visible from the first round (the application's preflight
+        selection, before any round starts); return those the catalog has tools for, the
+        others having nothing to open."""
+        if self._round is not None:
+            raise InputError("domains are opened before the first round; the model asks for "
+                             f"more with {REQUEST_TOOLS}")
+        opened = tuple(d for d in dict.fromkeys(domains) if d in self.catalog.domains)
+        self._visible_domains += [d for d in opened if d not in self._visible_domains]
+        return opened
+
     def next_round(self, *, closed: bool = False) -> ToolRound:
         """Start the next provider round; domains granted in the last one become visible.
         A ``closed`` round is the turn's last: it lets the model call nothing."""
