@@ -11,10 +11,19 @@ from .agent import (
     FinishedTurn as FinishedTurn,
 )
 from .agent import (
+    ProviderName as ProviderName,
+)
+from .agent import (
     Step as Step,
 )
 from .agent import (
+    ThreadMode as ThreadMode,
+)
+from .agent import (
     Turn as Turn,
+)
+from .audit import (
+    ExecutionSecurity as ExecutionSecurity,
 )
 from .audit import (
     ReportedUsage as ReportedUsage,
@@ -172,6 +181,9 @@ from .history.open import (
 from .history.postgres_store import (
     PostgresStore as PostgresStore,
 )
+from .history.store import (
+    DatabaseStore as DatabaseStore,
+)
 from .history.summarizer import (
     summarizer_from_settings as summarizer_from_settings,
 )
@@ -229,11 +241,17 @@ from .providers import (
 from .providers import (
     read_response as read_response,
 )
+from .providers.openai_chat import (
+    SystemRole as SystemRole,
+)
 from .review.lock import (
     verify_lock as verify_lock,
 )
 from .sections.agents_md import (
     agents_md_subscription as agents_md_subscription,
+)
+from .sections.permissions import (
+    PermissionProfile as PermissionProfile,
 )
 from .sections.runtime import (
     RetryKind as RetryKind,
@@ -243,6 +261,9 @@ from .sections.runtime import (
 )
 from .sections.runtime import (
     runtime_block as runtime_block,
+)
+from .sections.skills import (
+    Skill as Skill,
 )
 from .settings import (
     ClockGranularity as ClockGranularity,
