@@ -269,6 +269,9 @@ from .settings import (
     ClockGranularity as ClockGranularity,
 )
 from .settings import (
+    HistoryToolRounds as HistoryToolRounds,
+)
+from .settings import (
     PioneerSettings as PioneerSettings,
 )
 from .tokens import (

@@ -83,8 +83,9 @@ def test_every_type_in_agents_signature_is_importable_from_pioneer() -> None:
     names = set().union(*(_names(hint) for hint in hints.values()))
     # Literal aliases, by the names the signature's source uses for them.
     source = inspect.getsource(Agent.__init__)
-    aliases = {"ProviderName", "SystemRole"} & set(re.findall(r"\b[A-Z]\w+", source))
-    assert aliases == {"ProviderName", "SystemRole"}
+    expected = {"ProviderName", "SystemRole", "HistoryToolRounds"}
+    aliases = expected & set(re.findall(r"\b[A-Z]\w+", source))
+    assert aliases == expected
     assert "ThreadMode" in inspect.getsource(Agent.turn)
     names |= aliases | {"ThreadMode"}
     assert {"PermissionProfile", "ExecutionSecurity", "Skill", "DatabaseStore",
