@@ -150,6 +150,41 @@ def test_a_body_carrying_max_tokens_fits_where_the_history_alone_was_budgeted(
     assert fit.local_history_tokens == record.history.sent_tokens <= record.history.budget
 
 
+class _Summaries:
+    def summarize(self, request: Any) -> str:
+        return f"Summary of {len(request.transcript)} messages."
+
+
+def test_summarising_starts_at_80_percent_of_the_historys_share(home: Path) -> None:
+    """A history between 80% of the history's share and 80% of the window less the reserve
+    is summarised: the threshold is the share's, not the old budget's."""
+    window = 60_000
+    with _agent(home, window=window, summarizer=_Summaries()) as agent:
+        _seed(agent, 25, 1_200)  # about 30,000 tokens: under the old threshold of 35,200
+        total = sum(e.tokens for e in agent.store.get_history_window(THREAD, 200).entries)
+        record = _turn(agent, [], turn_id="t1")
+        later = _turn(agent, [], turn_id="t2")
+    fit, history = record.rounds[0].window, record.history
+    assert fit is not None and history is not None
+    assert total < HistoryLimits.from_tokens(window, 16_000).threshold
+    assert history.mode == "summarise" and history.summary_sent
+    assert history.threshold == history.budget * 8 // 10 < total
+    # the budget the budgeter had is the share the round's fit found, but for the prompt
+    # it could not count before compiling on the thread's first recorded turn...
+    assert _share(fit, window) <= history.budget <= _share(fit, window) + 1_500
+    # ...and, from the previous turn's record, within a few tokens on the next
+    fit, history = later.rounds[0].window, later.history
+    assert fit is not None and history is not None
+    assert abs(history.budget - _share(fit, window)) <= 20
+
+
+def _share(fit: WindowRecord, window: int) -> int:
+    """The history's share a round's fit found: the local tokens the window holds less
+    the rest of the request."""
+    return math.floor((window - fit.reserve_tokens) / (fit.ratio * fit.margin)) - (
+        fit.local_input_tokens - fit.local_history_tokens)
+
+
 @pytest.mark.parametrize(("provider", "model", "override", "expected", "source"), [
     ("anthropic", "claude-sonnet-4-5", None, 200_000, "the model table: claude-sonnet-4-5"),
     ("openai-chat", "gpt-4o", None, 128_000, "the model table: gpt-4o"),
