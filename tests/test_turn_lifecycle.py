@@ -143,13 +143,15 @@ def test_one_open_turn_per_thread(home: Path, tmp_path: Path) -> None:
         other.close()
 
 
-def test_an_unfinished_turn_is_kept_at_interpreter_exit(home: Path, tmp_path: Path) -> None:
-    db = tmp_path / "p.db"
+def test_an_unfinished_turn_is_kept_at_interpreter_exit(
+    store_target: StoreTarget, home: Path,
+) -> None:
+    db = str(store_target.target)
     script = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(ROOT / "examples")!r})
         from pioneer import Agent
-        agent = Agent({str(db)!r}, provider="openai-chat", model="gpt-5.1",
+        agent = Agent({db!r}, provider="openai-chat", model="gpt-5.1",
                       compile_input={{"workspace_root": {str(home)!r}}}, recall=False)
         turn = agent.turn("thread-1", "Question at exit", turn_id="turn-exit")
         turn.next_body()
