@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import StoreTarget
+from support import run_cli
 
 from pioneer import (
     Agent,
@@ -91,6 +92,8 @@ def test_a_dropped_turn_is_kept_as_abandoned_and_warned(home: Path, tmp_path: Pa
     assert _record(db, "turn-3").history.turn_ids == ["turn-1"]
     text = render_text(explain_turn(record))
     assert text.splitlines()[1].startswith("abandoned: dropped without finish()")
+    code, out, err = run_cli("explain", "turn-2", "--db", str(db))
+    assert (code, err) == (0, "") and out == text  # what `pioneer explain` prints
     assert json.loads(render_json(explain_turn(record)))["abandoned"] == record.abandoned
     assert json.loads(render_json(explain_turn(_record(db, "turn-1"))))["abandoned"] is None
 

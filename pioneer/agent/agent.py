@@ -185,7 +185,8 @@ class Agent:
         self.index = EpisodicIndex(self.store) if recall else None
         self._guard = ThreadGuard(self.store)
         self._writer = AbandonedWriter(self.records)
-        self._open: dict[str, weakref.ref[Turn]] = {}
+        # The open turn of each thread; a turn garbage-collected unfinished leaves by itself.
+        self._open: weakref.WeakValueDictionary[str, Turn] = weakref.WeakValueDictionary()
         self._open_lock = threading.Lock()
 
     def _load_profiles(self, compiler: PromptCompiler) -> None:
@@ -283,14 +284,13 @@ class Agent:
                     max_rounds=self.max_rounds if max_rounds is None else max_rounds,
                     inputs=dict(inputs or {}), visible_domains=opened)
         with self._open_lock:
-            held = self._open.get(thread_id)
-            other = held() if held is not None else None
+            other = self._open.get(thread_id)
             if other is not None:  # the new turn sent nothing: dropping it keeps nothing
                 raise InputError(Problem(
                     f"thread {thread_id!r} already has an open turn, {other.turn_id!r}: "
                     "finish() or close() it first (one open turn per thread per agent)",
                     path="Agent.turn → thread_id"))
-            self._open[thread_id] = weakref.ref(turn)
+            self._open[thread_id] = turn
         return turn
 
     def _checked_domains(self, domains: object, mode: ThreadMode) -> tuple[str, ...]:
@@ -314,8 +314,7 @@ class Agent:
     def _release(self, turn: Turn) -> None:
         """``turn`` is over: its thread may have another open turn."""
         with self._open_lock:
-            held = self._open.get(turn.thread_id)
-            if held is not None and held() in (turn, None):
+            if self._open.get(turn.thread_id) is turn:
                 del self._open[turn.thread_id]
 
     def close(self) -> None:
