@@ -281,3 +281,16 @@ def test_a_conflict_in_one_process_is_a_store_error_naming_the_turns(
         retry.finish()
     assert _history(db) == ["turn-1", retry.turn_id]
     assert _record(db, "turn-late").abandoned is not None
+
+
+def test_a_block_error_stays_the_error_when_the_turn_cannot_be_kept(
+    home: Path, tmp_path: Path,
+) -> None:
+    agent = _agent(tmp_path / "p.db", home)
+    with pytest.raises(ValueError, match="boom") as info, \
+            agent.turn(THREAD, "Question 1", turn_id="turn-1") as turn:
+        turn.next_body()
+        agent.close()  # the store is gone: the abandoned record cannot be written
+        raise ValueError("boom")
+    [note] = info.value.__notes__
+    assert note.startswith("turn 'turn-1' could not be kept as abandoned: ")

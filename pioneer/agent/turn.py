@@ -454,10 +454,11 @@ class Turn:
             return
         try:
             self._abandon(f"left its with block on {describe_exception(error)}")
-        except Warning:
+        except Warning:  # the ResourceWarning made an error by a filter: the record is kept
             raise
-        except Exception as failure:  # the block's own error is the one to see
-            error.add_note(f"turn {self.turn_id!r} could not be kept as abandoned: {failure}")
+        except Exception as failure:  # the record could not be kept: the block's own error
+            error.add_note(  # is the one to see, with this one noted on it
+                f"turn {self.turn_id!r} could not be kept as abandoned: {failure}")
 
     def _abandon(self, reason: str) -> None:
         if self._finished:
