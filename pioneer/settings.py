@@ -101,6 +101,11 @@ _CONFIG: contextvars.ContextVar[Path | None] = contextvars.ContextVar("config", 
 # Whether that file was discovered (found in the working folder or a parent), not named.
 _DISCOVERED: contextvars.ContextVar[bool] = contextvars.ContextVar("discovered", default=False)
 
+#: The steps one template render may take by default (the ``render_step_limit`` setting;
+#: docs/failure-behaviour.md, "Templates"): well past any profile pioneer ships, and about
+#: a second of the slowest steps (macro calls).
+RENDER_STEP_LIMIT = 250_000
+
 #: The settings a discovered ``pioneer.toml`` may set: none of them can send anything
 #: outside the deployment (its paths must lie inside the file's folder). Every other
 #: setting (the store URL, the summarizer's endpoint and key variable, where the runtime
@@ -308,6 +313,12 @@ class PioneerSettings(BaseModel):
     token_cache_bytes: int = Field(
         default=TOKEN_CACHE_BYTES, ge=0,
         description="Bytes of token counts the process-wide counter keeps (320 a count).",
+    )
+
+    render_step_limit: int = Field(
+        default=RENDER_STEP_LIMIT, ge=1,
+        description="Steps one template render may take (loop iterations and calls; a call "
+        "handed a long list or text more) before it stops with a TemplateError.",
     )
 
     def __init__(self, **values: Any) -> None:

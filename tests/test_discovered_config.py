@@ -210,7 +210,8 @@ def test_the_failure_page_states_the_trust_rule() -> None:
               "summary_allow_http": "`summary_allow_http`",
               "home_directory": "`home_directory`", "postgres_lock_timeout": "PostgreSQL time",
               "postgres_statement_timeout": "PostgreSQL time",
-              "postgres_idle_in_transaction_timeout": "PostgreSQL time"}
+              "postgres_idle_in_transaction_timeout": "PostgreSQL time",
+              "render_step_limit": "`render_step_limit`"}
     groups |= {name: "cache budgets" for name in PioneerSettings.model_fields
                if name.endswith("_cache_bytes")}
     refused = set(PioneerSettings.model_fields) - DISCOVERED_SETTINGS

@@ -13,7 +13,16 @@ both count). Lists count their items.
 Operations whose result size follows from their arguments (a width, a repeat count, the
 text form of a nested list) are measured *before* they run and refused when they would
 pass the limit, so nothing that large is ever built: see :func:`text_length` and the
-checks in :mod:`pioneer.compile.sandbox`. docs/failure-behaviour.md says what this guarantees.
+checks in :mod:`pioneer.compile.sandbox`.
+
+A render is bounded in time the same way, by **steps**: every loop iteration and every
+call (a function, a method, a filter, a macro, ``caller()``, a block) is one step, and a
+call or filter handed a list or a long text is charged for the work it does on it (see
+:mod:`pioneer.compile.sandbox`). A render that would pass its step limit
+(:data:`MAX_STEPS` by default, the ``render_step_limit`` setting) stops with a
+:class:`TemplateLimitError` where it is. Counting is deterministic: the same render
+stops at the same step on any machine. docs/failure-behaviour.md says what this
+guarantees.
 """
 
 from __future__ import annotations
@@ -25,12 +34,15 @@ from typing import Any
 from jinja2.exceptions import SecurityError
 from jinja2.utils import Namespace
 
+from ..settings import RENDER_STEP_LIMIT
+
 __all__ = [
     "CURRENT",
     "INPUT_COPIES",
     "MAX_DEPTH",
     "MAX_INT_BITS",
     "MAX_OUTPUT",
+    "MAX_STEPS",
     "Allowance",
     "TemplateLimitError",
     "current",
@@ -42,6 +54,9 @@ __all__ = [
 #: The fixed part of a render's allowance, in characters (or list items). Making a value
 #: and printing it both count, so a template can print about half of it of its own.
 MAX_OUTPUT = 2_000_000
+#: The steps (loop iterations and calls) one render may take by default: the
+#: ``render_step_limit`` setting.
+MAX_STEPS = RENDER_STEP_LIMIT
 #: How many times over a render may build the text it was handed.
 INPUT_COPIES = 4
 #: The largest integer (in bits) ``**`` and ``*`` may build.
@@ -55,19 +70,33 @@ class TemplateLimitError(SecurityError):
 
 
 class Allowance:
-    """What one render has built so far, and its limit (measured only when needed).
+    """What one render has built so far and the steps it took, and their limits (the
+    size limit measured only when needed).
 
     ``given`` is the size of the text handed to the render, or a function that measures
     it: measuring walks the whole context, so it runs only once a render has built more
-    than :data:`MAX_OUTPUT`, which almost none do.
+    than :data:`MAX_OUTPUT`, which almost none do. ``steps`` is the most steps the render
+    may take.
     """
 
-    __slots__ = ("_given", "_limit", "spent")
+    __slots__ = ("_given", "_limit", "spent", "step_limit", "steps")
 
-    def __init__(self, given: int | Callable[[], int] = 0):
+    def __init__(self, given: int | Callable[[], int] = 0, steps: int = MAX_STEPS):
         self.spent = 0
         self._given = given
         self._limit: int | None = None
+        self.steps = 0
+        self.step_limit = steps
+
+    def step(self, count: int = 1) -> None:
+        """Count ``count`` more steps taken; refuse past the step limit."""
+        self.steps += count
+        if self.steps > self.step_limit:
+            raise TemplateLimitError(
+                f"the render ran past its limit of {self.step_limit} steps (each loop "
+                f"iteration and each call is one, a call handed a long list or text more; "
+                f"the render_step_limit setting)"
+            )
 
     def limit(self) -> int:
         """The most this render may build, in characters or items."""
@@ -125,8 +154,8 @@ class render_scope:
 
     __slots__ = ("_token", "allowance")
 
-    def __init__(self, given: int | Callable[[], int] = 0):
-        self.allowance = Allowance(given)
+    def __init__(self, given: int | Callable[[], int] = 0, steps: int = MAX_STEPS):
+        self.allowance = Allowance(given, steps)
 
     def __enter__(self) -> Allowance:
         self._token = CURRENT.set(self.allowance)

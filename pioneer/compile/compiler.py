@@ -138,7 +138,8 @@ class PromptCompiler:
         self.settings = settings
         self.profile_path = _paths(profile_path, self.settings.profile_path)
         self.template_path = _paths(template_path, self.settings.template_path)
-        self.templates = TemplateSet(build_environment(self.template_path))
+        self.templates = TemplateSet(build_environment(self.template_path,
+                                                       settings.render_step_limit))
         self._counter = token_counter
         self._count_tokens = count_tokens
         self._profiles: dict[str, LoadedProfile] = {}

@@ -407,7 +407,8 @@ class SectionRenderer:
             return found
         expression = self.templates.condition(when)
         try:
-            with render_scope(lambda: text_size(self.base.values())):
+            with render_scope(lambda: text_size(self.base.values()),
+                              self.templates.env.step_limit):  # type: ignore[attr-defined]
                 result = bool(evaluate(expression, self.base))
         except Exception as error:  # the sandbox's refusals and any runtime error alike
             raise TemplateError(self.locator.problem(

@@ -31,8 +31,15 @@ to call even if one got in (docs/failure-behaviour.md, "The sandbox: plain data 
 ``lipsum``, ``random`` and ``pprint`` are not offered (filler text, non-determinism,
 output that grows with nesting). Refusals raise
 :class:`~pioneer.compile.allowance.TemplateLimitError` (a jinja2 ``SecurityError``); the
-compiler reports it as a ``TemplateError`` with the template and line. CPU spent in loops
-is not bounded (docs/failure-behaviour.md).
+compiler reports it as a ``TemplateError`` with the template and line.
+
+**Steps.** The time a render takes is bounded by its steps
+(:meth:`~pioneer.compile.allowance.Allowance.step`): the code generator wraps every ``for``
+loop's iterable in :meth:`Sandbox.counted`, which charges one step per item (a recursive
+loop's ``loop(children)`` too), and every call from template code (``call``: functions,
+methods, macros, ``caller()``, blocks) and every filter is one step plus the work it is
+handed (:func:`_work`: a list's items, a text's kilobytes). No thread, signal or clock is
+involved: a render stops at the same step wherever it runs (docs/failure-behaviour.md).
 """
 
 from __future__ import annotations
@@ -40,13 +47,13 @@ from __future__ import annotations
 import re
 import types
 from collections import ChainMap
-from collections.abc import Callable, Iterable, Mapping, MappingView, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MappingView, Sequence
 from numbers import Number
 from string import Formatter
 from typing import Any
 
 import jinja2
-from jinja2.compiler import CodeGenerator, Frame
+from jinja2.compiler import CodeGenerator, Frame, operators
 from jinja2.environment import TemplateModule
 from jinja2.filters import make_attrgetter
 from jinja2.runtime import BlockReference, LoopContext, Macro, TemplateReference, Undefined
@@ -59,6 +66,7 @@ from .allowance import (
     INPUT_COPIES,
     MAX_INT_BITS,
     MAX_OUTPUT,
+    MAX_STEPS,
     Allowance,
     TemplateLimitError,
     current,
@@ -95,6 +103,62 @@ def _size(value: Any) -> int:
     if isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)):
         return len(value)
     return 0
+
+
+#: Filters that take the same time whatever they are handed (one step each).
+_CONSTANT_FILTERS = frozenset({
+    "abs", "attr", "count", "d", "default", "e", "escape", "first", "float", "int",
+    "length", "round", "safe",
+})
+#: Methods of a list or tuple that walk it (a step per item); the others (``append``,
+#: ``pop()``, ``get``, ``items``, ...) take the same time whatever its length.
+_WALKING_METHODS = frozenset({"copy", "count", "index", "insert", "remove", "reverse", "sort"})
+
+
+def _work(value: Any) -> int:
+    """Steps beyond the first for handing ``value`` to a filter or a call: one per item of
+    a list, mapping, set or range, one per 1,024 characters (or bytes) of a text (C code
+    runs through a kilobyte in about the time a template loop takes for one step)."""
+    kind = type(value)
+    if kind is str or kind is bytes:
+        return len(value) >> 10
+    if kind is int or kind is bool or value is None:
+        return 0
+    if isinstance(value, (list, tuple, Mapping, set, frozenset, range, MappingView)):
+        return len(value)
+    return 0
+
+
+def _scan_work(value: Any) -> int:
+    """:func:`_work` of a value a comparison or a test walks: a text or a list (a mapping
+    or a set is looked up by hash, whatever its size)."""
+    kind = type(value)
+    if kind is str or kind is bytes:
+        return len(value) >> 10
+    if isinstance(value, (list, tuple)):
+        return len(value)
+    return 0
+
+
+def _call_work(obj: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> int:
+    """:func:`_work` of what a call is handed: its arguments, and the text or list a
+    method walks (a list or mapping grown by ``append``, ``extend``, ... is charged to the
+    size allowance instead)."""
+    owner = getattr(obj, "__self__", None)
+    if isinstance(owner, (list, dict, set)) and obj.__name__ in _MUTATORS:
+        return 0
+    work = 0
+    for arg in args:
+        work += _work(arg)
+    if kwargs:
+        for arg in kwargs.values():
+            work += _work(arg)
+    if owner is not None:
+        if isinstance(owner, (str, bytes)):
+            work += len(owner) >> 10
+        elif isinstance(owner, (list, tuple)) and obj.__name__ in _WALKING_METHODS:
+            work += len(owner)
+    return work
 
 
 def _largest_text(values: Iterable[Any], allowance: Allowance) -> int:
@@ -360,6 +424,7 @@ def _keep_markers(new: Callable[..., Any], original: Callable[..., Any]) -> Call
 def _join_filter(original: Callable[..., Any]) -> Callable[..., Any]:
     def join(eval_ctx: Any, value: Any, d: Any = "", attribute: Any = None) -> Any:
         allowance = current()
+        allowance.step(1 + _work(value))
         items = _items(eval_ctx.environment, value, attribute)
         allowance.check(_join_size(allowance, d, items), "join")
         result = original(eval_ctx, items, d)
@@ -375,6 +440,7 @@ def _sum_filter(original: Callable[..., Any]) -> Callable[..., Any]:
 
     def total(environment: jinja2.Environment, iterable: Any, attribute: Any = None,
               start: Any = 0) -> Any:
+        current().step(1 + _work(iterable))
         if isinstance(start, Number):
             return original(environment, iterable, attribute, start)
         items = _items(environment, iterable, attribute)
@@ -402,11 +468,13 @@ def _guarded_filter(name: str, original: Callable[..., Any]) -> Callable[..., An
     offset = 1 if getattr(original, "jinja_pass_arg", None) is not None else 0
     check = _FILTER_CHECKS.get(name)
     text = name not in _NOT_TEXT
+    constant = name in _CONSTANT_FILTERS
 
     def guarded(*args: Any, **kwargs: Any) -> Any:
         allowance = current()
         if len(args) > offset:
             value = args[offset]
+            allowance.step(1 if constant else 1 + _work(value))
             if text and type(value) is not str:
                 allowance.check_text(value, f"the {name} filter")
             if check is not None:
@@ -418,7 +486,20 @@ def _guarded_filter(name: str, original: Callable[..., Any]) -> Callable[..., An
     return _keep_markers(guarded, original)
 
 
-# -- the code generator: capture and ``~`` ------------------------------------------
+def _counted_test(original: Callable[..., Any]) -> Callable[..., Any]:
+    """A test (``is divisibleby``, ``is in``, ...), one step and the work it is handed."""
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        work = 1
+        for arg in args:
+            work += _scan_work(arg)
+        current().step(work)
+        return original(*args, **kwargs)
+
+    return _keep_markers(counted, original)
+
+
+# -- the code generator: capture, ``~`` and counted loops ---------------------------
 
 
 class _Buffer(list):  # type: ignore[type-arg]
@@ -441,11 +522,54 @@ class _Buffer(list):  # type: ignore[type-arg]
 
 
 class _CodeGenerator(CodeGenerator):
-    """jinja2's code generator with counted capture buffers and a measured ``~``."""
+    """jinja2's code generator with counted capture buffers, a measured ``~`` and
+    counted loops."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: The iterables of the ``for`` loops being written, innermost last.
+        self._loops: list[jinja2.nodes.Node] = []
+
+    def visit_For(self, node: jinja2.nodes.For, frame: Frame) -> None:
+        self._loops.append(node.iter)
+        try:
+            super().visit_For(node, frame)
+        finally:
+            self._loops.pop()
+
+    def visit(self, node: jinja2.nodes.Node, *args: Any, **kwargs: Any) -> Any:
+        """jinja2's visit; a ``for`` loop's iterable is written as
+        ``environment.counted(iterable)`` (jinja2 allows no node types of our own)."""
+        if self._loops and node is self._loops[-1]:
+            self.write("environment.counted(")
+            super().visit(node, *args, **kwargs)
+            self.write(")")
+            return None
+        return super().visit(node, *args, **kwargs)
 
     def buffer(self, frame: Frame) -> None:
         frame.buffer = self.temporary_identifier()
         self.writeline(f"{frame.buffer} = environment.capture_buffer()")
+
+    def visit_Compare(self, node: jinja2.nodes.Compare, frame: Frame) -> None:
+        # Python's own chained comparison, each operand charged as it is evaluated.
+        self.write("(environment.weighed(")
+        self.visit(node.expr, frame)
+        self.write(")")
+        for operand in node.ops:
+            self.write(f" {operators[operand.op]} environment.weighed(")
+            self.visit(operand.expr, frame)
+            self.write(")")
+        self.write(")")
+
+    def visit_Getitem(self, node: jinja2.nodes.Getitem, frame: Frame) -> None:
+        # jinja2 writes a slice as Python's own subscript: the copy is charged as weighed.
+        if isinstance(node.arg, jinja2.nodes.Slice):
+            self.write("environment.weighed(")
+            super().visit_Getitem(node, frame)
+            self.write(")")
+        else:
+            super().visit_Getitem(node, frame)
 
     def visit_Concat(self, node: jinja2.nodes.Concat, frame: Frame) -> None:
         if frame.eval_ctx.volatile or frame.eval_ctx.autoescape:
@@ -587,9 +711,11 @@ def _json_default(value: Any) -> Any:
 class Sandbox(SandboxedEnvironment):
     """jinja2's sandbox, charging everything a template builds to its render's allowance."""
 
-    intercepted_binops = frozenset({"*", "**", "%", "+"})
+    intercepted_binops = frozenset({"*", "**", "%", "+", "-", "/", "//"})
     code_generator_class = _CodeGenerator
     template_class = _Template
+    #: The most steps one render may take (the ``render_step_limit`` setting).
+    step_limit: int = MAX_STEPS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("finalize", _printable)
@@ -600,6 +726,8 @@ class Sandbox(SandboxedEnvironment):
         originals = dict(self.filters)
         for name, original in originals.items():
             self.filters[name] = _guarded_filter(name, original)
+        for name, test in list(self.tests.items()):
+            self.tests[name] = _counted_test(test)  # type: ignore[arg-type]
         self.filters["join"] = _join_filter(originals["join"])
         self.filters["sum"] = _sum_filter(originals["sum"])
         # ``tojson`` writes a read-only mapping as the object it is a view of.
@@ -680,7 +808,8 @@ class Sandbox(SandboxedEnvironment):
 
     def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any,
                    right: Any) -> Any:
-        """``*``, ``**``, ``%`` and ``+``, refused when the result would be too large."""
+        """Arithmetic: ``*``, ``**``, ``%`` and ``+`` refused when the result would be too
+        large; every operator charged for the long numbers, text or list it makes."""
         allowance = current()
         if operator == "*":
             _check_repeat(allowance, left, right)
@@ -689,16 +818,44 @@ class Sandbox(SandboxedEnvironment):
             _check_power(left, right)
         elif operator == "%":
             _check_printf(allowance, left, right)
+        if type(left) is int and type(right) is int:  # long arithmetic: digits by digits
+            allowance.step((left.bit_length() * right.bit_length()) >> 20)
         result = super().call_binop(context, operator, left, right)
         allowance.charge(_size(result))
+        if type(result) is int:
+            allowance.step((result.bit_length() ** 2) >> 20)
+        else:
+            allowance.step(_scan_work(result))
         return result
+
+    def weighed(self, value: Any) -> Any:
+        """A compared value (``==``, ``<``, ``in``, ...) or a slice, charged for the text
+        or list a comparison may walk or a slice copied."""
+        work = _scan_work(value)
+        if work:
+            current().step(work)
+        return value
+
+    def counted(self, iterable: Iterable[Any]) -> Iterator[Any]:
+        """A ``for`` loop's items, one step each."""
+        step = current().step
+        for item in iterable:
+            step()
+            yield item
 
     def call(__self, __context: jinja2.runtime.Context, __obj: Any,
              *args: Any, **kwargs: Any) -> Any:
-        """A call from template code, refused when it would build too much."""
-        if isinstance(__obj, (Macro, BlockReference)):  # their output is charged as made
-            return super().call(__context, __obj, *args, **kwargs)
+        """A call from template code, one step (and the work it is handed), refused when
+        it would build too much."""
         allowance = current()
+        if isinstance(__obj, (Macro, BlockReference)):  # their output is charged as made
+            allowance.step()
+            return super().call(__context, __obj, *args, **kwargs)
+        if type(__obj) is LoopContext and args:  # a recursive loop's ``loop(children)``
+            args = (__self.counted(args[0]), *args[1:])
+            allowance.step()
+        else:
+            allowance.step(1 + _call_work(__obj, args, kwargs))
         args = _check_method(allowance, __obj, args, kwargs)
         result = super().call(__context, __obj, *args, **kwargs)
         allowance.charge(_size(result))
@@ -745,7 +902,7 @@ def render_parts(
     if given is None:
         given = lambda: text_size(context.values())  # noqa: E731
     parts: list[str] = []
-    allowance = Allowance(given)
+    allowance = Allowance(given, template.environment.step_limit)  # type: ignore[attr-defined]
     token = CURRENT.set(allowance)  # render_scope's work, without its frames
     try:
         values = render_context(context)

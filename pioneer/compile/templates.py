@@ -22,6 +22,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from ..errors import Problem, TemplateError, describe_exception, did_you_mean
 from ..resources import builtin_dir
+from .allowance import MAX_STEPS
 from .declared import input_uses
 from .sandbox import Sandbox
 
@@ -70,10 +71,11 @@ def _always_current() -> bool:
     return True
 
 
-def build_environment(search: Sequence[Path]) -> SandboxedEnvironment:
-    """The sandboxed environment over deployment template folders, then the built-in one."""
+def build_environment(search: Sequence[Path], step_limit: int = MAX_STEPS) -> SandboxedEnvironment:
+    """The sandboxed environment over deployment template folders, then the built-in one;
+    each render may take ``step_limit`` steps."""
     loader = _ReadOnce([*map(str, search), str(builtin_dir("templates"))])
-    return Sandbox(
+    env = Sandbox(
         loader=loader,
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -82,6 +84,8 @@ def build_environment(search: Sequence[Path]) -> SandboxedEnvironment:
         keep_trailing_newline=True,
         auto_reload=False,
     )
+    env.step_limit = step_limit
+    return env
 
 
 class TemplateSet:

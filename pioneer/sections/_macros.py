@@ -15,7 +15,7 @@ from typing import Any
 
 import jinja2
 
-from ..compile.allowance import render_scope, text_size
+from ..compile.allowance import MAX_STEPS, render_scope, text_size
 from ..compile.readonly import plain
 from ..compile.templates import display_name, load_problem, render_error
 from ..errors import Problem, TemplateError
@@ -31,7 +31,7 @@ def call_macro(env: jinja2.Environment, template: str, macro: str, /, *args: Any
     except Exception as error:  # missing, unreadable, or does not parse
         raise TemplateError(load_problem(error, env, template, context=context)) from None
     try:
-        with render_scope(lambda: text_size(args)):
+        with render_scope(lambda: text_size(args), getattr(env, "step_limit", MAX_STEPS)):
             function = getattr(loaded.module, macro, None)  # a new module on every call
             if function is None:
                 raise TemplateError(Problem(f'macro "{macro}" is not defined',
