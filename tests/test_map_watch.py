@@ -205,3 +205,63 @@ def test_an_edit_made_while_a_page_is_built_counts_as_a_change(tmp_path: Path) -
     assert since[old.absolute()] == snapshot(watched)[old.absolute()]
     assert since[new.absolute()] == (-1, -1, -1)  # differs from any snapshot: a change
     assert snapshot(watched) != since
+
+
+# -- it always stops ----------------------------------------------------------------------
+
+
+def _start(tmp_path: Path, *argv: str, **env: str) -> subprocess.Popen[str]:
+    with (tmp_path / "stderr.txt").open("w") as stderr:
+        return subprocess.Popen(
+            [str(PIONEER), "inspect", "--home", "home", "--profile-path", "profiles",
+             "--template-path", "templates", "--html", "ctx.html", "--watch", *argv],
+            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=stderr, text=True,
+            stdin=subprocess.DEVNULL, env={**_environment(), **env})
+
+
+def test_a_fifo_input_is_refused_without_being_opened(tmp_path: Path) -> None:
+    # Opening a FIFO for reading blocks until a writer comes: the watch once sat in open()
+    # for ten minutes, deaf to SIGTERM. It is judged by stat and never opened.
+    shutil.copytree(HOME, tmp_path / "home")
+    for folder in ("profiles", "templates"):
+        (tmp_path / folder).mkdir()
+    os.mkfifo(tmp_path / "input.json")
+    process = _start(tmp_path, "--input", "input.json")
+    try:
+        code = process.wait(timeout=PATIENCE)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=PATIENCE)
+    assert (code, (tmp_path / "stderr.txt").read_text()) == (2, (
+        "--watch reads regular files only: input.json is a FIFO (named pipe); write what "
+        "it carries to a file and watch that\nerror: 1 problem\n"
+        "(run `pioneer inspect --help` for usage)\n"))
+    assert not (tmp_path / "ctx.html").exists()
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
+def test_a_render_that_would_run_for_hours_is_stopped_at_once(tmp_path: Path, how: int) -> None:
+    # With the step limit raised out of reach the render would run for hours; a stop
+    # request ends it where it is, and the last page is kept.
+    shutil.copytree(HOME, tmp_path / "home")
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "mybot.toml").write_text(PROFILE.format(title="Who"))
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "identity_base.md.j2").write_text(
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}\n")
+    process = _start(tmp_path, "--profile", "mybot",
+                     PIONEER_RENDER_STEP_LIMIT=str(10**15))
+    try:
+        time.sleep(2)  # start-up, and well into the render
+        assert process.poll() is None
+        process.send_signal(how)
+        code = process.wait(timeout=5)  # a guard against a hang: it stops in milliseconds
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert code == 0
+    assert (tmp_path / "stderr.txt").read_text() == (
+        "stopped watching; ctx.html keeps the last page\n")
+    assert not (tmp_path / ".ctx.html.partial").exists()

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
+import stat
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -201,17 +203,45 @@ def _watch(args: argparse.Namespace, err: TextIO) -> int:
         raise UsageError("--watch cannot watch standard input: name the file")
     from ..review.watch import snapshot, snapshot_since, wait_for_change
 
-    # Ctrl-C and SIGTERM only raise a flag, read between polls and page builds: an
-    # exception raised wherever the signal lands could be swallowed (inside a callback
-    # the interpreter runs for a finalizer, say), and the watch would go on.
+    for path in (args.input, args.messages, args.tools, args.config):
+        if path is not None:
+            _refuse_special(Path(path))
+    # Ctrl-C and SIGTERM raise a flag, read between polls and page builds: an exception
+    # raised wherever the signal lands could be swallowed (inside a callback the
+    # interpreter runs for a finalizer, say), and the watch would go on. While a page is
+    # built they also raise KeyboardInterrupt, so a long render or an open() that blocks
+    # ends at once; if that is swallowed, the flag still ends the watch after the build.
     stop: list[int] = []
-    previous = {number: signal.signal(number, lambda signum, frame: stop.append(signum))
+    building = [False]
+
+    def request_stop(signum: int, frame: object) -> None:
+        stop.append(signum)
+        if building[0]:
+            building[0] = False
+            raise KeyboardInterrupt
+
+    previous = {number: signal.signal(number, request_stop)
                 for number in (signal.SIGINT, signal.SIGTERM)}
+    watched: Watched | None = None
+
+    def build() -> Watched | None:
+        building[0] = True
+        try:
+            return _live_page(args, err, watched)
+        except KeyboardInterrupt:
+            if not stop:  # not ours: a KeyboardInterrupt from elsewhere
+                raise
+            args.html.with_name(f".{args.html.name}.partial").unlink(missing_ok=True)
+            return None
+        finally:
+            building[0] = False
+
     try:
         started = time.time_ns()
-        watched = _live_page(args, err, None)
-        print(f"watching {len(snapshot(watched))} files (Ctrl-C stops)", file=err)
-        while not stop:
+        watched = build()
+        if watched is not None and not stop:
+            print(f"watching {len(snapshot(watched))} files (Ctrl-C stops)", file=err)
+        while watched is not None and not stop:
             # What changed once the page began to be built counts as a change: an edit
             # made while it was drawn is drawn next, never missed.
             changed = wait_for_change(watched, snapshot_since(watched, started),
@@ -219,12 +249,30 @@ def _watch(args: argparse.Namespace, err: TextIO) -> int:
             if changed is None:
                 break
             started = time.time_ns()
-            watched = _live_page(args, err, watched)
+            watched = build()
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
     print(f"stopped watching; {args.html} keeps the last page", file=err)
     return 0
+
+
+def _refuse_special(path: Path) -> None:
+    """Refuse a named input that is not a regular file (a FIFO, a device, a socket): it
+    would block the watch in ``open()`` or never settle. Judged by ``stat``, never
+    opened; a missing file is left to the page (it may appear later)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if stat.S_ISREG(mode):
+        return
+    kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else
+            "a folder" if stat.S_ISDIR(mode) else
+            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else
+            "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    raise UsageError(f"--watch reads regular files only: {path} is {kind}; write what it "
+                     "carries to a file and watch that")
 
 
 def _live_page(args: argparse.Namespace, err: TextIO, last: Watched | None) -> Watched:
