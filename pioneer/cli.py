@@ -33,6 +33,7 @@ from .errors import (
     did_you_mean,
     report_lines,
 )
+from .terminal import colour_enabled, needs_escape, visible
 
 __all__ = [
     "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "EXIT_USER", "Output",
@@ -94,10 +95,14 @@ def _add_colour_option(parser: argparse.ArgumentParser) -> None:
 class Output(io.TextIOBase):
     """A text stream that never crashes the command that writes to it.
 
-    A character the underlying stream's encoding cannot hold is written as a backslash
-    escape; a closed (``None``) or failing stream raises :class:`OutputError` for
-    standard output and is silently dropped for standard error (there is nowhere left to
-    say it). A broken pipe passes through: the CLI treats it as the reader having left.
+    Every character a terminal would act on (ESC sequences, other controls, bidirectional
+    overrides) is written as a visible escape (:func:`pioneer.terminal.visible`), whatever
+    the command and wherever the text came from: this is the one place the CLI's text
+    leaves the process. JSON stays valid and decodes to the same text. A character the
+    underlying stream's encoding cannot hold is written as a backslash escape; a closed
+    (``None``) or failing stream raises :class:`OutputError` for standard output and is
+    silently dropped for standard error (there is nowhere left to say it). A broken pipe
+    passes through: the CLI treats it as the reader having left.
     """
 
     def __init__(self, stream: TextIO | None, name: str, *, quiet_failure: bool = False):
@@ -123,9 +128,18 @@ class Output(io.TextIOBase):
     def encoding(self) -> str:  # type: ignore[override]
         return getattr(self._stream, "encoding", None) or "utf-8"
 
+    @property
+    def raw(self) -> TextIO | None:
+        """The stream underneath, for writers whose own control sequences are wanted (the
+        progress bar)."""
+        return self._stream
+
     def write(self, text: str) -> int:
         if self._stream is None:
             return self._failed(None)
+        size = len(text)
+        if needs_escape(text):
+            text = visible(text, colour=colour_enabled(self))
         try:
             self._stream.write(text)
         except UnicodeEncodeError:
@@ -136,7 +150,7 @@ class Output(io.TextIOBase):
             raise
         except (OSError, ValueError) as error:
             self._failed(error)
-        return len(text)
+        return size
 
     def flush(self) -> None:
         if self._stream is not None:
