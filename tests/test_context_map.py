@@ -50,7 +50,7 @@ from pioneer.audit.cache_report import CacheBlock, CachePlan, plan_cache, reques
 from pioneer.compile.manifest import PromptManifest
 from pioneer.providers import load_chat_request
 from pioneer.providers.models import model_facts
-from pioneer.review import context_map
+from pioneer.review import context_map, map_page
 from pioneer.tools import ToolCatalog, TurnTools
 
 CASE = Path(__file__).parent / "context_map"
@@ -769,6 +769,41 @@ def test_markup_in_an_id_or_title_cannot_swallow_the_page_script(
         page.hover(".block[data-id='notes']")
         assert f"Notes {hostile}" in (page.text_content("#details") or "")
         assert opened.console == [] and _only_the_file(opened.requests, case)
+
+
+def test_only_the_pages_own_scripts_run(case: Path, browser: Browser) -> None:
+    """The policy names the page's two scripts by their sha256: they run, and markup that
+    an escaping slip let into the page (an inline script, an event handler, a
+    ``javascript:`` link) does not."""
+    code, _, err = _inspect(case)
+    assert code == 0, err
+    page_text = (case / "ctx.html").read_text("utf-8")
+    assert "unsafe-inline'; img-src" not in page_text  # styles only, never scripts
+    assert f'content="{map_page.CSP}"' in page_text
+    assert "script-src 'sha256-" in map_page.CSP
+    injected = ("<script>document.documentElement.dataset.pwned = 'script';</script>"
+                "<img src=\"data:,x\" onerror=\"document.documentElement.dataset.pwned = "
+                "'handler'\"><a id=\"evil\" href=\"javascript:document.documentElement"
+                ".dataset.pwned = 'link'\">x</a>")
+    (case / "ctx.html").write_text(page_text.replace("<main>", "<main>" + injected, 1),
+                                   "utf-8")
+    for opened in _open(browser, case / "ctx.html", javascript=True):
+        page = opened.page
+        page.click("#evil")
+        page.wait_for_timeout(200)
+        assert page.get_attribute("html", "class") == "js"  # the page's own script ran
+        assert page.get_attribute("html", "data-pwned") is None
+        page.hover(".strip .block")
+        assert "tokens" in (page.text_content("#details") or "")
+        # Chromium reports each blocked script; nothing else went wrong.
+        assert opened.console and all("Content Security Policy" in line
+                                      for line in opened.console), opened.console
+    # The live page's reload script is named too, and runs.
+    live = map_page.render_error_page("pioneer inspect", "x", live=True)
+    (case / "live.html").write_text(live, "utf-8")
+    for opened in _open(browser, case / "live.html", javascript=True):
+        opened.page.wait_for_selector("html[data-live='on']", timeout=10_000)
+        assert opened.console == []
 
 
 @pytest.mark.parametrize("name", ["x", "none"])

@@ -1,8 +1,9 @@
 """The context map's page: one self-contained HTML file drawn from a map's data.
 
 :func:`render_html` takes a :class:`~pioneer.review.context_map.ContextMap` and gives a
-page that opens from disk (inline CSS and a few lines of script, a Content-Security-Policy
-that forbids any request): the window by category, the request as a strip of labelled
+page that opens from disk (inline CSS and a few lines of script, a
+Content-Security-Policy that forbids any request and runs only the page's own scripts,
+named by their sha256): the window by category, the request as a strip of labelled
 blocks, the history budget, the provider rounds and a table of every block with its text
 behind a click. Every figure on the page is a sum of the rows it stands for. Text from
 the prompt is escaped, never markup. With ``live=True`` (``inspect --html --watch``) the
@@ -13,6 +14,8 @@ while the prompt does not compile.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
 import re
@@ -23,7 +26,7 @@ from typing import Any
 from ..errors import InputError, Problem
 from .context_map import NO_MODEL, Block, Budget, ContextMap, RoundRow, as_data
 
-__all__ = ["render_error_page", "render_html", "write_page"]
+__all__ = ["CSP", "render_error_page", "render_html", "write_page"]
 
 _CACHE_WORDS = ("read", "written", "uncached")
 
@@ -384,8 +387,7 @@ _SCRIPT = """
 # The live preview reloads the page from disk every second: a page opened from a file
 # can make no request to learn whether it changed. What the reader had open (texts, the
 # focused block, the scroll position) is kept across the reload.
-_LIVE = """<noscript><meta http-equiv="refresh" content="2"></noscript>
-<script>
+_LIVE_SCRIPT = """
 (function () {
   var key = 'pioneer-map ' + location.pathname;
   function save() {
@@ -412,22 +414,37 @@ _LIVE = """<noscript><meta http-equiv="refresh" content="2"></noscript>
     setInterval(function () { save(); location.reload(); }, 1000);
   });
 })();
-</script>"""
+"""
+_LIVE = ('<noscript><meta http-equiv="refresh" content="2"></noscript>\n'
+         f"<script>{_LIVE_SCRIPT}</script>")
 
 _BANNER = ('<p class="live" id="live">Live preview: <code>pioneer inspect --watch</code> '
            "rewrites this page whenever a profile, template, identity file or input changes, "
            "and the page reloads itself.</p>")
 
-_HEAD = """<!DOCTYPE html>
+
+
+def _script_hash(script: str) -> str:
+    """A CSP source naming an inline script by the sha256 of its exact text."""
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return f"'sha256-{digest}'"
+
+
+#: The page's policy: no request of any kind, inline styles, and only the page's own two
+#: scripts, each named by its hash; any other script (one an escaping slip let into the
+#: page, an event handler attribute, a ``javascript:`` link) is not run.
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; "
+       f"script-src {_script_hash(_SCRIPT)} {_script_hash(_LIVE_SCRIPT)}; img-src data:")
+
+_HEAD = f"""<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy"
- content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{title}: context map</title>
-<style>{style}</style>
-{live}
+<title>{{title}}: context map</title>
+<style>{{style}}</style>
+{{live}}
 </head>
 """
 
