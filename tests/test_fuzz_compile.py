@@ -22,6 +22,7 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 from support import assert_same_as_validated
 
 from pioneer import (
@@ -224,15 +225,18 @@ def test_a_lone_surrogate_becomes_the_replacement_character(home: Path, field: s
     assert "\\ufffd" in payload.to_json() or "\ufffd" in payload.to_json()
 
 
-def test_lone_surrogates_in_sections_ids_and_titles_are_replaced(home: Path) -> None:
+def test_lone_surrogates_in_sections_and_titles_are_replaced(home: Path) -> None:
     payload = COMPILER.compile(PromptCompileInput.model_validate({
         "workspace_root": home,
         "runtime_sections": [{"id": "memory_recall", "content": "m\ud800"}],
-        "dynamic_sections": [{"id": "acme.x\udfff", "title": "T\ud800", "content": "h"}],
+        "dynamic_sections": [{"id": "acme.x", "title": "T\ud800", "content": "h"}],
     }))
     assert "## Memory Recall\nm\ufffd" in payload.dynamic_system_text
     assert "## T\ufffd\nh" in payload.dynamic_system_text
-    assert "acme.x\ufffd" in payload.manifest.section_ids
+    # In an id the replacement character is refused: ids are ASCII (docs/profiles.md, "Ids").
+    with pytest.raises(ValidationError, match="U\\+FFFD REPLACEMENT CHARACTER"):
+        PromptCompileInput.model_validate({"dynamic_sections": [
+            {"id": "acme.x\udfff", "title": "T", "content": "h"}]})
 
 
 def test_a_surrogate_pair_written_as_two_escapes_is_still_one_character(home: Path) -> None:

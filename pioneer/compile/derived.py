@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model
 
 from ..text import EDGE_CONFIG
 from .declared import InputName, InputSpec
+from .ids import ID_PATTERN
 from .profile import BudgetSpec, ContributionSpec, PoolSpec, ProfileSpec, SectionSpec
 
 __all__ = [
@@ -31,7 +32,6 @@ __all__ = [
     "SectionEdit",
 ]
 
-_ID_PATTERN = r"^[^\s]+$"
 
 
 def _optional(
@@ -98,10 +98,10 @@ class _SectionOps(_Frozen):
         default=False, description="This entry is the whole new section; nothing is inherited."
     )
     before: str | None = Field(
-        default=None, pattern=_ID_PATTERN, description="Place the section just before this id."
+        default=None, pattern=ID_PATTERN, description="Place the section just before this id."
     )
     after: str | None = Field(
-        default=None, pattern=_ID_PATTERN, description="Place the section just after this id."
+        default=None, pattern=ID_PATTERN, description="Place the section just after this id."
     )
 
 
@@ -118,7 +118,7 @@ class DerivedProfileSpec(BaseModel):
     """A profile that extends another and lists only what differs."""
 
     model_config = EDGE_CONFIG
-    name: str = Field(pattern=_ID_PATTERN, description="Profile name.")
+    name: str = Field(pattern=ID_PATTERN, description="Profile name.")
     extends: str = Field(
         min_length=1,
         description="Base profile: a name on the search path (the next one further down "

@@ -1,18 +1,58 @@
 """Names the compile input and the profiles share: section id rules and profile aliases.
 
+**Ids are readable.** A section id, a contribution id (of a runtime section, a hook's
+section or a profile's contribution) and a profile's name hold ASCII letters, digits and
+``_ - . :`` only (:data:`ID_PATTERN`). Everything a reviewer could misread is refused
+with the file, line or JSON path: a look-alike letter from another script (a Cyrillic
+DZE beside Latin ``s``), a zero-width or other format character, a bidirectional
+override, a control character, a full-width or other compatibility form (which NFKC
+would fold into an ASCII id it does not equal). Every id pioneer ships, and every one its
+docs and examples use, already fits (docs/profiles.md, "Ids").
+
 A leaf module of the compile stage, so the input models, the profile loader and the
 contribution pools can all use the same rules without importing one another.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
+
 __all__ = [
     "BUILT_IN_SECTION_IDS",
+    "ID_PATTERN",
+    "ID_RULE",
     "PROFILE_ALIASES",
     "RUNTIME_BUILT_IN_IDS",
     "check_dynamic_id",
     "check_runtime_id",
+    "id_problem",
 ]
+
+#: What a section id, a contribution id and a profile name may hold (the profile schema's
+#: ``pattern``; :func:`id_problem` says which character breaks it).
+ID_PATTERN = r"^[A-Za-z0-9_.:-]+$"
+#: The rule in words, as messages give it.
+ID_RULE = "an id holds ASCII letters, digits, '_', '-', '.' and ':' only"
+_ID = re.compile(ID_PATTERN[1:-1])
+_ID_CHARACTER = re.compile(r"[A-Za-z0-9_.:-]")
+
+
+def _character(char: str) -> str:
+    code = f"U+{ord(char):04X}"
+    name = unicodedata.name(char, "")
+    return f"{char!r} ({code} {name})" if name else f"{char!r} ({code})"
+
+
+def id_problem(value: str) -> str | None:
+    """What keeps ``value`` from being an id (:data:`ID_PATTERN`), naming the first
+    character that may not be in one; ``None`` for a readable id."""
+    if _ID.fullmatch(value):
+        return None
+    if not value:
+        return "must not be empty"
+    bad = next(char for char in value if not _ID_CHARACTER.fullmatch(char))
+    return f"{_character(bad)} is not allowed: {ID_RULE} (got {value!r})"
 
 #: Other names of the built-in profiles, accepted on input (docs/compile-input-and-manifest.md).
 PROFILE_ALIASES = {
@@ -49,6 +89,9 @@ def check_dynamic_id(value: str) -> str:
         raise ValueError(f"must not have leading or trailing whitespace (got {value!r})")
     if len(value.split()) != 1:  # split() cuts at exactly the characters isspace() names
         raise ValueError(f"must not contain whitespace (got {value!r})")
+    problem = id_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     if value in BUILT_IN_SECTION_IDS:
         raise ValueError(f"{value!r} is a built-in section id and cannot be used as a dynamic id")
     return value

@@ -11,6 +11,7 @@ Template checks need the template environment and live in :mod:`pioneer.compile.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -29,7 +30,7 @@ from ..errors import (
 from ..resources import builtin_dir, load_schema
 from ..text import EDGE_CONFIG
 from .declared import InputName, InputSpec, declaration_problems
-from .ids import PROFILE_ALIASES
+from .ids import ID_PATTERN, ID_RULE, PROFILE_ALIASES, id_problem
 
 if TYPE_CHECKING:
     import jsonschema
@@ -53,19 +54,17 @@ __all__ = [
     "unknown_profile",
 ]
 
-_ID_PATTERN = r"^[^\s]+$"
 #: File and template names: anything a file system can hold, so no NUL character.
 _NAME_PATTERN = r"^[^\x00]+$"
 #: How a failed ``pattern`` is worded, by pattern.
-_PATTERN_WORDS = {_ID_PATTERN: "must contain no whitespace",
-                  _NAME_PATTERN: "must not contain a NUL character"}
+_PATTERN_WORDS = {ID_PATTERN: ID_RULE, _NAME_PATTERN: "must not contain a NUL character"}
 
 
 class SectionSpec(BaseModel):
     """One declared section."""
 
     model_config = EDGE_CONFIG
-    id: str = Field(pattern=_ID_PATTERN, description="Manifest id (a contribution id for "
+    id: str = Field(pattern=ID_PATTERN, description="Manifest id (a contribution id for "
                     "source = \"contribution\").")
     title: str = Field(min_length=1, description="The ## heading.")
     stability: Literal["stable", "dynamic"] = Field(
@@ -118,7 +117,7 @@ class ContributionSpec(BaseModel):
     """Defaults for one known contribution id."""
 
     model_config = EDGE_CONFIG
-    id: str = Field(pattern=_ID_PATTERN, description="Contribution id.")
+    id: str = Field(pattern=ID_PATTERN, description="Contribution id.")
     title: str | None = Field(default=None, min_length=1, description="Default title.")
     max_chars: int = Field(
         default=8000, ge=0, description="Per-section cap (callers may lower it)."
@@ -154,7 +153,7 @@ class ProfileSpec(BaseModel):
     """A whole profile."""
 
     model_config = EDGE_CONFIG
-    name: str = Field(pattern=_ID_PATTERN, description="Profile name.")
+    name: str = Field(pattern=ID_PATTERN, description="Profile name.")
     description: str = Field(default="", description="What the profile is for.")
     budgets: BudgetSpec = Field(default_factory=BudgetSpec, description="Budgets.")
     contributions: list[ContributionSpec] = Field(
@@ -274,10 +273,17 @@ class TextLocator:
 
 def _section_label(row: dict[str, Any]) -> str | None:
     section_id = row.get("id")
-    return f'id "{section_id}"' if isinstance(section_id, str) else None
+    if not isinstance(section_id, str):
+        return None
+    # An id that breaks the rules is shown with its escapes, never as it would look.
+    return f'id "{section_id}"' if id_problem(section_id) is None else \
+        f"id {json.dumps(section_id)}"
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
+    if error.validator == "pattern" and error.validator_value == ID_PATTERN \
+            and isinstance(error.instance, str):
+        return id_problem(error.instance) or ID_RULE  # the character that breaks the rule
     return schema_message(error, patterns=_PATTERN_WORDS)
 
 
@@ -309,8 +315,16 @@ def schema_problems(data: Any, where: Locator, model: type[BaseModel]) -> Iterat
                 problems.append(where.problem([*found.absolute_path, key], f"unknown key{hint}"))
             continue
         problems.append(where.problem(list(found.absolute_path), _describe(found)))
-    if not errors:  # a rule of the model the schema cannot say
-        problems += [where.problem(list(item["loc"]), str(item["msg"])) for item in pydantic_errors]
+    # A rule of the model the schema cannot say; and an id the schema's regex let through
+    # (Python's ``$`` also matches before a final newline: ``"soul\n"``).
+    reported = {tuple(map(str, found.absolute_path)) for found in errors}
+    for item in pydantic_errors:
+        value = item.get("input")
+        bad_id = id_problem(value) if item["type"] == "string_pattern_mismatch" \
+            and item.get("ctx", {}).get("pattern") == ID_PATTERN and isinstance(value, str) \
+            else None
+        if not errors or (bad_id and tuple(map(str, item["loc"])) not in reported):
+            problems.append(where.problem(list(item["loc"]), bad_id or str(item["msg"])))
     yield from sorted(problems, key=lambda problem: problem.line or 0)
 
 
