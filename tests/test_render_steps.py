@@ -187,7 +187,9 @@ def test_what_a_step_is(source: str, steps: int) -> None:
     assert allowance.steps == steps
 
 
-def test_a_stopped_render_names_its_template_and_line_in_a_condition(tmp_path: Path) -> None:
+def test_a_condition_is_stopped_at_the_limit_too(tmp_path: Path) -> None:
+    # Each map is handed 100,000 items and calls the string filter once for each: some
+    # 300,000 steps.
     compiler = hostile_compiler(
         tmp_path, {"evil.md.j2": "fine\n"},
         extra="when = \"range(100000)|map('string')|map('string')|list|length > 0\"\n")

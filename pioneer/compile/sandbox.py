@@ -37,9 +37,12 @@ compiler reports it as a ``TemplateError`` with the template and line.
 (:meth:`~pioneer.compile.allowance.Allowance.step`): the code generator wraps every ``for``
 loop's iterable in :meth:`Sandbox.counted`, which charges one step per item (a recursive
 loop's ``loop(children)`` too), and every call from template code (``call``: functions,
-methods, macros, ``caller()``, blocks) and every filter is one step plus the work it is
-handed (:func:`_work`: a list's items, a text's kilobytes). No thread, signal or clock is
-involved: a render stops at the same step wherever it runs (docs/failure-behaviour.md).
+methods, macros, ``caller()``, blocks), every filter and every test is one step plus the
+work it is handed (:func:`_work`: a list's items, a text's kilobytes). A comparison's
+operands and a slice are charged for the text or list they walk
+(:meth:`Sandbox.weighed`), arithmetic for the digits of long integers. No thread, signal
+or clock is involved: a render stops at the same step wherever it runs
+(docs/failure-behaviour.md).
 """
 
 from __future__ import annotations
