@@ -73,10 +73,20 @@ def test_diff_text_shows_section_text_escaped_and_its_json_exact(tmp_path: Path)
 def test_inspect_shows_a_runtime_section_id_escaped(tmp_path: Path) -> None:
     (tmp_path / "in.json").write_text(json.dumps({"runtime_sections": [
         {"id": f"note{EVIL}", "title": f"Note {EVIL}", "content": "text"}]}))
-    _, out, err = run_script("inspect", "--home", "home", "--input", "in.json", cwd=tmp_path)
-    # A hostile id is refused (ids are readable) or listed; either way it is shown escaped.
-    assert f"note{SHOWN}" in out + err
-    _clean(out + err)
+    code, out, err = run_script("inspect", "--home", "home", "--input", "in.json",
+                                cwd=tmp_path)
+    # Such an id is refused (ids are readable), and the refusal shows it escaped.
+    assert (code, out) == (1, "")
+    assert "runtime_sections[0] → id: '\\x1b' (U+001B) is not allowed" in err
+    assert "(got 'note\\x1b]52;c;b3duZWQ=\\x07\\x1b]0;owned\\x07\\x1b[2J\\u202eevil" in err
+    _clean(err)
+    # A file name is printed as it is, escaped at the output.
+    name = "in\x1b]0;owned\x07.json"
+    (tmp_path / name).write_text(json.dumps({"runtime_section": []}))
+    code, out, err = run_script("inspect", "--home", "home", "--input", name, cwd=tmp_path)
+    assert (code, out) == (1, "")
+    assert err.startswith("in\\x1b]0;owned\\x07.json:1: runtime_section: unknown field")
+    _clean(err)
 
 
 def test_check_shows_keys_ids_and_file_names_escaped(tmp_path: Path) -> None:
