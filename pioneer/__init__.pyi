@@ -8,6 +8,12 @@ from .agent import (
     Agent as Agent,
 )
 from .agent import (
+    AsyncAgent as AsyncAgent,
+)
+from .agent import (
+    AsyncTurn as AsyncTurn,
+)
+from .agent import (
     FinishedTurn as FinishedTurn,
 )
 from .agent import (

@@ -10,7 +10,8 @@ never does model I/O, so any HTTP client or SDK sends the bodies.
 from __future__ import annotations
 
 from .agent import Agent, ProviderName, ThreadMode
+from .async_agent import AsyncAgent, AsyncTurn
 from .turn import ENTRY_KEY, RECORD_KEY, FinishedTurn, Step, Turn
 
-__all__ = ["ENTRY_KEY", "RECORD_KEY", "Agent", "FinishedTurn", "ProviderName", "Step",
-           "ThreadMode", "Turn"]
+__all__ = ["ENTRY_KEY", "RECORD_KEY", "Agent", "AsyncAgent", "AsyncTurn", "FinishedTurn",
+           "ProviderName", "Step", "ThreadMode", "Turn"]

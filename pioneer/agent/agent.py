@@ -171,7 +171,7 @@ class Agent:
         self.system_role = system_role
         self.store: DatabaseStore
         if isinstance(store, PioneerSettings | str | os.PathLike):
-            self.store, self._owned = open_store(store, settings=self.settings), True
+            self.store, self._owned = self._open_store(store), True
         elif all(callable(getattr(store, name, None)) for name in _STORE_METHODS):
             self.store, self._owned = store, False
         else:
@@ -208,6 +208,10 @@ class Agent:
                                   template_path=self.compiler.template_path)
         self._load_profiles(compiler)
         self.compiler = compiler
+
+    def _open_store(self, target: PioneerSettings | str | os.PathLike[str]) -> DatabaseStore:
+        """The store ``target`` names, opened with the agent's settings."""
+        return open_store(target, settings=self.settings)
 
     def model_rules(self) -> AbstractContextManager[Any]:
         """A block in which the providers' rules come from the agent's model table."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -101,7 +102,8 @@ def configured_store(settings: PioneerSettings) -> str | os.PathLike[str]:
 def open_store(target: str | os.PathLike[str] | PioneerSettings, *, read_only: bool = False,
                create: bool = True, counter: TokenCounter | None = None,
                cache_bytes: int | None = None,
-               settings: PioneerSettings | None = None) -> SqlStore:
+               settings: PioneerSettings | None = None,
+               postgres: Callable[..., SqlStore] | None = None) -> SqlStore:
     """The store at ``target``: :class:`PostgresStore` for a URL, else :class:`SqliteStore`;
     for :class:`PioneerSettings`, the store they configure (:func:`configured_store`).
 
@@ -110,7 +112,8 @@ def open_store(target: str | os.PathLike[str] | PioneerSettings, *, read_only: b
     commands): nothing is created, migrated or switched, and a database this pioneer does
     not know is refused. ``cache_bytes`` is the budget of the store's cache of turns
     (default: the settings' ``history_cache_bytes``); the settings' ``token_cache_bytes``
-    sizes the process-wide token counter's cache when the store uses it.
+    sizes the process-wide token counter's cache when the store uses it. ``postgres``
+    makes the store for a URL instead of :class:`PostgresStore` (with its arguments).
     """
     if isinstance(target, PioneerSettings):
         settings = settings or target
@@ -139,8 +142,8 @@ def open_store(target: str | os.PathLike[str] | PioneerSettings, *, read_only: b
             "statement_timeout": settings.postgres_statement_timeout,
             "idle_in_transaction_timeout": settings.postgres_idle_in_transaction_timeout,
         }
-        return PostgresStore(url, read_only=read_only, counter=counter, cache_bytes=cache_bytes,
-                             **limits)
+        return (postgres or PostgresStore)(url, read_only=read_only, counter=counter,
+                                           cache_bytes=cache_bytes, **limits)
     if _CONNINFO_PASSWORD.search(str(target)):
         # libpq's key=value form: not a store pioneer opens, and never echoed (a password)
         raise StoreError("a libpq key=value string with a password is not a store: give "

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any
 
 import psycopg
@@ -174,23 +174,27 @@ class PostgresStore(SqlStore):
             raise StoreError(f"{self._where}: text that is not valid Unicode (a lone "
                              "surrogate) cannot be stored") from None
         # The limits go in the sessions' start-up options, so that they are each session's
-        # default (``SET LOCAL … = DEFAULT`` returns to them) and later than the URL's own.
+        # default (``SET LOCAL … = DEFAULT`` returns to them) and later than the URL's own;
+        # so does a read-only store's read-only default.
         limits = (f"-c lock_timeout={_milliseconds(lock_timeout)} "
                   f"-c statement_timeout={_milliseconds(statement_timeout)} "
                   "-c idle_in_transaction_session_timeout="
-                  f"{_milliseconds(idle_in_transaction_timeout)}")
+                  f"{_milliseconds(idle_in_transaction_timeout)}"
+                  + (" -c default_transaction_read_only=on" if read_only else ""))
         options = f"{conninfo_to_dict(url).get('options', '')} {limits}".strip()
+        self._open_pool(make_conninfo(url, options=options), pool_size)
+
+    def _open_pool(self, conninfo: str, size: int) -> None:
+        """Open the pool of sessions (:meth:`_pooled` hands them out)."""
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-            make_conninfo(url, options=options), min_size=1, max_size=pool_size, open=False,
-            timeout=connect_timeout,
+            conninfo, min_size=1, max_size=size, open=False, timeout=self._connect_timeout,
             kwargs={"autocommit": True}, configure=self._configure,
             name=f"pioneer {self._where}",
         )
         self._pool.open()
 
-    def _configure(self, conn: psycopg.Connection[Any]) -> None:
-        if self._read_only:
-            conn.execute("SET default_transaction_read_only = on")
+    def _configure(self, conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
+        """Set up a new session of the pool (no I/O: the async pool's sessions too)."""
 
     # -- schema ----------------------------------------------------------------------
 
@@ -288,10 +292,10 @@ class PostgresStore(SqlStore):
     @contextmanager
     def _session(self) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection, with the server's and the pool's errors as store errors."""
-        if self._pool.closed:
+        if self._closed():
             raise StoreError(f"{self._where}: the store is closed")
         try:
-            with self._pool.connection() as conn:
+            with self._pooled() as conn:
                 yield conn
         except PoolTimeout:
             raise ConnectionLost(f"{self._where}: no connection to the server within "
@@ -310,6 +314,13 @@ class PostgresStore(SqlStore):
         except UnicodeEncodeError:
             raise StoreError(f"{self._where}: text that is not valid Unicode (a lone "
                              "surrogate) cannot be stored") from None
+
+    def _closed(self) -> bool:
+        return self._pool.closed
+
+    def _pooled(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        """A connection of the pool, handed back when the block ends."""
+        return self._pool.connection()
 
     def _recover(self) -> None:
         self._pool.check()

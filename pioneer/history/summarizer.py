@@ -14,6 +14,7 @@ the network in the clear, and go to any ``http_proxy`` the environment names), a
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import http.client
@@ -37,6 +38,8 @@ __all__ = [
     "ASSISTANT_TEXT_LIMIT",
     "MAX_REPLY_BYTES",
     "TRUNCATION_MARK",
+    "AsyncOpenAIChatSummarizer",
+    "AsyncSummarizer",
     "OpenAIChatSummarizer",
     "Summarizer",
     "SummarizerError",
@@ -149,8 +152,9 @@ class OpenAIChatSummarizer:
             "max_tokens": max(1, request.target_tokens),
         }
 
-    def summarize(self, request: SummaryRequest) -> str:
-        """POST the prompt and return the reply text (stripped; may be empty)."""
+    def post(self, request: SummaryRequest) -> tuple[bytes, dict[str, str]]:
+        """The bytes and headers to POST to :attr:`url` for ``request`` (the key read now,
+        refused for a plain ``http://`` endpoint unless ``allow_http``)."""
         data = json.dumps(self.body(request)).encode("utf-8")
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
@@ -161,6 +165,11 @@ class OpenAIChatSummarizer:
             )
         if key:
             headers["Authorization"] = f"Bearer {key}"
+        return data, headers
+
+    def summarize(self, request: SummaryRequest) -> str:
+        """POST the prompt and return the reply text (stripped; may be empty)."""
+        data, headers = self.post(request)
         http_request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
         connections = _Connections()
         running = Running(lambda: self._post(http_request, connections), self.timeout,
@@ -182,10 +191,7 @@ class OpenAIChatSummarizer:
             with opener.open(http_request, timeout=self.timeout) as response:
                 raw = _read_reply(response, self.url)
         except urllib.error.HTTPError as error:
-            detail = error.read(300).decode("utf-8", "replace").strip()
-            raise SummarizerError(
-                f"{self.url}: HTTP {error.code}" + (f": {detail}" if detail else "")
-            ) from None
+            raise _status_error(self.url, error.code, error.read(300)) from None
         except TimeoutError:
             raise SummarizerError(f"{self.url}: timed out after {self.timeout:g}s") from None
         except urllib.error.URLError as error:
@@ -205,9 +211,17 @@ class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
         newurl: str,
     ) -> urllib.request.Request | None:
         fp.close()
-        raise SummarizerError(
-            f"{req.full_url}: HTTP {code} redirect refused (redirects are not followed)"
-        )
+        raise _redirect_error(req.full_url, code)
+
+
+def _redirect_error(url: str, code: int) -> SummarizerError:
+    return SummarizerError(f"{url}: HTTP {code} redirect refused (redirects are not followed)")
+
+
+def _status_error(url: str, code: int, head: bytes) -> SummarizerError:
+    """An error status, with the head of its body."""
+    detail = head[:300].decode("utf-8", "replace").strip()
+    return SummarizerError(f"{url}: HTTP {code}" + (f": {detail}" if detail else ""))
 
 
 class _Connections:
@@ -275,16 +289,31 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
         return self.do_open(factory, req, context=self._context)  # type: ignore[attr-defined]
 
 
+class _Body:
+    """A reply body taken chunk by chunk while it stays under MAX_REPLY_BYTES."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.chunks: list[bytes] = []
+        self.size = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.size > MAX_REPLY_BYTES:
+            raise SummarizerError(f"{self.url}: reply larger than {MAX_REPLY_BYTES} bytes")
+        self.chunks.append(chunk)
+
+    def text(self) -> str:
+        """The summary the whole body holds."""
+        return _reply_text(b"".join(self.chunks), self.url)
+
+
 def _read_reply(response: Any, url: str) -> bytes:
     """The body, read while it stays under MAX_REPLY_BYTES."""
-    chunks: list[bytes] = []
-    size = 0
+    body = _Body(url)
     while chunk := response.read1(1 << 16):
-        size += len(chunk)
-        if size > MAX_REPLY_BYTES:
-            raise SummarizerError(f"{url}: reply larger than {MAX_REPLY_BYTES} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
+        body.add(chunk)
+    return b"".join(body.chunks)
 
 
 def _reply_text(raw: bytes, url: str) -> str:
@@ -301,6 +330,78 @@ def _reply_text(raw: bytes, url: str) -> str:
         texts = [part.get("text", "") for part in content if isinstance(part, dict)]
         return "".join(text for text in texts if isinstance(text, str)).strip()
     raise SummarizerError(f"{url}: reply content is neither text nor a list of parts")
+
+
+class AsyncSummarizer(Protocol):
+    """Compresses conversation history into a shorter text, as a coroutine (for
+    :class:`~pioneer.agent.AsyncAgent`)."""
+
+    async def summarize(self, request: SummaryRequest) -> str:
+        """The summary text; raise (any exception) on failure."""
+        ...
+
+
+class AsyncOpenAIChatSummarizer:
+    """:class:`OpenAIChatSummarizer` over an async HTTP client (``httpx2``, the client the
+    official provider SDKs use; the ``async`` extra).
+
+    The request is the sync summarizer's (:meth:`OpenAIChatSummarizer.post`: the body, the
+    key, the refusal of a key over plain http) and so is the reading of the reply (the
+    size limit, the chat-completions shape); a redirect is an error, never followed, and
+    ``timeout`` bounds the whole call. ``transport`` replaces the network (tests)."""
+
+    def __init__(self, base_url: str, *, model: str | None = None,
+                 api_key_env: str | None = "OPENAI_API_KEY", timeout: float = 30.0,
+                 temperature: float = 0.3, allow_http: bool = False,
+                 transport: Any = None) -> None:
+        self.http = OpenAIChatSummarizer(base_url, model=model, api_key_env=api_key_env,
+                                         timeout=timeout, temperature=temperature,
+                                         allow_http=allow_http)
+        self.transport = transport
+
+    @classmethod
+    def like(cls, summarizer: OpenAIChatSummarizer, *,
+             transport: Any = None) -> AsyncOpenAIChatSummarizer:
+        """The async summarizer with ``summarizer``'s endpoint, model, key and limits (what
+        :class:`~pioneer.agent.AsyncAgent` makes of :func:`summarizer_from_settings`)."""
+        made = cls.__new__(cls)
+        made.http, made.transport = summarizer, transport
+        return made
+
+    @property
+    def url(self) -> str:
+        """Where the request goes (``{base_url}/chat/completions``)."""
+        return self.http.url
+
+    async def summarize(self, request: SummaryRequest) -> str:
+        """POST the prompt and return the reply text (stripped; may be empty)."""
+        import httpx2
+
+        data, headers = self.http.post(request)
+        url, timeout = self.http.url, self.http.timeout
+        body = _Body(url)
+        try:
+            async with asyncio.timeout(timeout), httpx2.AsyncClient(
+                    follow_redirects=False, timeout=timeout, transport=self.transport) as client, \
+                    client.stream("POST", url, content=data, headers=headers) as response:
+                if response.is_redirect:
+                    raise _redirect_error(url, response.status_code)
+                if response.status_code >= 400:
+                    head = b""
+                    async for chunk in response.aiter_raw():
+                        head += chunk
+                        if len(head) >= 300:
+                            break
+                    raise _status_error(url, response.status_code, head)
+                async for chunk in response.aiter_raw():
+                    body.add(chunk)
+        except TimeoutError:
+            raise SummarizerError(f"{url}: timed out after {timeout:g}s") from None
+        except httpx2.TimeoutException:
+            raise SummarizerError(f"{url}: timed out after {timeout:g}s") from None
+        except (httpx2.HTTPError, OSError) as error:
+            raise SummarizerError(f"{url}: {error}") from None
+        return body.text()
 
 
 def summarizer_from_settings(
