@@ -1,7 +1,8 @@
-"""A hundred turns at once from one asyncio event loop, on the machine's PostgreSQL server.
+"""A hundred turns at once from one asyncio event loop, on PostgreSQL (the machine's server)
+and on SQLite.
 
-Two :class:`pioneer.AsyncAgent` s (two nodes of a gateway, each with its own pool on psycopg's
-async pool) run one turn each of the same fifty threads, all at once from one event loop,
+Two :class:`pioneer.AsyncAgent` s (two nodes of a gateway; on PostgreSQL each with its own
+psycopg async pool) run one turn each of the same fifty threads, all at once from one event loop,
 while a second process writes a turn of each of those threads through the sync
 :class:`pioneer.Agent`. Every turn loads its history before any of them finishes, so of the
 two nodes' turns of a thread the second to finish finds the other stored after its window:
@@ -17,12 +18,9 @@ import os
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from conftest import StoreTarget
-from stores import Server
 
 from pioneer import AsyncAgent, TurnRecord
 from pioneer.audit import TurnRecords
@@ -64,14 +62,6 @@ with Agent(url, provider="openai-chat", model="gpt-5.1", recall=False,
                 attempt += 1
 print("conflicts", conflicts, flush=True)
 """
-
-
-@pytest.fixture
-def pg_store(pg_server: Server) -> Iterator[StoreTarget]:
-    """A fresh schema on the PostgreSQL server (this test is about PostgreSQL)."""
-    schema, url = pg_server.new_schema()
-    yield StoreTarget("postgresql", url, lambda *sql: pg_server.execute(schema, *sql), schema)
-    pg_server.drop_schema(schema)
 
 
 async def _one(agent: AsyncAgent, node: str, number: int, loaded: asyncio.Barrier,
@@ -121,8 +111,9 @@ async def _all(url: str, home: Path, writer: subprocess.Popen[str]) -> tuple[
     return made, conflicts
 
 
-def test_a_hundred_concurrent_turns_lose_nothing(pg_store: StoreTarget, tmp_path: Path) -> None:
-    url = str(pg_store.target)
+def test_a_hundred_concurrent_turns_lose_nothing(store_target: StoreTarget,
+                                                 tmp_path: Path) -> None:
+    url = str(store_target.target)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     with subprocess.Popen([sys.executable, "-c", WRITER, url, str(tmp_path), str(THREADS)],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -152,6 +143,7 @@ def test_a_hundred_concurrent_turns_lose_nothing(pg_store: StoreTarget, tmp_path
                 if entry.turn_id in by_id:
                     assert record == by_id[entry.turn_id]
                     assert len(record.rounds) == (3 if number % 2 == 0 else 2)
+                    assert entry.user_text is not None
                     assert entry.assistant_text == entry.user_text.replace(
                         "Question", "Answer") + "."
         # A conflicting attempt is no turn of the thread: its id was never stored.
