@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import inspect
 from collections.abc import Callable
@@ -23,6 +24,7 @@ import pioneer.sections
 import pioneer.tools
 from pioneer import (
     Agent,
+    AsyncAgent,
     EpisodicIndex,
     InputError,
     PioneerError,
@@ -57,6 +59,11 @@ def _verified(lock_file: Any) -> Any:
     return lock_file
 
 
+def _aclosed(agent: AsyncAgent) -> AsyncAgent:
+    asyncio.run(agent.aclose())
+    return agent
+
+
 def _files(tmp_path: Path) -> None:
     (tmp_path / "in.json").write_text('{"profile": "minimal"}')
     (tmp_path / "pioneer.toml").write_text("max_context_tokens = 5\n")
@@ -82,6 +89,8 @@ CALLS: dict[str, Callable[[Path, PathMaker], Any]] = {
     "open_store.target": lambda p, a: _close(open_store(a(p / "c.db"))).where,
     "Agent.__init__.store": lambda p, a: _close(Agent(a(p / "d.db"), provider="anthropic",
                                                       model="m")).store.where,
+    "AsyncAgent.__init__.store": lambda p, a: _aclosed(AsyncAgent(
+        a(p / "e.db"), provider="anthropic", model="m")).store.where,
     "agents_md_subscription.root": lambda p, a: agents_md_subscription(a(p)).hook_id,
     "verify_lock.lock_file": lambda p, a: _verified(a(p / "pioneer.lock")),
 }

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import json
 import sys
@@ -282,6 +283,35 @@ def test_a_cancelled_call_completes_and_the_next_waits_for_it(tmp_path: Path) ->
     asyncio.run(run())
 
 
+def test_a_turn_left_unfinished_is_kept_as_abandoned(store_target: StoreTarget,
+                                                     tmp_path: Path) -> None:
+    """Left in its block, closed, or dropped: the sync runner's lifecycle, through the twin
+    (the dropped turn's record stored by the agent's writer thread, on the loop's pool)."""
+    async def run() -> list[Any]:
+        async with AsyncAgent(store_target.target, provider="openai-chat", model="gpt-5.1",
+                              compile_input={"workspace_root": tmp_path}) as agent:
+            async with agent.turn("a", "Left", turn_id="left") as turn:
+                await turn.next_body()
+            closed = agent.turn("b", "Closed", turn_id="closed")
+            await closed.next_body()
+            await closed.close()
+            dropped = agent.turn("c", "Dropped", turn_id="dropped")
+            await dropped.next_body()
+            del dropped
+            gc.collect()
+            await agent.run(agent.sync_agent._writer.drain)
+            return [await agent.run(agent.sync_agent.records.get, turn_id)
+                    for turn_id in ("left", "closed", "dropped")]
+
+    with pytest.warns(ResourceWarning) as warned:
+        records = asyncio.run(run())
+    assert len(warned) == 3
+    assert [r.abandoned for r in records] == [
+        "left its with block without finish()", "closed without finish()",
+        "dropped without finish() or close() (garbage-collected)"]
+    assert all(len(r.rounds) == 1 for r in records)
+
+
 # -- the arguments are Agent's -----------------------------------------------------------
 
 
@@ -289,11 +319,28 @@ def test_a_cancelled_call_completes_and_the_next_waits_for_it(tmp_path: Path) ->
     (AsyncAgent.__init__, Agent.__init__), (AsyncAgent.turn, Agent.turn),
     (AsyncTurn.next_body, Turn.next_body), (AsyncTurn.receive, Turn.receive),
     (AsyncTurn.add_tool_result, Turn.add_tool_result), (AsyncTurn.finish, Turn.finish),
+    (AsyncTurn.receive_error, Turn.receive_error), (AsyncTurn.close, Turn.close),
 ])
 def test_the_twin_takes_the_same_arguments(twin: Callable[..., Any],
                                            original: Callable[..., Any]) -> None:
     assert list(inspect.signature(twin).parameters.values()) == \
         list(inspect.signature(original).parameters.values())
+
+
+@pytest.mark.parametrize(("twin", "original"), [(AsyncAgent, Agent), (AsyncTurn, Turn)])
+def test_every_method_has_its_twin(twin: type, original: type) -> None:
+    """A method added to the sync runner fails here until the async one has it too."""
+    def public(kind: type) -> set[str]:
+        return {name for name, value in inspect.getmembers(kind)
+                if not name.startswith("_") and (callable(value) or isinstance(value, property))}
+
+    missing = public(original) - public(twin)
+    # Agent's own helpers for its turns, and its closing (aclose here).
+    assert missing <= {"budgeter", "registry", "model_rules", "close"}
+    for name in public(original) & public(twin):
+        method = getattr(twin, name)
+        if callable(method) and name != "turn":
+            assert inspect.iscoroutinefunction(method), name
 
 
 def test_wrong_arguments_are_the_agents_errors(tmp_path: Path) -> None:

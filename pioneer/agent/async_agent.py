@@ -44,6 +44,7 @@ from .agent import Agent
 if TYPE_CHECKING:
     from ..audit.record import RoundRecord
     from ..history.budget import HistoryDecision
+    from ..providers import ContextOverflow
     from .agent import ProviderName, ThreadMode
     from .turn import FinishedTurn, Step, Turn
 
@@ -157,6 +158,12 @@ class AsyncAgent:
         """A new turn (the arguments of :meth:`Agent.turn`); nothing is read yet."""
         return AsyncTurn(self, self.sync_agent.turn(*args, **kwargs))
 
+    async def reload(self) -> None:
+        """:meth:`Agent.reload`: read the profiles and templates again (on a worker; with
+        ``locked``, a changed profile is a :class:`LockError` and the agent keeps its
+        compiler)."""
+        await self.run(self.sync_agent.reload)
+
     async def aclose(self) -> None:
         """Stop indexing and recording; close a store opened here (its pool on the loop)."""
         await self.run(self.sync_agent.close)
@@ -229,6 +236,11 @@ class AsyncTurn:
         """:meth:`Turn.receive`: read the provider's reply (its JSON or SDK object)."""
         return await self._run(self.sync_turn.receive, response)
 
+    async def receive_error(self, error: object) -> ContextOverflow | None:
+        """:meth:`Turn.receive_error`: what the provider answered instead of a reply (a
+        context-length error calibrates, and the next body is built to fit)."""
+        return await self._run(self.sync_turn.receive_error, error)
+
     async def add_tool_result(self, call_id: str, content: str, *,
                               is_error: bool = False) -> None:
         """:meth:`Turn.add_tool_result` (no I/O: it runs on the loop, in order)."""
@@ -238,6 +250,11 @@ class AsyncTurn:
     async def finish(self, *, assistant_text: str | None = None) -> FinishedTurn:
         """:meth:`Turn.finish`: store the turn and its record, run the post-turn hooks."""
         return await self._run(self.sync_turn.finish, assistant_text=assistant_text)
+
+    async def close(self) -> None:
+        """:meth:`Turn.close`: end the turn without an answer (kept as abandoned when it
+        sent a body, with a ``ResourceWarning``)."""
+        await self._run(self.sync_turn.close)
 
     async def __aenter__(self) -> AsyncTurn:
         return self
