@@ -101,3 +101,26 @@ def test_the_sdk_example_is_marked() -> None:
     assert "claude.messages.create(**body)" in body and "gpt.responses.create(**body)" in body
     assert prints == "anthropic It says: buy milk. (2 rounds)\n" \
         "openai-responses It says: buy milk. (2 rounds)\n"
+
+
+@pytest.mark.parametrize(("table", "twin", "prefix"), [
+    ("AsyncAgent", pioneer.AsyncAgent, "agent."), ("AsyncTurn", pioneer.AsyncTurn, "turn.")])
+def test_the_async_tables_name_every_public_member(table: str, twin: type,
+                                                   prefix: str) -> None:
+    named = " ".join(_rows(table))
+    public = [name for name in vars(twin) if not name.startswith("_")]
+    public += ["sync_turn", "agent"] if twin is pioneer.AsyncTurn else ["sync_agent"]
+    for name in public:
+        assert f"{prefix}{name}" in named, name
+    if twin is pioneer.AsyncTurn:  # every method awaited, as the table writes it
+        for name, value in vars(twin).items():
+            if inspect.iscoroutinefunction(value) and not name.startswith("_"):
+                assert f"await turn.{name}(" in named, name
+
+
+def test_the_async_example_is_marked() -> None:
+    body, prints = example("agent-async", "agent.md")
+    assert "await claude.messages.create(**body)" in body
+    assert "await gpt.responses.create(**body)" in body
+    assert "anthropic.AsyncAnthropic" in body and "openai.AsyncOpenAI" in body
+    assert prints.count("It says: buy milk. (2 rounds)") == 6

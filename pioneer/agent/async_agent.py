@@ -43,6 +43,7 @@ from .agent import Agent
 
 if TYPE_CHECKING:
     from ..audit.record import RoundRecord
+    from ..audit.store import TurnRecords
     from ..history.budget import HistoryDecision
     from ..providers import ContextOverflow
     from .agent import ProviderName, ThreadMode
@@ -133,6 +134,21 @@ class AsyncAgent:
     def settings(self) -> PioneerSettings:
         """The agent's settings."""
         return self.sync_agent.settings
+
+    @property
+    def provider(self) -> ProviderName:
+        """The provider the turns' bodies are built for, unless a call names another."""
+        return self.sync_agent.provider
+
+    @property
+    def model(self) -> str:
+        """The model the bodies name."""
+        return self.sync_agent.model
+
+    @property
+    def records(self) -> TurnRecords:
+        """The turns' records (its methods block: call them through :meth:`run`)."""
+        return self.sync_agent.records
 
     @property
     def store(self) -> DatabaseStore:

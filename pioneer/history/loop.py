@@ -1,7 +1,7 @@
 """Waiting on an event loop from a worker thread: how the async twin shares the sync code.
 
 :class:`~pioneer.agent.AsyncAgent` runs the same turn code as :class:`~pioneer.agent.Agent`
-(docs/agent.md, "The async twin: AsyncAgent"), on worker threads, so the event loop is never
+(docs/agent.md, "The async twin: `AsyncAgent`"), on worker threads, so the event loop is never
 blocked by it. What that code waits on the network for runs on the loop itself: the
 PostgreSQL store's statements on psycopg's async pool
 (:class:`~pioneer.history.async_postgres.AsyncPostgresStore`) and the summarizer's request on

@@ -375,8 +375,11 @@ class AsyncOpenAIChatSummarizer:
 
     async def summarize(self, request: SummaryRequest) -> str:
         """POST the prompt and return the reply text (stripped; may be empty)."""
-        import httpx2
-
+        try:
+            import httpx2
+        except ImportError as error:
+            raise SummarizerError(f"{self.url}: the async summarizer needs the 'async' extra "
+                                  f"(pip install 'pioneer[async]'): {error}") from None
         data, headers = self.http.post(request)
         url, timeout = self.http.url, self.http.timeout
         body = _Body(url)
