@@ -14,7 +14,6 @@ the network in the clear, and go to any ``http_proxy`` the environment names), a
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import http.client
@@ -375,6 +374,8 @@ class AsyncOpenAIChatSummarizer:
 
     async def summarize(self, request: SummaryRequest) -> str:
         """POST the prompt and return the reply text (stripped; may be empty)."""
+        import asyncio  # here: the CLI and the sync runner never load it
+
         try:
             import httpx2
         except ImportError as error:
