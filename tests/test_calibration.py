@@ -1,12 +1,14 @@
 """Token calibration: the fit (convergence, clamping, the overhead, the prior's margin,
 hostile reports), a property over random content mixes, and the stored row on SQLite and
-PostgreSQL: its round trip, reopening, and several stores writing one row at once.
+PostgreSQL: its round trip, reopening, several stores writing one row at once, and two
+agents whose replies calibrate each other's bodies.
 """
 
 from __future__ import annotations
 
 import math
 import random
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stores import make_store
 
-from pioneer import StoreError
+from pioneer import Agent, PioneerSettings, StoreError, ensure_runtime_home
 from pioneer.history import Calibrator, SqliteStore, TokenCalibration, TokenRatio
 from pioneer.history.calibration import (
     MAX_MARGIN,
@@ -29,6 +31,9 @@ from pioneer.history.calibration import (
     RECENT,
     fit_samples,
 )
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
+import agent_loop
 
 
 @dataclass(frozen=True)
@@ -307,3 +312,43 @@ def test_two_stores_on_one_database_lose_no_sample(store_target: StoreTarget) ->
     finally:
         for store in stores:
             store.close()
+
+
+# -- through the runner: two agents on one database ----------------------------------------
+
+
+def test_two_agents_on_one_database_share_the_calibration(
+    store_target: StoreTarget, tmp_path: Path,
+) -> None:
+    """Replies to one agent's turns calibrate the other's bodies: on PostgreSQL two nodes'
+    agents on one database, on SQLite two agents on one file."""
+    home = tmp_path / "home"
+    ensure_runtime_home(home)
+    model = agent_loop.MODELS["anthropic"]
+
+    def agent() -> Agent:
+        return Agent(str(store_target.target), provider="anthropic", model=model,
+                     settings=PioneerSettings(home=home), recall=False,
+                     compile_input={"workspace_root": home})
+
+    first, second = agent(), agent()
+    try:
+        for number, (runner, thread) in enumerate(
+                [(first, "a"), (second, "b"), (first, "a"), (second, "b")]):
+            turn = runner.turn(thread, f"Question {number}.", turn_id=f"turn-{number}")
+            turn.next_body()
+            window = turn.rounds[-1].window
+            assert window is not None
+            assert window.ratio_samples == number  # every earlier reply, whichever agent
+            reported = round(window.local_input_tokens * 1.45)
+            turn.receive(agent_loop.response("anthropic", model, "Answer.", [], {
+                "input_tokens": reported, "output_tokens": 3}))
+            turn.finish()
+        ratios = [runner.calibration.ratio("anthropic", model, object())
+                  for runner in (first, second)]
+        assert ratios[0] == ratios[1]
+        assert ratios[0].samples == 4
+        assert ratios[0].ratio == pytest.approx(1.45, abs=0.01)
+    finally:
+        first.close()
+        second.close()

@@ -47,10 +47,21 @@ def test_the_quick_mode_prints_every_row_per_window() -> None:
             assert line is not None, (row, table)
             assert re.fullmatch(rf"  {re.escape(row)} +(\d+ \(\d+\)|[\d.]+%|-|\d+) +"
                                 r"(\d+ \(\d+\)|[\d.]+%|-|\d+)( .*)?", line), line
-        for row in ("one ratio x whole body", "previous round + ratio x added"):
+        for row in ("one ratio x whole body", "previous round + ratio x added",
+                    "one ratio per guessed kind"):
             assert re.search(rf"^    {re.escape(row)} +[\d.]+% / [\d.]+% +[\d.]+% / "
                              r"[\d.]+% +median / 90th percentile$", table, re.MULTILINE), table
+        assert re.search(r"^    best constant ratio in hindsight +[\d.]+% / [\d.]+% +"
+                         r"[\d.]+% / [\d.]+% +the floor of one ratio per model$", table,
+                         re.MULTILINE), table
     assert "Traceback" not in done.stderr
+
+
+def test_the_kind_of_a_text_is_guessed_from_its_characters() -> None:
+    texts = window_bench.Texts(5, TiktokenCounter())
+    for kind in window_bench.KINDS:
+        for _ in range(5):
+            assert window_bench.text_class(texts.make(kind, 1_500)) == kind
 
 
 def test_a_bad_window_is_named() -> None:
