@@ -14,9 +14,12 @@ store, the anthropic adapter, ``max_tokens`` as the reply's reserve) against a s
 provider that answers each body with the API's own JSON, and reports as its input count
 the sum over the body's texts of our local count times the ratio of the text's kind:
 English 1.15, code 1.35, JSON 1.8, non-English 0.6 (what the runner never sees), plus 4
-tokens a message. Each window runs twice with a summarizer (a stub answering with the
-target size) and twice without (truncation): once with those ratios and once with every
-ratio 1.0, the ideal (a provider that counts as we do).
+tokens a message; a body whose true count and reserve are over the window is answered
+with Anthropic's context-length error, which the bench hands to ``Turn.receive_error``
+before building the round again. Each window runs twice with a summarizer (a stub
+answering with the target size) and twice without (truncation): once with those ratios
+and once with every ratio 1.0, the ideal (a provider that counts as we do). About 6
+minutes on a 2-core machine; ``--quick`` about 30 seconds.
 
 Rows, per window (targets from the issue):
 
