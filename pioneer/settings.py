@@ -14,7 +14,8 @@ below. Which deployment file is read is asked for, never guessed behind a caller
 
 A *discovered* file (found by that search, not named) is trusted less than a named one,
 since it may come with a repository someone else wrote: it may set only
-:data:`DISCOVERED_SETTINGS`, and its paths only inside its own folder. The store URL, the
+:data:`DISCOVERED_SETTINGS` (``locked`` only to true: see :data:`DISCOVERED_VALUES`), and
+its paths only inside its own folder. The store URL, the
 summarizer's endpoint and the name of its key's variable come from the environment, the
 command line or a named file alone (docs/profiles.md, "A discovered pioneer.toml").
 
@@ -64,6 +65,7 @@ from .tokens import TOKEN_CACHE_BYTES
 
 __all__ = [
     "CLOCK_GRANULARITIES", "CONFIG_FILE", "CONFIG_VARIABLE", "DISCOVERED_SETTINGS",
+    "DISCOVERED_VALUES",
     "ENV_PREFIX", "ClockGranularity", "HistoryToolRounds", "PioneerSettings", "default_home",
     "find_config",
     "store_url_parameters",
@@ -114,9 +116,12 @@ DISCOVERED_SETTINGS = frozenset({
     "profile_path", "template_path", "home", "store_path", "max_context_tokens",
     "response_reserve_tokens", "summary_model", "summary_timeout", "dynamic_placement",
     "truncate_low_water", "keep_recent_tokens", "clock_granularity", "model_path",
-    "history_tool_rounds",
-    "tool_result_clear_batch_tokens",
+    "history_tool_rounds", "tool_result_clear_batch_tokens", "locked",
 })
+#: The only values a discovered file may give some of those settings: it may turn the lock
+#: on, never off (the lock file it is checked against, ``lock_file``, is not settable by a
+#: discovered file at all, so a repository cannot point the check at a lock of its own).
+DISCOVERED_VALUES: Mapping[str, tuple[object, ...]] = {"locked": (True,)}
 
 
 def default_home(home_directory: str | os.PathLike[str] = DEFAULT_HOME_DIRECTORY) -> Path:
@@ -510,6 +515,14 @@ def _check_discovered(data: Mapping[str, Any], name: str, text: str, folder: Pat
                 f"named by --config or {CONFIG_VARIABLE}", file=name, line=lines.line([key]),
                 path=key))
             continue
+        allowed = DISCOVERED_VALUES.get(key)
+        if allowed is not None and value not in allowed:
+            problems.append(Problem(
+                f"a pioneer.toml found in the working folder or a parent may set this only to "
+                f"{' or '.join(_toml_value(v) for v in allowed)}: set it in the environment "
+                f"({ENV_PREFIX}{key.upper()}), on the command line, or in a file named by "
+                f"--config or {CONFIG_VARIABLE}", file=name, line=lines.line([key]), path=key))
+            continue
         if key in _PATH_KEYS:
             for path in value if isinstance(value, list) else [value]:
                 if isinstance(path, str) and not Path(path).resolve().is_relative_to(inside):
@@ -520,6 +533,11 @@ def _check_discovered(data: Mapping[str, Any], name: str, text: str, folder: Pat
                         file=name, line=lines.line([key]), path=key))
     if problems:
         raise InputError(problems)
+
+
+def _toml_value(value: object) -> str:
+    """``value`` as TOML writes it (``true``, not ``True``)."""
+    return str(value).lower() if isinstance(value, bool) else repr(value)
 
 
 def _config_file() -> Path | None:

@@ -20,7 +20,7 @@ from typing import ClassVar
 import pytest
 from support import run_cli
 
-from pioneer import InputError, PioneerSettings, SqliteStore
+from pioneer import Agent, InputError, LockError, PioneerSettings, SqliteStore
 from pioneer.settings import DISCOVERED_SETTINGS
 
 PAYLOAD = ("{%- set root = workspace_root.resolve().parents|last -%}\n"
@@ -194,6 +194,47 @@ def test_the_environment_still_sets_what_a_discovered_file_may_not(
     assert settings.template_path == [Path("../templates")]
 
 
+def test_a_discovered_file_may_turn_the_lock_on_but_not_off_nor_choose_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _repository(tmp_path, "locked = true\n")
+    monkeypatch.chdir(repo / "src")
+    assert PioneerSettings.load().locked is True
+    (repo / "pioneer.toml").write_text('max_context_tokens = 9000\nlocked = false\n'
+                                       'lock_file = "repo.lock"\n')
+    with pytest.raises(InputError) as info:
+        PioneerSettings.load()
+    assert str(info.value).splitlines() == [
+        "../pioneer.toml:2: locked: a pioneer.toml found in the working folder or a parent "
+        "may set this only to true: set it in the environment (PIONEER_LOCKED), on the "
+        "command line, or in a file named by --config or PIONEER_CONFIG",
+        "../pioneer.toml:3: lock_file: a pioneer.toml found in the working folder or a "
+        "parent may not set this (it could send data or a secret outside the deployment): "
+        "set it in the environment (PIONEER_LOCK_FILE), on the command line, or in a file "
+        "named by --config or PIONEER_CONFIG",
+    ]
+    monkeypatch.setenv("PIONEER_LOCKED", "true")  # the deployment's lock is kept on
+    (repo / "pioneer.toml").write_text("locked = true\n")
+    assert PioneerSettings.load().locked is True
+
+
+def test_a_discovered_lock_refuses_a_profile_the_repository_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _repository(tmp_path, 'template_path = ["templates"]\nhome = "home"\n')
+    (repo / "templates").mkdir()
+    (repo / "templates" / "identity_base.md.j2").write_text("You are the repo's agent.\n")
+    monkeypatch.chdir(repo / "src")
+    code, _, err = run_cli("lock", "--profile", "none")
+    assert code == 0, err
+    (repo / "pioneer.toml").write_text('template_path = ["templates"]\nhome = "home"\n'
+                                       "locked = true\n")
+    (repo / "templates" / "identity_base.md.j2").write_text("You are someone else.\n")
+    with pytest.raises(LockError, match=r"identity_base\.md\.j2"):
+        Agent(PioneerSettings.load(), provider="openai-chat", model="gpt-4o",
+              compile_input={"profile": "none"}, recall=False)
+
+
 def test_the_profiles_page_lists_what_a_discovered_file_may_set() -> None:
     page = (Path(__file__).parent.parent / "docs" / "profiles.md").read_text("utf-8")
     listed = page.split("- it may set only ", 1)[1].split("(`pioneer.settings", 1)[0]
@@ -211,7 +252,7 @@ def test_the_failure_page_states_the_trust_rule() -> None:
               "home_directory": "`home_directory`", "postgres_lock_timeout": "PostgreSQL time",
               "postgres_statement_timeout": "PostgreSQL time",
               "postgres_idle_in_transaction_timeout": "PostgreSQL time",
-              "render_step_limit": "`render_step_limit`"}
+              "render_step_limit": "`render_step_limit`", "lock_file": "`lock_file`"}
     groups |= {name: "cache budgets" for name in PioneerSettings.model_fields
                if name.endswith("_cache_bytes")}
     refused = set(PioneerSettings.model_fields) - DISCOVERED_SETTINGS
@@ -219,3 +260,4 @@ def test_the_failure_page_states_the_trust_rule() -> None:
     for name in refused:
         assert groups[name] in rule, name
     assert "inside its own folder only" in rule and "same sandbox" in rule
+    assert "may turn `locked` on but never off" in rule
