@@ -388,20 +388,10 @@ class PioneerSettings(BaseModel):
         token = _CONFIG.set(named or found)
         discovered = _DISCOVERED.set(found is not None)
         try:
-            return cls._validated(overrides)
+            return cls(**overrides)
         finally:
             _DISCOVERED.reset(discovered)
             _CONFIG.reset(token)
-
-    @classmethod
-    def _validated(cls, overrides: Mapping[str, Any]) -> PioneerSettings:
-        token = _READ.set(None)
-        try:
-            return cls(**overrides)
-        except ValidationError as error:
-            raise InputError(list(_problems(error, cls.model_fields))) from None
-        finally:
-            _READ.reset(token)
 
 
 _PATH_KEYS = ("home", "store_path", "profile_path", "template_path", "model_path", "lock_file")
@@ -426,7 +416,13 @@ def _read_sources(model: type[PioneerSettings], values: Mapping[str, Any]) -> di
     from ``model`` (so every field and check is the model's own); the values it set are
     then taken over as they were validated.
     """
-    read = _sources_class(model)(**values)
+    # The file read is noted for this construction's error lines only, and forgotten after
+    # it: a later construction (without the file) must not locate its errors there.
+    token = _READ.set(None)
+    try:
+        read = _sources_class(model)(**values)
+    finally:
+        _READ.reset(token)
     return {name: getattr(read, name) for name in read.model_fields_set}
 
 

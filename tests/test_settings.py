@@ -85,6 +85,20 @@ def test_pioneer_config_names_a_file(monkeypatch: pytest.MonkeyPatch, tmp_path: 
         PioneerSettings()
 
 
+def test_a_file_read_once_is_not_blamed_for_a_later_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "elsewhere.toml").write_text("max_context_tokens = 9\n")
+    monkeypatch.setenv("PIONEER_CONFIG", str(tmp_path / "elsewhere.toml"))
+    assert PioneerSettings().max_context_tokens == 9
+    monkeypatch.delenv("PIONEER_CONFIG")
+    with pytest.raises(InputError) as info:
+        PioneerSettings(max_context_tokens="many")
+    assert str(info.value) == (
+        "settings → max_context_tokens: Input should be a valid integer, unable to parse "
+        "string as an integer")
+
+
 def test_a_deployment_folder_of_that_name_is_not_a_file(tmp_path: Path) -> None:
     (tmp_path / "pioneer.toml").mkdir()
     assert PioneerSettings.load().max_context_tokens is None
