@@ -273,24 +273,28 @@ def test_nothing_of_a_late_hook_runs_on_its_thread_after_the_deadline(
 
 
 # The process exits right after a turn whose best-effort hook is still running and then
-# returns a flood of contributions: an abandoned hook must not take the process down.
+# returns a flood of contributions: an abandoned hook must not take the process down. The
+# hook is let go only once the turn has given up on it, so it is late however loaded the
+# machine is, and it returns its flood while the process exits.
 EXIT_AFTER_LATE_HOOK = """
-import sys, tempfile, time
+import sys, threading
 from pathlib import Path
 from pioneer import (HookRegistry, PromptCompileInput, PromptCompiler,
                      PromptSectionContribution, compile_turn)
 one = PromptSectionContribution(contribution_id="a.c", section_id="acme.notes",
                                 domain="acme", content="x")
 registry = HookRegistry()
+turn_done = threading.Event()
 
 @registry.hook("acme.late", phase="turn.pre_prompt_context", deadline_ms=50,
                failure="best_effort")
 def late(context):
-    time.sleep(0.06)
+    turn_done.wait()
     return [one] * 300_000
 
 payload = compile_turn(PromptCompiler(), PromptCompileInput(workspace_root=Path(sys.argv[1])),
                        registry)
+turn_done.set()
 print(payload.manifest.diagnostics[-1].code)
 """
 
