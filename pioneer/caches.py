@@ -5,10 +5,10 @@ results, placements, did-you-mean hints, stored turns, token counts) is an
 :class:`LruCache` with its own byte budget (docs/speed.md, "Caches"). A hit moves the
 entry to the most recent end; a ``put`` past the budget evicts least recently used
 entries, one at a time, until the cache is back under it, so filling a cache never
-empties it. The caller gives each entry's size at ``put``: an estimate, cheap to make,
-of the bytes the entry keeps alive (:func:`text_bytes` of the texts it holds plus
-:data:`ENTRY_OVERHEAD` and, for records, a fixed size per record), never a walk of the
-objects.
+empties it. An entry is charged for what it keeps alive, its key and its value alike:
+:func:`entry_bytes` walks both once, when the entry is stored, and adds the
+interpreter's own size of every object it meets (:func:`deep_bytes`), so a key that
+holds a whole input list is charged for that list's text.
 
 Each cache counts its hits, misses and evictions; :meth:`LruCache.stats` gives them
 with its entries, bytes and budget, and :func:`cache_stats` sums every live cache of
@@ -17,23 +17,29 @@ the process by name.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import sys
 import threading
+import types
 import weakref
-from collections import OrderedDict
-from collections.abc import Hashable, Iterable
+from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any, Generic, TypeVar
 
-__all__ = ["ENTRY_OVERHEAD", "CacheStats", "LruCache", "cache_stats", "text_bytes"]
+from pydantic import BaseModel
+
+__all__ = ["ENTRY_OVERHEAD", "CacheStats", "LruCache", "cache_stats", "deep_bytes",
+           "entry_bytes", "text_bytes"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
-#: Bytes counted for each entry on top of the texts it holds: the map's slot, the key
-#: tuple and the value's own object (measured on the benchmark workload, docs/speed.md,
-#: "Caches").
-ENTRY_OVERHEAD = 512
+#: Bytes counted for each entry on top of its key and value: the map's slot and links,
+#: the pair that holds the value with its size, and the size itself.
+ENTRY_OVERHEAD = 160
 
 #: Every cache alive in the process, for :func:`cache_stats`.
 _LIVE: weakref.WeakSet[LruCache[Any, Any]] = weakref.WeakSet()
@@ -45,6 +51,102 @@ def text_bytes(texts: Iterable[str | bytes]) -> int:
     it knows without reading the text (1, 2 or 4 bytes a character, by the widest one it
     holds, plus a header)."""
     return sum(map(sys.getsizeof, texts))
+
+
+_Children = Callable[[Any], Iterable[Any]]
+#: Types whose objects hold no other object.
+_ATOMS = frozenset({str, bytes, bytearray, int, float, complex, bool, type(None), range})
+#: Objects every cache shares with the rest of the process (classes, modules, functions,
+#: enum members, ``None``...): never charged to an entry.
+_SHARED = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+           types.MethodType, enum.Enum)
+_WALKS: dict[type, _Children | None] = {}
+
+
+def _items(mapping: Any) -> Iterable[Any]:
+    for key, value in mapping.items():
+        yield key
+        yield value
+
+
+def _model_parts(model: Any) -> Iterable[Any]:
+    return (model.__dict__, model.__pydantic_fields_set__, model.__pydantic_extra__,
+            model.__pydantic_private__)
+
+
+def _attributes(kind: type) -> _Children:
+    """The parts of an object of ``kind``: its slots along the class's ancestry, and its
+    ``__dict__`` when it has one."""
+    names = [name for klass in kind.__mro__
+             for name in klass.__dict__.get("__slots__", ())
+             if name not in ("__dict__", "__weakref__")]
+    has_dict = any("__dict__" in klass.__dict__ for klass in kind.__mro__ if klass is not object)
+
+    def parts(obj: Any) -> Iterable[Any]:
+        for name in names:
+            value = getattr(obj, name, None)
+            if value is not None:
+                yield value
+        if has_dict:
+            yield obj.__dict__
+    return parts
+
+
+def _walk_for(kind: type) -> _Children | None:
+    """How to reach the objects an object of ``kind`` holds (``None``: it holds none, or
+    none that is its own: a lock, a file, an object of a library pioneer does not cache
+    the internals of, counted by its own size only)."""
+    if issubclass(kind, (tuple, list, set, frozenset, deque)):
+        return iter
+    if issubclass(kind, dict):
+        return _items
+    if issubclass(kind, BaseModel):
+        return _model_parts
+    if (dataclasses.is_dataclass(kind) or issubclass(kind, PurePath)
+            or kind.__module__.split(".")[0] == "pioneer"):
+        return _attributes(kind)
+    return None
+
+
+def deep_bytes(*objects: object) -> int:
+    """The bytes ``objects`` keep alive, by the interpreter's own size of every object
+    reached from them (``sys.getsizeof``), each counted once: through tuples, lists, sets,
+    dicts, pydantic models (their fields), dataclasses and pioneer's own classes (their
+    slots and attributes), and paths. Classes, modules, functions and enum members are
+    shared with the whole process and not counted.
+
+    A walk without recursion, so any depth is measured; linear in the objects reached.
+    """
+    seen: set[int] = set()
+    stack = list(objects)
+    total = 0
+    getsizeof = sys.getsizeof
+    walks = _WALKS
+    while stack:
+        obj = stack.pop()
+        kind = type(obj)
+        if kind in _ATOMS:
+            if kind is not type(None) and id(obj) not in seen:
+                seen.add(id(obj))
+                total += getsizeof(obj)
+            continue
+        if id(obj) in seen or isinstance(obj, _SHARED):
+            continue
+        seen.add(id(obj))
+        total += getsizeof(obj)
+        try:
+            walk = walks[kind]
+        except KeyError:
+            walk = walks[kind] = _walk_for(kind)
+        if walk is not None:
+            stack.extend(walk(obj))
+    return total
+
+
+def entry_bytes(key: object, value: object) -> int:
+    """What a cache entry costs: its key and value (:func:`deep_bytes`, an object the two
+    share counted once) and :data:`ENTRY_OVERHEAD` for its place in the map."""
+    return ENTRY_OVERHEAD + deep_bytes(key, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,8 +222,11 @@ class LruCache(Generic[K, V]):
                     found[key] = held[0]
         return found
 
-    def put(self, key: K, value: V, size: int) -> None:
-        """Store ``value`` under ``key`` as the most recent, counted as ``size`` bytes."""
+    def put(self, key: K, value: V, size: int | None = None) -> None:
+        """Store ``value`` under ``key`` as the most recent, counted as ``size`` bytes
+        (by default what the two keep alive, :func:`entry_bytes`)."""
+        if size is None:
+            size = entry_bytes(key, value)
         with self._lock:
             items = self._items
             old = items.pop(key, None)

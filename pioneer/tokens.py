@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     import tiktoken
 
 __all__ = [
-    "COUNT_ENTRY_BYTES",
     "LONG_SPACE",
     "MESSAGE_OVERHEAD",
     "O200K_FILE",
@@ -62,9 +61,6 @@ MESSAGE_OVERHEAD = 4
 #: after turn (each thread's stable text and sections, about 15, and the newest dynamic
 #: ones). The counters :func:`counter_for` gives share it, each count keyed by its tokenizer.
 TOKEN_CACHE_BYTES = 64 << 20
-#: Bytes counted for each count kept: the map's slot, the key and the count (measured at
-#: about 288; the text itself is not kept).
-COUNT_ENTRY_BYTES = 320
 #: A white-space run this long or longer is cut out of the text it is counted in (tiktoken
 #: fails from about 1,000,000).
 LONG_SPACE = 65_536
@@ -229,8 +225,8 @@ class TiktokenCounter:
         _spec(tokenizer)  # an unknown name fails here, not at the first count
         self.tokenizer = tokenizer
         #: Counts by the tokenizer, the text's hash and its length: the texts themselves
-        #: are not kept, so a count costs the cache :data:`COUNT_ENTRY_BYTES` whatever the
-        #: text's size.
+        #: are not kept, so a count costs the cache about 350 bytes whatever the text's
+        #: size.
         self.cache: LruCache[tuple[str, int, int], int] = (
             cache if cache is not None else LruCache("token_counts", cache_bytes))
 
@@ -261,7 +257,7 @@ class TiktokenCounter:
         found = cache.get(key)
         if found is None:
             found = self._encode_len(text)
-            cache.put(key, found, COUNT_ENTRY_BYTES)
+            cache.put(key, found)
         return found
 
 

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 import pioneer
 from pioneer import CacheStats, LruCache, PioneerSettings, PromptCompileInput, PromptCompiler
+from pioneer.caches import entry_bytes
 from pioneer.compile import bootstrap as bootstrap_module
 from pioneer.errors import did_you_mean
-from pioneer.history.cache import turn_bytes
 from pioneer.history.open import open_store
 from pioneer.history.sql_store import SqlStore
 
@@ -402,7 +402,7 @@ def test_a_turn_cache_too_small_for_every_thread_keeps_the_ones_read_last(
             for _ in range(5):
                 written = writer.add_turn(f"t{thread}", user_text="u" * 100,
                                           assistant_text="a" * 100)
-    per_turn = turn_bytes(written)  # every turn is the same size
+    per_turn = entry_bytes(written.turn_id, written)  # every turn is the same size
     with open_store(tmp_path / "h.db", cache_bytes=10 * per_turn) as reader:
         for thread in range(6):
             reader.get_thread_conversation_history(f"t{thread}")

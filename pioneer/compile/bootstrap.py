@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
-from ..caches import ENTRY_OVERHEAD, LruCache, text_bytes
+from ..caches import LruCache
 from ..errors import PioneerError, Problem
 from ..files import Beneath, Refused, os_reason
 from ..resources import builtin_dir
@@ -278,7 +278,7 @@ class FileReader:
         else:
             result = _read(*beneath, keep)
         if signature and result.identity == signature:
-            self.cache.put(key, (signature, result), ENTRY_OVERHEAD + text_bytes((result.head,)))
+            self.cache.put(key, (signature, result))
         return result
 
     def file(
@@ -294,16 +294,15 @@ class FileReader:
         """
         key = ("file", name, path, original, truncated)
         found = self.cache.get(key)
-        size = ENTRY_OVERHEAD + text_bytes((content, path))
         if found is not None:
             seen, made = found
             if seen is content:
                 return cast(BootstrapFile, made)
             if made.content == content:
-                self.cache.put(key, (content, made), size)
+                self.cache.put(key, (content, made))
                 return cast(BootstrapFile, made)
         made = BootstrapFile(name, path, content, original, truncated)
-        self.cache.put(key, (content, made), size)
+        self.cache.put(key, (content, made))
         return made
 
     def entry(self, name: str, path: str, status: str, chars: int) -> SourceManifestEntry:
@@ -314,7 +313,7 @@ class FileReader:
             found = SourceManifestEntry.model_validate(
                 {"file": name, "path": path, "status": status, "chars": chars}
             )
-            self.cache.put(key, found, ENTRY_OVERHEAD + 2 * text_bytes((path,)))
+            self.cache.put(key, found)
         return cast(SourceManifestEntry, found)
 
 
@@ -520,7 +519,7 @@ class BootstrapLoader:
         paths = self.reader.cache.get(where)
         if paths is None:
             paths = tuple(str(Path(root) / name) for name, _ in files)
-            self.reader.cache.put(where, paths, ENTRY_OVERHEAD + 2 * text_bytes(paths))
+            self.reader.cache.put(where, paths)
         probes = tuple(map(file_probe, paths))
         signatures = tuple(probe[0] for probe in probes)
         key = (folder, files, max_chars_per_file, max_chars_total, signatures)
@@ -534,18 +533,9 @@ class BootstrapLoader:
             max_chars_total=max_chars_total, reader=self.reader, probes=probes, paths=paths,
         )
         if trusted and as_probed:  # what was read is what the probes saw
-            self.cache.put(key, result, result_bytes(result, folder))
+            self.cache.put(key, result)
         return result
 
-
-def result_bytes(result: BootstrapResult, folder: str) -> int:
-    """The size estimate of a kept result: its files' texts and paths, the overhead per
-    file and per manifest entry and diagnostic, and the key's folder."""
-    files = result.files.values()
-    return (ENTRY_OVERHEAD * (1 + len(files) + len(result.source_manifest)
-                              + len(result.diagnostics))
-            + text_bytes(f.content for f in files) + 2 * text_bytes(f.path for f in files)
-            + len(folder))
 
 
 @dataclass(frozen=True, slots=True)

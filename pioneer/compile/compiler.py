@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..caches import ENTRY_OVERHEAD, CacheStats, LruCache, text_bytes
+from ..caches import CacheStats, LruCache
 from ..errors import (
     InputError,
     PioneerError,
@@ -459,7 +459,7 @@ class PromptCompiler:
                 if known_ids is None:
                     known_ids = profile.known_ids
                 hint = did_you_mean(item.id, known_ids, cutoff=0.85)
-                self._id_hints.put(key, hint, ENTRY_OVERHEAD + text_bytes((item.id, hint)))
+                self._id_hints.put(key, hint)
             if hint:
                 found.append(Diagnostic(
                     code="unknown_contribution",

@@ -18,7 +18,7 @@ from operator import attrgetter, contains
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, get_origin
 
-from ..caches import ENTRY_OVERHEAD, LruCache, text_bytes
+from ..caches import LruCache
 from ..errors import TemplateError
 from ..text import utf8_text
 from ..tokens import TokenCounter
@@ -51,8 +51,8 @@ from .templates import TemplateSet, describe, render_problem
 if TYPE_CHECKING:
     from .loaded import LoadedProfile
 
-__all__ = ["NO_INPUTS", "SECTION_OVERHEAD", "PlacementKey", "Rendered", "SectionRenderer",
-           "TrialRenderer", "representative_input"]
+__all__ = ["NO_INPUTS", "PlacementKey", "Rendered", "SectionRenderer", "TrialRenderer",
+           "representative_input"]
 
 #: The compile-input fields that hold a list (templates see them as read-only views).
 _LIST_FIELDS = tuple(name for name, field in PromptCompileInput.model_fields.items()
@@ -63,9 +63,6 @@ _REF_SOURCES = ("runtime:", "hook:", "input:")
 _REF_TEXT_FIELDS = ("skills_prompt", "retry_instruction", "dynamic_context", "extra_system")
 _REFS = attrgetter("refs")
 _CR = repeat("\r")  # for ``map(contains, parts, _CR)``: a part holds a carriage return
-#: Bytes counted for one section's two records (its payload entry and manifest record,
-#: with their sha256 texts) on top of its text (docs/speed.md, "Caches").
-SECTION_OVERHEAD = 1024
 #: A placement's fields (id, pool, index, the section that placed it, chars, cut).
 PlacementKey = tuple[str, str, int, "str | None", int, bool]
 #: A contribution a section met and left out (its placement says nowhere).
@@ -342,8 +339,7 @@ class SectionRenderer:
         if found is None:
             found = built(Placement, id=key[0], pool=key[1], index=key[2], section=key[3],
                           chars=key[4], cut=key[5])
-            known.put(key, found, ENTRY_OVERHEAD + SECTION_OVERHEAD + text_bytes(
-                (key[0], key[3] or "")))
+            known.put(key, found)
         return found
 
     def _keep(self, section: SectionSpec, out: list[Rendered], rendered: Rendered) -> None:
@@ -416,7 +412,7 @@ class SectionRenderer:
                 f"condition failed: {describe(error)}",
             )) from None
         if key is not None:
-            self.conditions.put(key, result, _condition_bytes(key))
+            self.conditions.put(key, result)
         return result
 
     def _index(self, section: SectionSpec) -> int:
@@ -460,7 +456,7 @@ class SectionRenderer:
         found = self.memo.get(key)
         if found is None:
             found = self._render(section, section_id, title, extra, source, truncated)
-            self.memo.put(key, found, _rendered_bytes(found))
+            self.memo.put(key, found)
         return found
 
     def _key(
@@ -572,21 +568,6 @@ class SectionRenderer:
         refs = (count_ref_lines((text,))
                 if source.startswith(_REF_SOURCES) and REF_LINE_START in text else 0)
         return Rendered(compiled, record, diagnostic, data, None, refs)
-
-
-def _rendered_bytes(rendered: Rendered) -> int:
-    """The size estimate of a kept section: its text twice (the text and the input it was
-    rendered from, in the key), its UTF-8, its records and the overhead."""
-    section = rendered.section
-    return ENTRY_OVERHEAD + SECTION_OVERHEAD + (
-        2 * text_bytes((section.text,)) + text_bytes((rendered.data,)) if section else 0)
-
-
-def _condition_bytes(key: tuple[object, ...]) -> int:
-    """The size estimate of a condition's result: the condition and the texts it read."""
-    when, values = key
-    return ENTRY_OVERHEAD + text_bytes((str(when),)) + text_bytes(
-        value for value in values if isinstance(value, str))  # type: ignore[attr-defined]
 
 
 def _left_out(section_id: str, reason: OmissionReason, detail: str) -> Rendered:

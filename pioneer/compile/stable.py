@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
-from ..caches import ENTRY_OVERHEAD, LruCache, text_bytes
+from ..caches import LruCache
 from .manifest import CompiledSection, Diagnostic, ManifestSection, Omission
 from .profile import SectionSpec
-from .render import SECTION_OVERHEAD, Rendered, SectionRenderer
+from .render import Rendered, SectionRenderer
 
-__all__ = ["SEPARATOR", "SEPARATOR_BYTES", "StablePart", "stable_bytes", "stable_digest",
+__all__ = ["SEPARATOR", "SEPARATOR_BYTES", "StablePart", "stable_digest",
            "stable_part"]
 
 #: Between two rendered sections, as text and as UTF-8 (boundary.render_sections).
@@ -72,7 +72,7 @@ def stable_part(
         sum(map(_REFS, rendered)),
     )
     if key is not None:
-        memo.put(key, part, stable_bytes(part))
+        memo.put(key, part)
     return part
 
 def stable_digest(kept: list[Rendered]) -> hashlib._Hash:
@@ -83,10 +83,3 @@ def stable_digest(kept: list[Rendered]) -> hashlib._Hash:
             digest.update(SEPARATOR_BYTES)
         digest.update(rendered.data)
     return digest
-
-
-def stable_bytes(part: StablePart) -> int:
-    """The size estimate of a stable part: its text, each section's text and records,
-    and the overhead."""
-    return (ENTRY_OVERHEAD + text_bytes((part.text,))
-            + len(part.sections) * SECTION_OVERHEAD + text_bytes(s.text for s in part.sections))

@@ -12,24 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..caches import ENTRY_OVERHEAD, LruCache, text_bytes
+from ..caches import LruCache
 from ..settings import HISTORY_CACHE_BYTES
 from .models import HistoryEntry
-from .tool_rounds import counted_text
 
-__all__ = ["TurnCache", "turn_bytes"]
-#: Bytes counted for each artifact ref a turn carries (its fields and rendered block).
-_REF_BYTES = 256
-
-
-def turn_bytes(entry: HistoryEntry) -> int:
-    """The size estimate of a cached turn: its two texts twice (as stored and as
-    rendered into messages), its tool rounds' texts, its refs and the fixed per-entry
-    overhead."""
-    texts = text_bytes(text for text in (entry.user_text, entry.assistant_text) if text)
-    texts += text_bytes(counted_text(message) for message in entry.tool_rounds)
-    refs = len(entry.user_artifacts) + len(entry.assistant_artifacts)
-    return ENTRY_OVERHEAD + 2 * texts + _REF_BYTES * refs
+__all__ = ["TurnCache"]
 
 
 class TurnCache:
@@ -46,4 +33,4 @@ class TurnCache:
         """Remember ``entries``, evicting the least recently used beyond the budget."""
         put = self.cache.put
         for turn_id, entry in entries.items():
-            put(turn_id, entry, turn_bytes(entry))
+            put(turn_id, entry)
