@@ -50,14 +50,42 @@ def utf8_text(text: str) -> str:
 
 
 def scrub(value: Any) -> Any:
-    """:func:`utf8_text` over the strings in a mapping, list or tuple (keys too)."""
+    """:func:`utf8_text` over the strings in a mapping, list or tuple (keys too), at any
+    depth: a walk with its own stack, so no nesting a JSON parser accepts can exhaust
+    Python's recursion limit."""
     if isinstance(value, str):
         return value if value.isascii() else utf8_text(value)
+    if type(value) is not dict and type(value) not in (list, tuple):
+        return value
+    # Each frame: the container, an iterator over its parts (a dict's keys and values in
+    # turn) and the parts scrubbed so far; a container is made when its last part is.
+    frames: list[tuple[Any, Any, list[Any]]] = [(value, _parts(value), [])]
+    while True:
+        source, parts, done = frames[-1]
+        for part in parts:
+            if isinstance(part, str):
+                done.append(part if part.isascii() else utf8_text(part))
+            elif type(part) is dict or type(part) in (list, tuple):
+                frames.append((part, _parts(part), []))
+                break
+            else:
+                done.append(part)
+        else:
+            frames.pop()
+            if type(source) is dict:
+                made: Any = dict(zip(done[::2], done[1::2], strict=True))
+            else:
+                made = type(source)(done)
+            if not frames:
+                return made
+            frames[-1][2].append(made)
+
+
+def _parts(value: Any) -> Any:
+    """An iterator over a list's or tuple's items, or a dict's keys and values in turn."""
     if type(value) is dict:
-        return {scrub(key): scrub(item) for key, item in value.items()}
-    if type(value) in (list, tuple):
-        return type(value)(scrub(item) for item in value)
-    return value
+        return (part for pair in value.items() for part in pair)
+    return iter(value)
 
 
 def unknown_field(model: type[BaseModel], loc: Sequence[str | int]) -> str:

@@ -106,6 +106,17 @@ class Step:
     #: turn's tool calls dropped, say); also in :attr:`FinishedTurn.diagnostics`.
     diagnostics: tuple[Diagnostic, ...] = ()
 
+    #: The ids of :attr:`runnable`, made once with it (a reply may carry thousands of
+    #: calls, and each result the application adds is checked against them).
+    runnable_ids: frozenset[str] = field(init=False, repr=False, compare=False)
+    _runnable: tuple[ToolCall, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        run = frozenset(o.call_id for o in self.outcomes if o.verdict == "run")
+        object.__setattr__(self, "runnable_ids", run)
+        object.__setattr__(self, "_runnable",
+                           tuple(call for call in self.calls if call.id in run))
+
     @property
     def done(self) -> bool:
         """The turn can finish: the model answered without a tool call, or this was the
@@ -115,8 +126,7 @@ class Step:
     @property
     def runnable(self) -> tuple[ToolCall, ...]:
         """The calls the application runs (verdict ``run``); the rest are answered."""
-        run = {o.call_id for o in self.outcomes if o.verdict == "run"}
-        return tuple(call for call in self.calls if call.id in run)
+        return self._runnable
 
     @property
     def text(self) -> str:
@@ -356,7 +366,7 @@ class Turn:
         """The result of a call the application ran (one of :attr:`Step.runnable`)."""
         self._check_open()
         step = self._last
-        runnable = {call.id for call in step.runnable} if step is not None else set()
+        runnable = step.runnable_ids if step is not None else frozenset()
         if call_id not in runnable:
             raise InputError(Problem(
                 f"call {call_id!r} is not a call of the last reply that the application runs "

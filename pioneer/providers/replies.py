@@ -11,9 +11,12 @@ provider. A call that failed because the request was too long is read by
 :func:`read_context_error` (:mod:`.overflow`), re-exported here.
 
 Replies are untrusted input: reasoning items are counted and skipped, a tool call whose
-arguments are not a JSON object is kept (with empty arguments) and its problem listed in
+arguments are not a JSON object, or nest deeper than :data:`~pioneer.errors.MAX_DEPTH`
+levels, is kept (with empty arguments) and its problem listed in
 :attr:`ModelReply.argument_errors`, so the tool router answers it with an error result
-and the model can try again; anything that is not the API's shape is a
+and the model can try again; a call id longer than :data:`MAX_CALL_ID_CHARS` is replaced
+by a short form derived from it (as Chat Completions' long ids are,
+:func:`~pioneer.providers.rules.safe_call_id`); anything that is not the API's shape is a
 :class:`~pioneer.errors.ProviderError` naming the path
 (``choices[0].message.tool_calls[1].function.name: expected a string (got a number)``).
 """
@@ -28,13 +31,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from ..errors import InputError, Problem, ProviderError
+from ..errors import MAX_DEPTH, InputError, Problem, ProviderError
 from .overflow import ContextOverflow, read_context_error
 from .request import TOOL_NAME_PATTERN, ChatMessage, ToolCall, clean
+from .rules import CallIdRule, safe_call_id
 from .usage import USAGE_PROVIDERS, ReportedUsage
 
 __all__ = [
     "API_NAMES",
+    "MAX_CALL_ID_CHARS",
     "STOP_REASONS",
     "ContextOverflow",
     "ModelReply",
@@ -42,6 +47,11 @@ __all__ = [
     "read_context_error",
     "read_response",
 ]
+
+#: The longest tool-call id a reply's call keeps as sent; a longer one is replaced by a
+#: 40-character form derived from it (the ids the APIs make are 20 to 50 characters).
+MAX_CALL_ID_CHARS = 256
+_LONG_CALL_IDS = CallIdRule("reply", max_length=MAX_CALL_ID_CHARS)
 
 #: Why the model stopped, in one set of words for every provider.
 StopReason = Literal["end_turn", "tool_calls", "max_tokens", "stop_sequence", "refusal", "other"]
@@ -141,7 +151,11 @@ def _dump(response: Any) -> Any:
         raise ProviderError(Problem(
             f"expected the response JSON (an object) or an SDK response object "
             f"(got {_kind(response)})", path="(response)"))
-    return dump()
+    try:
+        return dump()
+    except RecursionError:  # an object built by hand, deeper than its own dump can go
+        raise ProviderError(Problem("the SDK response object nests too deeply to be read",
+                                    path="(response)")) from None
 
 
 # -- walking the JSON with its path ------------------------------------------------------
@@ -239,7 +253,7 @@ def _call_id(at: _At) -> str:
     value = at.required_text()
     if not value:
         raise at.fail("a non-empty string")
-    return value
+    return safe_call_id(value, _LONG_CALL_IDS) if len(value) > MAX_CALL_ID_CHARS else value
 
 
 def _arguments_json(at: _At, call_id: str, errors: dict[str, str]) -> dict[str, Any]:
@@ -260,10 +274,45 @@ def _json_reason(error: Exception) -> str:
 
 
 def _arguments_object(value: Any, call_id: str, errors: dict[str, str]) -> dict[str, Any]:
-    if isinstance(value, Mapping):
-        return dict(value)
-    errors[call_id] = f"the arguments are not a JSON object (got {_kind(value)})"
-    return {}
+    if not isinstance(value, Mapping):
+        errors[call_id] = f"the arguments are not a JSON object (got {_kind(value)})"
+        return {}
+    deep = _too_deep(value)
+    if deep is not None:
+        errors[call_id] = f"the arguments nest more than {MAX_DEPTH} levels deep (at {deep})"
+        return {}
+    return dict(value)
+
+
+def _too_deep(value: Any) -> str | None:
+    """Where ``value`` first nests deeper than :data:`~pioneer.errors.MAX_DEPTH` levels
+    (its path, shortened), or ``None``: a walk with its own stack, so any depth a parser
+    accepts is measured without Python's recursion limit."""
+    # Each entry: a value, its depth and its trail (the key it is under, then the
+    # parent's trail), so a path is only spelt out for the one that is too deep.
+    stack: list[tuple[Any, int, Any]] = [(value, 1, None)]
+    while stack:
+        item, depth, trail = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.items()
+        elif isinstance(item, list | tuple):
+            children = enumerate(item)
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            return _trail_text(trail)
+        stack.extend((child, depth + 1, (key, trail)) for key, child in children)
+    return None
+
+
+def _trail_text(trail: Any) -> str:
+    keys: list[Any] = []
+    while trail is not None:
+        key, trail = trail
+        keys.append(key)
+    keys.reverse()
+    shown = "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in keys[:8])
+    return shown.lstrip(".") + (f"..., {len(keys)} levels down" if len(keys) > 8 else "")
 
 
 def _message(texts: list[str], calls: list[ToolCall]) -> ChatMessage | None:
@@ -444,7 +493,8 @@ def _gemini(root: _At) -> ModelReply:
     for part in parts:
         call = part.key("functionCall", "function_call")
         if call.present:
-            call_id = call.key("id").text(optional=True) or f"call_{len(calls) + 1}"
+            given = call.key("id")
+            call_id = _call_id(given) if given.text(optional=True) else f"call_{len(calls) + 1}"
             arguments = call.key("args")
             calls.append(ToolCall(
                 id=call_id, name=_name(call.key("name")),

@@ -95,7 +95,7 @@ def safe_call_id(call_id: str, rule: CallIdRule) -> str:
     if rule.accepts(call_id):
         return call_id
     digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST]
-    stem = _UNSAFE.sub("_", call_id)[:15]
+    stem = _UNSAFE.sub("_", call_id[:15])  # one character for one: cut first
     return f"{stem}_{digest}"
 
 
