@@ -29,10 +29,8 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel
-
 __all__ = ["ENTRY_OVERHEAD", "CacheStats", "LruCache", "cache_stats", "deep_bytes",
-           "entry_bytes", "text_bytes"]
+           "entry_bytes"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -44,13 +42,6 @@ ENTRY_OVERHEAD = 160
 #: Every cache alive in the process, for :func:`cache_stats`.
 _LIVE: weakref.WeakSet[LruCache[Any, Any]] = weakref.WeakSet()
 _LIVE_LOCK = threading.Lock()
-
-
-def text_bytes(texts: Iterable[str | bytes]) -> int:
-    """The bytes ``texts`` take: each one's own size as the interpreter reports it, which
-    it knows without reading the text (1, 2 or 4 bytes a character, by the widest one it
-    holds, plus a header)."""
-    return sum(map(sys.getsizeof, texts))
 
 
 _Children = Callable[[Any], Iterable[Any]]
@@ -70,8 +61,10 @@ def _items(mapping: Any) -> Iterable[Any]:
 
 
 def _model_parts(model: Any) -> Iterable[Any]:
-    return (model.__dict__, model.__pydantic_fields_set__, model.__pydantic_extra__,
-            model.__pydantic_private__)
+    """A pydantic model's fields (in its ``__dict__``) and its own bookkeeping."""
+    return (model.__dict__, getattr(model, "__pydantic_fields_set__", None),
+            getattr(model, "__pydantic_extra__", None),
+            getattr(model, "__pydantic_private__", None))
 
 
 def _attributes(kind: type) -> _Children:
@@ -100,7 +93,7 @@ def _walk_for(kind: type) -> _Children | None:
         return iter
     if issubclass(kind, dict):
         return _items
-    if issubclass(kind, BaseModel):
+    if hasattr(kind, "__pydantic_validator__"):  # a pydantic model (pydantic not imported)
         return _model_parts
     if (dataclasses.is_dataclass(kind) or issubclass(kind, PurePath)
             or kind.__module__.split(".")[0] == "pioneer"):

@@ -86,3 +86,24 @@ class Server:
 def make_store(target: Target, **options: object) -> SqlStore:
     """The store at ``target`` (an SQLite path or a PostgreSQL URL)."""
     return open_store(target, **options)  # type: ignore[arg-type]
+
+
+#: Texts a provider or a user can send that a store must keep exactly (the conformance
+#: suite writes each to both stores): NUL alone and inside text, every other C0
+#: character, DEL, C1, the escape pairs the PostgreSQL store uses (U+0001 U+0001, U+0001
+#: U+0002), noncharacters, a byte order mark, bidi overrides and astral characters.
+HOSTILE_TEXTS: tuple[str, ...] = (
+    "\x00",
+    "before\x00after",
+    "\x00" * 3 + "tail",
+    "".join(map(chr, range(32))),
+    "\x7f" + "".join(map(chr, range(0x80, 0xA0))),
+    "\x01",
+    "\x01\x01",
+    "\x01\x02",
+    "\x01\x01\x00\x01\x02\x02",
+    "\x02\x01\x01\x01",
+    "\uffff\ufffe\ufeff\ufdd0",
+    "\u202eevil\u202c \u2066x\u2069 \u200b",
+    "\U0001f600\U0010ffff\U000e0001",
+)

@@ -53,6 +53,7 @@ from ..episodic.recall import HISTORY_KEY
 from ..errors import InputError, Problem, ThreadConflictError, describe_exception
 from ..history.budget import HistoryDecision
 from ..history.models import HistoryEntry
+from ..history.store import check_id
 from ..hooks.models import TURN_PROMPT_PHASES, TurnContext
 from ..providers import build_request_body, read_response
 from ..providers.overflow import ContextOverflow
@@ -223,6 +224,7 @@ class Turn:
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise InputError(Problem(f"expected a non-empty string (got {value!r})",
                                          path=f"Agent.turn → {label}"))
+            check_id(value, f"Agent.turn → {label}")
         if not isinstance(user_text, str):
             raise InputError(Problem(f"expected a string (got {type(user_text).__name__})",
                                      path="Agent.turn → user_text"))

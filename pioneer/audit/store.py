@@ -36,7 +36,13 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import StoreError, format_path
 from ..history.sql_store import check_row
-from ..history.store import DatabaseStore, StoreEvent, StoreTransaction, TurnWritten
+from ..history.store import (
+    DatabaseStore,
+    StoreEvent,
+    StoreTransaction,
+    TurnWritten,
+    check_id,
+)
 from ..text import utf8_text
 from .record import TurnRecord
 
@@ -235,6 +241,7 @@ class TurnRecords:
 
     def save(self, record: TurnRecord) -> None:
         """Store a turn's record, once, after the turn itself (one transaction)."""
+        check_id(record.turn_id, "turn_id")
         runs = 0
 
         def work(tx: StoreTransaction) -> None:
@@ -262,6 +269,7 @@ class TurnRecords:
         """Keep the record of a turn that was not finished (``record.abandoned`` says
         why) with its texts: readable by :meth:`get` and ``pioneer explain``, never in a
         history."""
+        check_id(record.turn_id, "turn_id")
         self.store.write(lambda tx: write_abandoned_turn(
             tx, record, user_text=user_text, assistant_text=assistant_text,
             created_at=_now()))
@@ -269,6 +277,7 @@ class TurnRecords:
     def get(self, turn_id: str) -> TurnRecord | None:
         """The stored record of a turn (a finished one, else its latest abandoned
         attempt), or ``None``."""
+        check_id(turn_id, "turn_id")
         return self.store.read(lambda tx: read_turn_record(tx, turn_id)
                                or read_abandoned_turn(tx, turn_id))
 

@@ -37,7 +37,13 @@ from ..errors import StoreError
 from ..history.budget import HistoryDecision
 from ..history.sql_store import check_row
 from ..history.sqlite_store import SqliteStore
-from ..history.store import MAX_TURNS, DatabaseStore, StoreTimeout, StoreTransaction
+from ..history.store import (
+    MAX_TURNS,
+    DatabaseStore,
+    StoreTimeout,
+    StoreTransaction,
+    check_id,
+)
 from ..sections.artifacts import ArtifactRef
 from ..sections.thread_context import ThreadSnippet, snippet_artifacts
 from ..text import utf8_text
@@ -234,6 +240,7 @@ class EpisodicIndex:
         ``timeout_ms`` stops the query inside the database once it has run that long,
         as a :class:`StoreError`.
         """
+        check_id(thread_id, "thread_id")
         self._check_open()
         query = self.query_for(text)
         if query is None or limit <= 0:
@@ -281,6 +288,7 @@ class EpisodicIndex:
 
         The recall hook uses this when the turn brings no :class:`HistoryDecision`.
         """
+        check_id(thread_id, "thread_id")
         self._check_open()
 
         def work(tx: StoreTransaction) -> Retained:
@@ -302,12 +310,14 @@ class EpisodicIndex:
 
     def thread_exists(self, thread_id: str) -> bool:
         """Whether the store has this thread."""
+        check_id(thread_id, "thread_id")
         self._check_open()
         return self._store.get_thread(thread_id) is not None
 
     def unindexed_turns(self, thread_id: str) -> int:
         """How many of the thread's turns have text to index and no snippet: turns written
         through a store with no index attached, which :meth:`reindex_thread` fills in."""
+        check_id(thread_id, "thread_id")
         self._check_open()
 
         def work(tx: StoreTransaction) -> int:
@@ -326,6 +336,7 @@ class EpisodicIndex:
 
     def snippets(self, thread_id: str) -> tuple[Snippet, ...]:
         """Every indexed snippet of a thread, in store order."""
+        check_id(thread_id, "thread_id")
         self._check_open()
 
         def work(tx: StoreTransaction) -> tuple[Snippet, ...]:
@@ -344,6 +355,9 @@ class EpisodicIndex:
         self, thread_id: str, turn_id: str, item_id: str, text: str
     ) -> tuple[Snippet, ...]:
         """Store and index the summary of a task run during ``turn_id`` (replacing it)."""
+        for what, value in (("thread_id", thread_id), ("turn_id", turn_id),
+                            ("item_id", item_id)):
+            check_id(value, what)
         self._check_open()
         text = utf8_text(text)
         if not text.strip():
@@ -378,6 +392,7 @@ class EpisodicIndex:
         gives the same snippets with the same provenance ids. ``progress(done, total)``
         is called after each turn (a terminal's progress bar).
         """
+        check_id(thread_id, "thread_id")
         self._check_open()
 
         def work(tx: StoreTransaction) -> int:

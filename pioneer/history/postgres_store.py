@@ -30,12 +30,15 @@ start on a fresh connection, a few times with a growing pause, and is a
 :class:`StoreError` when the server stays away. Before the retry, the pool's idle
 connections are checked and the dead ones dropped (a restart kills them all), rather
 than spending a round trip on every hand-out. A serialization failure or deadlock is
-retried the same way. Everything
-else PostgreSQL refuses is a :class:`StoreError` with its message.
+retried the same way, and so is a server short of resources (SQLSTATE class 53).
+Everything else PostgreSQL refuses (a data exception, a constraint, a program limit
+such as an index row too large) would fail the same way again: it is a
+:class:`StoreError` with its message at once, never retried.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
@@ -43,7 +46,9 @@ from typing import Any
 
 import psycopg
 import psycopg.errors
+from psycopg.adapt import Buffer, Dumper, Loader
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.pq import Format
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import StoreError
@@ -57,7 +62,7 @@ from .store import Cursor, Dialect, StoreTimeout, StoreTransaction
 
 __all__ = [
     "DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT", "DEFAULT_LOCK_TIMEOUT", "DEFAULT_STATEMENT_TIMEOUT",
-    "PostgresStore",
+    "PostgresStore", "escape_text", "restore_text",
 ]
 
 #: Seconds a write waits for a thread's row (the settings' ``postgres_lock_timeout``).
@@ -71,6 +76,85 @@ DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT = 5.0
 _RETRYABLE = (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected,
               psycopg.errors.AdminShutdown, psycopg.errors.CrashShutdown,
               psycopg.errors.CannotConnectNow, psycopg.errors.IdleInTransactionSessionTimeout)
+
+
+# -- text PostgreSQL cannot hold ---------------------------------------------------------
+# A PostgreSQL text value cannot hold NUL (U+0000), which SQLite keeps and a provider or a
+# user can send. Every string the store writes is escaped on its way to the server and
+# every text value it reads is restored, by the connection's own adapters: U+0001 is the
+# escape character, so NUL is written as U+0001 U+0001 and U+0001 itself as U+0001
+# U+0002. Text holding neither is written as it is, so indexes, equality and full-text
+# search see exactly the text they saw before (both escapes are separators to the
+# full-text parser, as NUL would be). The mapping is one to one: a stored U+0001 always
+# starts a pair.
+
+_ESCAPE = "\x01"
+_PAIRS = re.compile("\x01[\x01\x02]")
+_RESTORED = {"\x01\x01": "\x00", "\x01\x02": "\x01"}
+
+
+def escape_text(text: str) -> str:
+    """``text`` as the store writes it to PostgreSQL (unchanged without NUL or U+0001)."""
+    if "\x00" not in text and _ESCAPE not in text:
+        return text
+    return text.replace(_ESCAPE, "\x01\x02").replace("\x00", "\x01\x01")
+
+
+def restore_text(text: str) -> str:
+    """The text :func:`escape_text` was given."""
+    if _ESCAPE not in text:
+        return text
+    return _PAIRS.sub(lambda pair: _RESTORED[pair.group()], text)
+
+
+def _encoding(context: Any) -> str:
+    connection = getattr(context, "connection", None)
+    return connection.info.encoding if connection is not None else "utf-8"
+
+
+class _TextDumper(Dumper):
+    """A string parameter, escaped (as psycopg's default: text format, type unknown)."""
+
+    format = Format.TEXT
+
+    def __init__(self, cls: type, context: Any = None) -> None:
+        super().__init__(cls, context)
+        self._encoding = _encoding(self)
+
+    def dump(self, obj: str) -> bytes:
+        return escape_text(obj).encode(self._encoding)
+
+
+class _BinaryTextDumper(_TextDumper):
+    """A string parameter in binary format, escaped."""
+
+    format = Format.BINARY
+    oid = psycopg.adapters.types["text"].oid
+
+
+class _TextLoader(Loader):
+    """A text value read back, restored."""
+
+    def __init__(self, oid: int, context: Any = None) -> None:
+        super().__init__(oid, context)
+        self._encoding = _encoding(self)
+
+    def load(self, data: Buffer) -> str:
+        return restore_text(bytes(data).decode(self._encoding))
+
+
+class _BinaryTextLoader(_TextLoader):
+    format = Format.BINARY
+
+
+def _escaping(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
+    """Make ``conn`` escape every string it sends and restore every text it reads."""
+    adapters = conn.adapters
+    adapters.register_dumper(str, _BinaryTextDumper)
+    adapters.register_dumper(str, _TextDumper)  # the last one is the default, as psycopg's
+    for name in ("text", "varchar"):
+        adapters.register_loader(name, _TextLoader)
+        adapters.register_loader(name, _BinaryTextLoader)
 
 
 def _sql(statement: str, params: Sequence[Any]) -> tuple[str, Sequence[Any] | None]:
@@ -112,6 +196,21 @@ class _Transaction:
                 f"{self.where}: the query stopped at its {milliseconds} ms time limit"
             ) from None
         self.conn.execute("SET LOCAL statement_timeout = DEFAULT")
+
+
+#: SQLSTATE classes and codes of operational errors that running the work again may
+#: cure: a connection exception (08), insufficient resources (53: out of memory, too
+#: many connections), the server shutting down or starting (57P01-57P03) and an idle
+#: session ended (57P05). Every other one (a program limit such as an index row too
+#: large, 54000; a cancelled query, 57014) fails the same way each time.
+_TRANSIENT_STATES = ("08", "53", "57P01", "57P02", "57P03", "57P05")
+
+
+def _transient(error: psycopg.Error) -> bool:
+    """Whether ``error`` came from the connection or the server's state rather than from
+    the work itself (an error with no SQLSTATE is the client's connection failing)."""
+    state = error.sqlstate
+    return state is None or state.startswith(_TRANSIENT_STATES)
 
 
 def _message(error: psycopg.Error) -> str:
@@ -195,6 +294,7 @@ class PostgresStore(SqlStore):
 
     def _configure(self, conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
         """Set up a new session of the pool (no I/O: the async pool's sessions too)."""
+        _escaping(conn)
 
     # -- schema ----------------------------------------------------------------------
 
@@ -305,9 +405,9 @@ class PostgresStore(SqlStore):
         except psycopg.errors.LockNotAvailable:
             raise StoreError(f"{self._where}: a row this write needs: {self._held()}") from None
         except psycopg.OperationalError as error:
-            if isinstance(error, psycopg.errors.QueryCanceled):
+            if not _transient(error):  # the same work would fail the same way again
                 raise StoreError(f"{self._where}: {_message(error)}") from None
-            # Anything else operational (the connection broke, the server went away).
+            # The connection broke, the server went away or ran short of resources.
             raise ConnectionLost(f"{self._where}: {_message(error)}") from None
         except psycopg.Error as error:
             raise StoreError(f"{self._where}: {_message(error)}") from None

@@ -57,6 +57,7 @@ from .store import (
     SummaryWritten,
     TurnWritten,
     WriteHook,
+    check_id,
 )
 from .tool_rounds import check_tool_rounds, dump_tool_rounds, load_tool_rounds
 
@@ -297,6 +298,7 @@ class SqlStore:
 
     def ensure_thread(self, thread_id: str, *, model: str | None = None) -> ThreadRecord:
         """Create the thread when missing (setting ``model`` when given); return it."""
+        check_id(thread_id, "thread_id")
         if not thread_id.strip():
             raise StoreError("thread id must not be blank")
 
@@ -317,6 +319,7 @@ class SqlStore:
 
     def get_thread(self, thread_id: str) -> ThreadRecord | None:
         """The thread, or ``None`` when it does not exist."""
+        check_id(thread_id, "thread_id")
         return self.read(lambda tx: self._thread(tx, thread_id))
 
     def _thread(self, tx: StoreTransaction, thread_id: str) -> ThreadRecord | None:
@@ -349,6 +352,10 @@ class SqlStore:
     ) -> HistoryEntry:
         """Write one completed turn (ids generated when not given) in one transaction;
         ``tool_rounds`` are its tool calls and results, sent with it on later turns."""
+        for what, value in (("thread_id", thread_id), ("turn_id", turn_id),
+                            ("user_item_id", user_item_id),
+                            ("assistant_item_id", assistant_item_id)):
+            check_id(value, what)
         turn_id = turn_id or uuid.uuid4().hex
         user_text = None if user_text is None else utf8_text(user_text)
         assistant_text = None if assistant_text is None else utf8_text(assistant_text)
@@ -431,6 +438,8 @@ class SqlStore:
         exclude_turn_id: str | None = None,
     ) -> tuple[HistoryEntry, ...]:
         """The newest ``limit`` turns after ``after_seq``, oldest first."""
+        check_id(thread_id, "thread_id")
+        check_id(exclude_turn_id, "exclude_turn_id")
         return self.read(lambda tx: self._entries(tx, thread_id, limit, after_seq,
                                                   exclude_turn_id))
 
@@ -502,6 +511,7 @@ class SqlStore:
 
     def get_thread_summary(self, thread_id: str) -> ThreadSummary | None:
         """The stored summary, or ``None``."""
+        check_id(thread_id, "thread_id")
         return self.read(lambda tx: self._summary(tx, thread_id))
 
     def set_thread_summary(
@@ -512,6 +522,8 @@ class SqlStore:
         Coverage never moves backwards: if a summary covering later turns is already
         stored (a concurrent writer won), that one is kept and returned.
         """
+        check_id(thread_id, "thread_id")
+        check_id(through_turn_id, "through_turn_id")
         text = utf8_text(summary.strip())
         if not text:
             raise StoreError(f"{self._where}: a thread summary must not be empty")
@@ -555,6 +567,8 @@ class SqlStore:
         Reading from the cut keeps a pass as short as the history it sends, whatever
         ``limit`` is: turns before the cut are never loaded again.
         """
+        check_id(thread_id, "thread_id")
+        check_id(exclude_turn_id, "exclude_turn_id")
 
         if self._dialect == "postgresql":
             # The warm path: one statement (the thread's row and the window's turn ids),
@@ -609,6 +623,8 @@ class SqlStore:
         A cut never moves backwards: of two writers racing, the later cut wins, whichever
         commits first.
         """
+        check_id(thread_id, "thread_id")
+        check_id(first_turn_id, "first_turn_id")
 
         def work(tx: StoreTransaction) -> HistoryCut:
             row = tx.execute("SELECT seq FROM turns WHERE turn_id = ? AND thread_id = ?",
@@ -637,6 +653,7 @@ class SqlStore:
 
     def update_turn_prompt_manifest(self, turn_id: str, manifest: str | PromptManifest) -> None:
         """Attach the prompt manifest (JSON text or model) that compiled a turn."""
+        check_id(turn_id, "turn_id")
         if isinstance(manifest, PromptManifest):
             text = manifest.to_json(indent=None)
         else:
@@ -660,6 +677,7 @@ class SqlStore:
 
     def get_turn_prompt_manifest(self, turn_id: str) -> str | None:
         """The manifest JSON stored for a turn, or ``None``."""
+        check_id(turn_id, "turn_id")
 
         def work(tx: StoreTransaction) -> str | None:
             row = tx.execute("SELECT prompt_manifest FROM turns WHERE turn_id = ?",

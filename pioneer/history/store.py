@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
 from ..compile.manifest import PromptManifest
-from ..errors import StoreError
+from ..errors import InputError, Problem, StoreError
 from ..sections.artifacts import ArtifactRef
 from .models import (
     HistoryCut,
@@ -49,6 +49,7 @@ from .models import (
 )
 
 __all__ = [
+    "MAX_ID_CHARS",
     "MAX_TURNS",
     "CalibrationUpdate",
     "CrudStore",
@@ -61,6 +62,7 @@ __all__ = [
     "SummaryWritten",
     "TurnWritten",
     "WriteHook",
+    "check_id",
 ]
 
 T = TypeVar("T")
@@ -73,6 +75,21 @@ MAX_TURNS = 200
 
 #: The next calibration of a (provider, model) from the stored one (``None``: no row yet).
 CalibrationUpdate = Callable[[TokenCalibration | None], TokenCalibration]
+
+#: The longest thread, turn or item id a store takes, in characters. Two ids of the
+#: widest characters (4 bytes each in UTF-8) and a position fit one row of a PostgreSQL
+#: b-tree index (at most 2,704 bytes), which the turns' index by thread holds.
+MAX_ID_CHARS = 256
+
+
+def check_id(value: str | None, what: str) -> None:
+    """Refuse ``value`` (a thread, turn or item id; ``None`` passes) when it is longer than
+    :data:`MAX_ID_CHARS`, with an :class:`~pioneer.errors.InputError` naming ``what``:
+    before any query, so the database never sees it."""
+    if value is not None and len(value) > MAX_ID_CHARS:
+        raise InputError(Problem(
+            f"an id is at most {MAX_ID_CHARS} characters (got {len(value)}: "
+            f"{value[:40]!r}...)", path=what))
 
 
 class CrudStore(Protocol):
