@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any, Generic, TypeVar
 
-__all__ = ["ENTRY_OVERHEAD", "CacheStats", "LruCache", "cache_stats", "deep_bytes",
-           "entry_bytes"]
+__all__ = ["ENTRY_OVERHEAD", "SHARED_TEXT", "CacheStats", "LruCache", "cache_stats",
+           "deep_bytes", "entry_bytes"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -45,26 +45,24 @@ _LIVE_LOCK = threading.Lock()
 
 
 _Children = Callable[[Any], Iterable[Any]]
-#: Types whose objects hold no other object.
-_ATOMS = frozenset({str, bytes, bytearray, int, float, complex, bool, type(None), range})
-#: Objects every cache shares with the rest of the process (classes, modules, functions,
-#: enum members, ``None``...): never charged to an entry.
-_SHARED = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
-           types.MethodType, enum.Enum)
-_WALKS: dict[type, _Children | None] = {}
-
-
-def _items(mapping: Any) -> Iterable[Any]:
-    for key, value in mapping.items():
-        yield key
-        yield value
-
-
-def _model_parts(model: Any) -> Iterable[Any]:
-    """A pydantic model's fields (in its ``__dict__``) and its own bookkeeping."""
-    return (model.__dict__, getattr(model, "__pydantic_fields_set__", None),
-            getattr(model, "__pydantic_extra__", None),
-            getattr(model, "__pydantic_private__", None))
+#: How :func:`deep_bytes` treats an object of a type: it holds no other object; it is
+#: shared with the whole process (classes, modules, functions, enum members) and not
+#: counted; it holds items (tuples, lists, sets); keys and values (dicts); fields (a
+#: pydantic model); slots and attributes (dataclasses, paths, pioneer's own objects).
+_ATOM, _SHARED, _ITEMS, _MAPPING, _MODEL, _PARTS = range(6)
+_SHARED_TYPES = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+                 types.MethodType, enum.Enum)
+#: A type's treatment, and for a model the bytes of its field names (strings the class
+#: and all its objects share, counted once a walk), for the others how to reach its parts.
+_KINDS: dict[type, tuple[int, Any]] = {
+    kind: (_ATOM, None)
+    for kind in (str, bytes, bytearray, int, float, complex, bool, range)
+}
+_KINDS[type(None)] = _KINDS[bool] = (_SHARED, None)
+#: An ASCII string's size is this header plus one byte a character.
+_ASCII_HEADER = sys.getsizeof("")
+#: Texts at least this long are counted once per entry however often it holds them.
+SHARED_TEXT = 256
 
 
 def _attributes(kind: type) -> _Children:
@@ -85,54 +83,102 @@ def _attributes(kind: type) -> _Children:
     return parts
 
 
-def _walk_for(kind: type) -> _Children | None:
-    """How to reach the objects an object of ``kind`` holds (``None``: it holds none, or
-    none that is its own: a lock, a file, an object of a library pioneer does not cache
-    the internals of, counted by its own size only)."""
+def _kind_of(kind: type, example: Any) -> tuple[int, Any]:
+    """How to measure objects of ``kind`` (``example`` is one of them). Anything not
+    listed here (a lock, a file, an object of a library whose insides pioneer never
+    caches) is counted by its own size only."""
+    if issubclass(kind, _SHARED_TYPES):
+        return _SHARED, None
     if issubclass(kind, (tuple, list, set, frozenset, deque)):
-        return iter
+        return _ITEMS, None
     if issubclass(kind, dict):
-        return _items
+        return _MAPPING, None
     if hasattr(kind, "__pydantic_validator__"):  # a pydantic model (pydantic not imported)
-        return _model_parts
+        # The same for every object of the class: the object and its fields' dict (one
+        # key per field); then the field names themselves.
+        fields = example.__dict__
+        own = sys.getsizeof(example) + sys.getsizeof(fields)
+        more = bool(getattr(kind, "__private_attributes__", None)) or (
+            getattr(kind, "model_config", {}).get("extra") == "allow")
+        return _MODEL, (own, sum(map(sys.getsizeof, fields)), more)
     if (dataclasses.is_dataclass(kind) or issubclass(kind, PurePath)
             or kind.__module__.split(".")[0] == "pioneer"):
-        return _attributes(kind)
-    return None
+        return _PARTS, _attributes(kind)
+    return _ATOM, None
+
+
+def _take(parts: Iterable[Any], seen: set[int], stack: list[Any]) -> int:
+    """The bytes of the texts and numbers among ``parts`` (most of what an entry holds,
+    counted here); anything else that is not shared goes onto ``stack``."""
+    found = 0
+    for part in parts:
+        kind = type(part)
+        if kind is str:
+            size = len(part)
+            if size >= SHARED_TEXT:
+                if id(part) in seen:
+                    continue
+                seen.add(id(part))
+            found += _ASCII_HEADER + size if part.isascii() else sys.getsizeof(part)
+        elif kind is int or kind is float:
+            found += sys.getsizeof(part)
+        elif part is not None and kind is not bool:
+            stack.append(part)
+    return found
 
 
 def deep_bytes(*objects: object) -> int:
     """The bytes ``objects`` keep alive, by the interpreter's own size of every object
-    reached from them (``sys.getsizeof``), each counted once: through tuples, lists, sets,
-    dicts, pydantic models (their fields), dataclasses and pioneer's own classes (their
-    slots and attributes), and paths. Classes, modules, functions and enum members are
-    shared with the whole process and not counted.
+    reached from them (``sys.getsizeof``): through tuples, lists, sets, dicts, pydantic
+    models (their fields), dataclasses and pioneer's own classes (their slots and
+    attributes), and paths. Classes, modules, functions, enum members, ``None`` and the
+    booleans are shared with the whole process and not counted.
 
+    Every container, and every text of :data:`SHARED_TEXT` characters or more, is counted
+    once however often it is reached; a shorter text and a number are counted at each
+    place that holds it (remembering them would cost more than they weigh: at most a few
+    hundred bytes for each repeat), and a model's field names once for each model class.
     A walk without recursion, so any depth is measured; linear in the objects reached.
     """
     seen: set[int] = set()
-    stack = list(objects)
-    total = 0
+    stack: list[Any] = []
+    total = _take(objects, seen, stack)
+    models: set[type] | None = None
     getsizeof = sys.getsizeof
-    walks = _WALKS
+    kinds = _KINDS
     while stack:
         obj = stack.pop()
+        ident = id(obj)
+        if ident in seen:
+            continue
+        seen.add(ident)
         kind = type(obj)
-        if kind in _ATOMS:
-            if kind is not type(None) and id(obj) not in seen:
-                seen.add(id(obj))
-                total += getsizeof(obj)
-            continue
-        if id(obj) in seen or isinstance(obj, _SHARED):
-            continue
-        seen.add(id(obj))
-        total += getsizeof(obj)
-        try:
-            walk = walks[kind]
-        except KeyError:
-            walk = walks[kind] = _walk_for(kind)
-        if walk is not None:
-            stack.extend(walk(obj))
+        found = kinds.get(kind)
+        if found is None:
+            found = kinds[kind] = _kind_of(kind, obj)
+        how, extra = found
+        if how == _ITEMS:
+            total += getsizeof(obj) + _take(obj, seen, stack)
+        elif how == _MODEL:
+            own, names, more = extra
+            total += (own + getsizeof(getattr(obj, "__pydantic_fields_set__", None))
+                      + _take(obj.__dict__.values(), seen, stack))
+            if models is None:
+                models = set()
+            if kind not in models:  # the field names, once for the class
+                models.add(kind)
+                total += names
+            if more:
+                for part in (obj.__pydantic_extra__, obj.__pydantic_private__):
+                    if part is not None:
+                        stack.append(part)
+        elif how == _MAPPING:
+            total += (getsizeof(obj) + _take(obj.keys(), seen, stack)
+                      + _take(obj.values(), seen, stack))
+        elif how == _PARTS:
+            total += getsizeof(obj) + _take(extra(obj), seen, stack)
+        elif how == _ATOM:
+            total += getsizeof(obj)
     return total
 
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 from conftest import StoreTarget
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from stores import HOSTILE_TEXTS, make_store
 
 from pioneer import Agent, InputError, StoreError, ensure_runtime_home
@@ -68,6 +70,29 @@ def test_every_character_round_trips_through_both_stores(
         assert window.summary == summary and window.thread.thread_id == thread
         manifest = reader.get_turn_prompt_manifest(first.turn_id)
         assert manifest is not None and json.loads(manifest) == {"note": text}
+
+
+#: Any text a store can be handed: every code point but lone surrogates (which become
+#: U+FFFD at the edge, on both stores), with NUL and the escape pair's characters often.
+ANY_TEXT = st.text(st.one_of(st.sampled_from("\x00\x01\x02 "),
+                             st.characters(codec="utf-8")), max_size=40)
+
+
+def test_any_text_reads_back_as_written(store_target: StoreTarget) -> None:
+    with make_store(store_target.target) as writer, \
+            make_store(store_target.target, cache_bytes=0) as reader:
+
+        @settings(max_examples=80, deadline=None)
+        @given(texts=st.lists(st.tuples(ANY_TEXT, ANY_TEXT), min_size=1, max_size=3),
+               thread=ANY_TEXT.filter(lambda t: bool(t.strip())))
+        def round_trip(texts: list[tuple[str, str]], thread: str) -> None:
+            writer.ensure_thread(thread)
+            written = tuple(writer.add_turn(thread, user_text=user, assistant_text=reply)
+                            for user, reply in texts)
+            assert reader.get_thread_conversation_history(thread)[-len(written):] == written
+            assert [(e.user_text, e.assistant_text) for e in written] == texts
+
+        round_trip()
 
 
 def test_the_escape_is_one_to_one() -> None:

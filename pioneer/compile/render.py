@@ -16,9 +16,10 @@ from collections.abc import Hashable, Sequence
 from itertools import repeat
 from operator import attrgetter, contains
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, get_origin
+from sys import getsizeof
+from typing import TYPE_CHECKING, Any, NamedTuple, cast, get_origin
 
-from ..caches import LruCache
+from ..caches import SHARED_TEXT, LruCache, entry_bytes
 from ..errors import TemplateError
 from ..text import utf8_text
 from ..tokens import TokenCounter
@@ -51,8 +52,15 @@ from .templates import TemplateSet, describe, render_problem
 if TYPE_CHECKING:
     from .loaded import LoadedProfile
 
-__all__ = ["NO_INPUTS", "PlacementKey", "Rendered", "SectionRenderer", "TrialRenderer",
-           "representative_input"]
+__all__ = [
+    "NO_INPUTS",
+    "PlacementKey",
+    "Rendered",
+    "SectionRenderer",
+    "TrialRenderer",
+    "representative_input",
+    "section_bytes",
+]
 
 #: The compile-input fields that hold a list (templates see them as read-only views).
 _LIST_FIELDS = tuple(name for name, field in PromptCompileInput.model_fields.items()
@@ -456,7 +464,7 @@ class SectionRenderer:
         found = self.memo.get(key)
         if found is None:
             found = self._render(section, section_id, title, extra, source, truncated)
-            self.memo.put(key, found)
+            self.memo.put(key, found, section_bytes(key, found))
         return found
 
     def _key(
@@ -568,6 +576,40 @@ class SectionRenderer:
         refs = (count_ref_lines((text,))
                 if source.startswith(_REF_SOURCES) and REF_LINE_START in text else 0)
         return Rendered(compiled, record, diagnostic, data, None, refs)
+
+
+#: The fixed part of a kept section's entry (its tuples, records, numbers and the
+#: records' field names), by the entry's shape: measured once for each shape.
+_FIXED: dict[tuple[object, ...], int] = {}
+
+
+def section_bytes(key: tuple[object, ...], rendered: Rendered) -> int:
+    """What a kept section costs, as :func:`~pioneer.caches.entry_bytes` counts it (a
+    test holds the two equal), without walking it: a section that emitted text, keyed
+    on texts only, has the same tuples and records every time, so their fixed part is
+    measured once for each shape and only its texts are added. A warm turn stores its
+    new dynamic sections, and walking each cost about a tenth of the turn."""
+    section, record = rendered.section, rendered.record
+    values = key[-1]
+    if (section is None or record is None or rendered.diagnostic is not None
+            or rendered.omission is not None or type(values) is not tuple):
+        return entry_bytes(key, rendered)
+    text = section.text
+    short = (*cast("tuple[str, ...]", key[:5]), section.id, section.title,
+             section.stability, section.fingerprint, section.source, record.id,
+             record.stability, record.sha256, record.source)
+    # A long text held twice is counted once by the walk: leave such an entry to it.
+    if (any(type(value) is not str or value is text for value in values)
+            or max(map(len, short)) >= SHARED_TEXT
+            or len(set(map(id, values))) < len(values)):
+        return entry_bytes(key, rendered)
+    variable = (sum(map(getsizeof, short)) + sum(map(getsizeof, values)) + getsizeof(text)
+                + getsizeof(rendered.data))
+    shape = (len(values), record.tokens is None)
+    fixed = _FIXED.get(shape)
+    if fixed is None:
+        fixed = _FIXED[shape] = entry_bytes(key, rendered) - variable
+    return fixed + variable
 
 
 def _left_out(section_id: str, reason: OmissionReason, detail: str) -> Rendered:
