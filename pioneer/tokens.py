@@ -57,7 +57,7 @@ __all__ = [
 
 MESSAGE_OVERHEAD = 4
 #: The default byte budget of the counters' cache of counts (the ``token_cache_bytes``
-#: setting): about 210,000 counts, the texts a node serving 10,000 threads counts turn
+#: setting): about 180,000 counts, the texts a node serving 10,000 threads counts turn
 #: after turn (each thread's stable text and sections, about 15, and the newest dynamic
 #: ones). The counters :func:`counter_for` gives share it, each count keyed by its tokenizer.
 TOKEN_CACHE_BYTES = 64 << 20
@@ -225,7 +225,7 @@ class TiktokenCounter:
         _spec(tokenizer)  # an unknown name fails here, not at the first count
         self.tokenizer = tokenizer
         #: Counts by the tokenizer, the text's hash and its length: the texts themselves
-        #: are not kept, so a count costs the cache about 350 bytes whatever the text's
+        #: are not kept, so a count costs the cache about 370 bytes whatever the text's
         #: size.
         self.cache: LruCache[tuple[str, int, int], int] = (
             cache if cache is not None else LruCache("token_counts", cache_bytes))

@@ -107,17 +107,6 @@ class Step:
     #: turn's tool calls dropped, say); also in :attr:`FinishedTurn.diagnostics`.
     diagnostics: tuple[Diagnostic, ...] = ()
 
-    #: The ids of :attr:`runnable`, made once with it (a reply may carry thousands of
-    #: calls, and each result the application adds is checked against them).
-    runnable_ids: frozenset[str] = field(init=False, repr=False, compare=False)
-    _runnable: tuple[ToolCall, ...] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        run = frozenset(o.call_id for o in self.outcomes if o.verdict == "run")
-        object.__setattr__(self, "runnable_ids", run)
-        object.__setattr__(self, "_runnable",
-                           tuple(call for call in self.calls if call.id in run))
-
     @property
     def done(self) -> bool:
         """The turn can finish: the model answered without a tool call, or this was the
@@ -127,7 +116,8 @@ class Step:
     @property
     def runnable(self) -> tuple[ToolCall, ...]:
         """The calls the application runs (verdict ``run``); the rest are answered."""
-        return self._runnable
+        run = {o.call_id for o in self.outcomes if o.verdict == "run"}
+        return tuple(call for call in self.calls if call.id in run)
 
     @property
     def text(self) -> str:
@@ -247,6 +237,9 @@ class Turn:
         self._provider: ProviderName | None = None  # of the body waiting for its reply
         self._round: ToolRound | None = None
         self._last: Step | None = None
+        #: The last step's runnable calls, id → tool name, made once per reply (it may
+        #: carry thousands, and each result added is checked against them).
+        self._runnable: dict[str, str] = {}
         self._results: dict[str, ToolResult] = {}
         self._ids: set[str] = set()
         self._span: Span | None = None
@@ -344,6 +337,7 @@ class Turn:
         self._results = {o.call_id: o.result for o in outcomes if o.result is not None}
         self._last = Step(number, reply, outcomes, calls, last=self._round.closed,
                           diagnostics=diagnostics)
+        self._runnable = {call.id: call.name for call in self._last.runnable}
         return self._last
 
     def receive_error(self, error: object) -> ContextOverflow | None:
@@ -367,8 +361,7 @@ class Turn:
     def add_tool_result(self, call_id: str, content: str, *, is_error: bool = False) -> None:
         """The result of a call the application ran (one of :attr:`Step.runnable`)."""
         self._check_open()
-        step = self._last
-        runnable = step.runnable_ids if step is not None else frozenset()
+        runnable = self._runnable
         if call_id not in runnable:
             raise InputError(Problem(
                 f"call {call_id!r} is not a call of the last reply that the application runs "
@@ -382,9 +375,7 @@ class Turn:
                                      path="Turn.add_tool_result → content"))
         self._results[call_id] = ToolResult(call_id=call_id, content=content, is_error=is_error)
         if is_error:
-            assert step is not None
-            name = next(call.name for call in step.calls if call.id == call_id)
-            self._errors.append((name, content))
+            self._errors.append((runnable[call_id], content))
 
     def finish(self, *, assistant_text: str | None = None) -> FinishedTurn:
         """Store the turn (the last reply's text, unless ``assistant_text``) and its record
