@@ -6,6 +6,7 @@ succeed on retry is raised at once."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stores import HOSTILE_TEXTS, make_store
 
-from pioneer import Agent, InputError, StoreError, ensure_runtime_home
+from pioneer import Agent, AsyncAgent, InputError, StoreError, ensure_runtime_home
 from pioneer.audit import TurnRecords
 from pioneer.episodic import EpisodicIndex
 from pioneer.history import ArtifactRef
@@ -149,6 +150,30 @@ def test_a_paid_turn_with_nul_is_stored_and_recalled_on_both_stores(
         assert record is not None and record.turn_id == "nul-turn"
         found = index.search("nul-thread", "zucchini gardens")
         assert any("zucchini\x00 gardens" in hit.text for hit in found.candidates)
+
+
+def test_the_async_agent_keeps_nul_on_both_stores(store_target: StoreTarget,
+                                                  home: Path) -> None:
+    # On PostgreSQL the async agent's store runs on psycopg's async pool, whose sessions
+    # escape and restore text the same way.
+    hostile = "".join(HOSTILE_TEXTS)
+
+    async def run() -> None:
+        async with (
+            AsyncAgent(store_target.target, provider="anthropic",
+                       model=agent_loop.MODELS["anthropic"],
+                       compile_input={"workspace_root": home}) as agent,
+            agent.turn("async-nul", "Zucchini\x00 " + hostile, turn_id="async-nul-turn") as turn,
+        ):
+            await turn.next_body()
+            await turn.receive(_answer("Grown\x00 " + hostile))
+            await turn.finish()
+
+    asyncio.run(run())
+    with make_store(store_target.target, cache_bytes=0) as reader:
+        [stored] = reader.get_thread_conversation_history("async-nul")
+        assert (stored.user_text, stored.assistant_text) == ("Zucchini\x00 " + hostile,
+                                                             "Grown\x00 " + hostile)
 
 
 # -- id limits -----------------------------------------------------------------------------
