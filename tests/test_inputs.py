@@ -564,3 +564,65 @@ def test_a_value_is_refused_exactly_when_its_json_schema_refuses_it(
     schema = input_schema({"x": spec}, "p")["properties"]["x"]
     refused = not jsonschema.Draft202012Validator(schema).is_valid(value)
     assert (value_problem(spec, value) is not None) == refused, (schema, value)
+
+
+# -- diff and the budget gate ----------------------------------------------------------
+
+
+def test_diff_shows_the_inputs_given_differently(tmp_path: Path) -> None:
+    _deployment(tmp_path)
+    where = ["--home", str(tmp_path), "--profile-path", str(tmp_path / "p"),
+             "--template-path", str(tmp_path / "t"), "--json"]
+
+    def compiled(name: str, *pairs: str) -> str:
+        code, out, err = run_cli("compile", "--profile", "bot", *where,
+                                 *[arg for pair in pairs for arg in ("--var", pair)])
+        assert code == 0, err
+        (tmp_path / name).write_text(out)
+        return str(tmp_path / name)
+
+    def sha(value: str) -> str:
+        return hashlib.sha256(value.encode()).hexdigest()
+
+    a = compiled("a.json", "seats=3", "tier=gold")
+    b = compiled("b.json", "seats=4", "beta=true")
+    same = compiled("same.json", "seats=3", "tier=gold")
+    code, out, err = run_cli("diff", a, b)
+    assert (code, err) == (0, "")
+    assert out.split("inputs given:\n", 1)[1].split("stable prefix:")[0] == (
+        f"  + beta   now given (sha256 {sha('true')[:12]})\n"
+        f"  ~ seats  value changed (sha256 {sha('3')[:12]} → {sha('4')[:12]})\n"
+        f'  - tier   no longer given (was sha256 {sha(chr(34) + "gold" + chr(34))[:12]})\n')
+    code, out, _ = run_cli("diff", a, b, "--json")
+    assert json.loads(out)["inputs"] == [
+        {"kind": "added", "name": "beta", "before": None, "after": sha("true")},
+        {"kind": "changed", "name": "seats", "before": sha("3"), "after": sha("4")},
+        {"kind": "removed", "name": "tier", "before": sha('"gold"'), "after": None},
+    ]
+    code, out, _ = run_cli("diff", a, same)
+    assert code == 0 and "inputs given" not in out
+    assert json.loads(run_cli("diff", a, same, "--json")[1])["inputs"] == []
+
+
+def test_the_budget_gate_measures_a_missing_input_with_its_example(tmp_path: Path) -> None:
+    # seats has no default: the gate uses its first example (1) and says so, as check does.
+    _deployment(tmp_path, **{"facts.md.j2": "{{ 'seat ' * inputs.seats }}\n"})
+    where = ["--profile-path", str(tmp_path / "p"), "--template-path", str(tmp_path / "t")]
+    code, out, err = run_cli("check", "bot", *where, "--max-tokens", "5000")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0].endswith(
+        ", limit 5000; inputs not given, measured with inputs.seats = 1 "
+        "(--var NAME=VALUE chooses)")
+    code, out, err = run_cli("check", "bot", *where, "--max-tokens", "5000", "--json")
+    assert json.loads(out)["tokens"][0]["assumed_inputs"] == {"seats": 1}
+    code, out, err = run_cli("check", "bot", *where, "--max-tokens", "100", "--var",
+                             "seats=400")
+    assert code == 1
+    assert out.startswith("tokens: bot ") and "measured with" not in out
+    assert "over --max-tokens 100" in err
+    turn = tmp_path / "turn.json"
+    turn.write_text('{"inputs": {"tier": "gold"}}')
+    code, out, err = run_cli("check", "bot", *where, "--max-tokens", "5000", "--input",
+                             str(turn))
+    assert (code, err) == (0, "")
+    assert "measured with inputs.seats = 1 " in out

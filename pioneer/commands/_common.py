@@ -132,10 +132,12 @@ def add_var_option(parser: argparse.ArgumentParser) -> None:
 
 
 def with_vars(compiler: PromptCompiler, compile_input: PromptCompileInput,
-              pairs: list[str], source: InputText | None = None) -> PromptCompileInput:
+              pairs: list[str], source: InputText | None = None, *,
+              allow_missing: bool = False) -> PromptCompileInput:
     """``compile_input`` with each ``--var NAME=VALUE`` in its ``inputs``, every input
     checked against the declarations of its profile; each problem is located at its
-    ``--var`` or at its line of the input file ``source``."""
+    ``--var`` or at its line of the input file ``source``. With ``allow_missing``, an
+    input without a default may be left out (the budget gate gives it an example)."""
     from ..compile.declared import parse_var, resolve_inputs
     from ..errors import InputError, Problem, counted, did_you_mean, format_path
 
@@ -164,6 +166,10 @@ def with_vars(compiler: PromptCompiler, compile_input: PromptCompileInput,
                 problems.append(Problem(str(error), path=f"--var {name}"))
                 values.pop(name, None)
                 failed.add(format_path(["inputs", name]))
+
+    if allow_missing:
+        failed |= {format_path(["inputs", name]) for name, spec in profile.inputs.items()
+                   if name not in values and spec.default is None}
 
     def locate(name: str | None) -> tuple[str | None, int | None, str]:
         if name in from_var:

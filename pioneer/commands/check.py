@@ -79,7 +79,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             given = turn if turn.workspace_root is not None else turn.model_copy(
                 update={"workspace_root": compiler.settings.home})
             given = with_vars(compiler, given.model_copy(update={"profile": name}), args.var,
-                              source)
+                              source, allow_missing=True)
             gated += gate_profiles(compiler, [name], given, max_tokens=args.max_tokens,
                                    every=args.input is not None)
         problems = [(result.profile, problem) for result in gated for problem in result.problems]
@@ -143,7 +143,7 @@ def _document(names: list[str], problems: list[tuple[str, Problem]],
         "problems": [_problem_json(profile, problem) for profile, problem in problems],
         "warnings": [_problem_json(profile, problem) for profile, problem in warnings],
         "tokens": [{"profile": r.profile, "stable": r.stable_tokens, "dynamic": r.dynamic_tokens,
-                    "limit": r.limit} for r in gated],
+                    "limit": r.limit, "assumed_inputs": dict(r.assumed)} for r in gated],
     }
 
 

@@ -4,6 +4,8 @@ Takes two manifests (or two ``compile --json`` payloads, whose manifest is used)
 returns the sections added, removed, moved and changed, matched by id, in prompt order;
 whether the stable prefix changed (the text a provider caches, so a change there means
 every cached prefix is lost) and, when it did, the first stable section that broke it.
+The declared inputs each side was given
+are compared too, by name and by the sha256 of each value (a manifest records no value).
 Two payloads also hold each section's text, so :func:`text_diffs` can say how a section
 changed: a unified diff of its text (``pioneer diff --text``); a manifest records only
 each text's sha256.
@@ -21,12 +23,12 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from ..compile.manifest import ManifestSection, PromptManifest
+from ..compile.manifest import InputRecord, ManifestSection, PromptManifest
 from ..errors import InputError, Problem, format_path, read_document
 from ..terminal import Painter, plain
 
-__all__ = ["Change", "Compiled", "ManifestDiff", "TextDiff", "diff_manifests", "read_compiled",
-           "read_manifest", "render_json", "render_text", "text_diffs"]
+__all__ = ["Change", "Compiled", "InputChange", "ManifestDiff", "TextDiff", "diff_manifests",
+           "read_compiled", "read_manifest", "render_json", "render_text", "text_diffs"]
 
 Kind = Literal["added", "removed", "moved", "changed"]
 _MARKS = {"added": "+", "removed": "-", "moved": ">", "changed": "~"}
@@ -43,6 +45,18 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
+class InputChange:
+    """One declared input given differently: given only by the later compile (``added``),
+    only by the earlier one (``removed``), or by both with values whose sha256 differ
+    (``changed``)."""
+
+    kind: Literal["added", "removed", "changed"]
+    name: str
+    before: str | None
+    after: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class ManifestDiff:
     """Two compiles compared."""
 
@@ -52,6 +66,7 @@ class ManifestDiff:
     stable_changed: bool
     cache_break: tuple[str, str] | None
     dynamic_changed: bool
+    inputs: tuple[InputChange, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +152,23 @@ def diff_manifests(a: PromptManifest, b: PromptManifest) -> ManifestDiff:
         a=a, b=b, changes=tuple(changes), stable_changed=stable_changed,
         cache_break=_first_break(a, b) if stable_changed else None,
         dynamic_changed=a.fingerprint_dynamic != b.fingerprint_dynamic,
+        inputs=_input_changes(a.inputs or [], b.inputs or []),
     )
+
+
+def _input_changes(a: Sequence[InputRecord], b: Sequence[InputRecord]
+                   ) -> tuple[InputChange, ...]:
+    """The declared inputs given differently by two compiles, by name."""
+    before = {record.name: record.sha256 for record in a}
+    after = {record.name: record.sha256 for record in b}
+    found = []
+    for name in sorted(before.keys() | after.keys()):
+        old, new = before.get(name), after.get(name)
+        if old != new:
+            kind: Literal["added", "removed", "changed"] = (
+                "added" if old is None else "removed" if new is None else "changed")
+            found.append(InputChange(kind, name, old, new))
+    return tuple(found)
 
 
 def _first_break(a: PromptManifest, b: PromptManifest) -> tuple[str, str]:
@@ -250,6 +281,12 @@ def render_text(diff: ManifestDiff, names: tuple[str, str],
                      f"{detail}".rstrip())
     if not diff.changes:
         lines.append("  no section changes")
+    if diff.inputs:
+        lines.append("inputs given:")
+        width = max(len(given.name) for given in diff.inputs)
+        for given in diff.inputs:
+            lines.append(f"  {_MARKS[given.kind]} {given.name.ljust(width)}  "
+                         f"{_input_detail(given)}")
     if diff.cache_break is None:
         lines.append("stable prefix: unchanged; the provider prompt cache holds")
     else:
@@ -261,6 +298,14 @@ def render_text(diff: ManifestDiff, names: tuple[str, str],
         lines.append("")
         lines.extend(_paint_line(line, paint) for line in text.lines)
     return "\n".join(lines)
+
+
+def _input_detail(change: InputChange) -> str:
+    if change.kind == "added":
+        return f"now given (sha256 {(change.after or '')[:12]})"
+    if change.kind == "removed":
+        return f"no longer given (was sha256 {(change.before or '')[:12]})"
+    return f"value changed (sha256 {(change.before or '')[:12]} → {(change.after or '')[:12]})"
 
 
 def render_json(diff: ManifestDiff, texts: Sequence[TextDiff] | None = None) -> str:
@@ -286,5 +331,7 @@ def render_json(diff: ManifestDiff, texts: Sequence[TextDiff] | None = None) -> 
             "section": diff.cache_break[0] or None, "reason": diff.cache_break[1]
         },
         "dynamic_changed": diff.dynamic_changed,
+        "inputs": [{"kind": given.kind, "name": given.name, "before": given.before,
+                    "after": given.after} for given in diff.inputs],
     }
     return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False)

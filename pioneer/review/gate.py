@@ -6,14 +6,21 @@ token counts and a located problem for every limit exceeded: the whole prompt ov
 section over its declared ``max_tokens`` (for a slot, each contribution it placed). The
 whole prompt counts the stable and the dynamic text, which is what a model receives:
 the boundary marker never reaches one.
+
+A declared input the turn does not give and that has no default is given its first trial
+value (its first example, else its first enum value, else a plain value of its type: what
+``pioneer check`` renders with), and the result says so: the gate measures a prompt a
+real turn could have, never fails for a value only a real turn knows.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ..compile.compiler import LoadedProfile, PromptCompiler
+from ..compile.declared import InputValue
 from ..compile.inputs import PromptCompileInput
 from ..compile.manifest import CompiledPromptPayload
 from ..errors import Problem
@@ -22,7 +29,7 @@ from ..tokens import TokenCounter, default_counter
 __all__ = ["GateResult", "budget_gate", "declares_limits", "gate_profiles"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class GateResult:
     """One profile's prompt measured against its limits."""
 
@@ -31,6 +38,8 @@ class GateResult:
     dynamic_tokens: int
     limit: int | None
     problems: tuple[Problem, ...]
+    #: The declared inputs the turn did not give, each with the value the gate used.
+    assumed: tuple[tuple[str, InputValue], ...] = ()
 
     @property
     def tokens(self) -> int:
@@ -40,8 +49,12 @@ class GateResult:
     def summary(self) -> str:
         """One line: the profile, its tokens and the limit they were held to."""
         limit = f", limit {self.limit}" if self.limit is not None else ""
+        assumed = "; ".join(f"inputs.{name} = {json.dumps(value, ensure_ascii=False)}"
+                            for name, value in self.assumed)
+        if assumed:
+            assumed = f"; inputs not given, measured with {assumed} (--var NAME=VALUE chooses)"
         return (f"tokens: {self.profile} {self.tokens} (stable {self.stable_tokens} + "
-                f"dynamic {self.dynamic_tokens}){limit}")
+                f"dynamic {self.dynamic_tokens}){limit}{assumed}")
 
 
 def declares_limits(profile: LoadedProfile) -> bool:
@@ -110,6 +123,11 @@ def gate_profiles(
         profile = compiler.load_profile(name)
         if not (every or max_tokens is not None or declares_limits(profile)):
             continue
-        payload = compiler.compile(compile_input.model_copy(update={"profile": name}))
-        results.append(budget_gate(profile, payload, max_tokens=max_tokens))
+        assumed = tuple((input_name, spec.trial_values()[0])
+                        for input_name, spec in profile.spec.inputs.items()
+                        if spec.default is None and input_name not in compile_input.inputs)
+        payload = compiler.compile(compile_input.model_copy(update={
+            "profile": name, "inputs": {**compile_input.inputs, **dict(assumed)}}))
+        result = budget_gate(profile, payload, max_tokens=max_tokens)
+        results.append(dataclasses.replace(result, assumed=assumed))
     return results
