@@ -14,7 +14,7 @@ import pytest
 from test_replies import PARALLEL, reply, sdk_response
 
 from pioneer import Agent, InputError, ProviderError, ensure_runtime_home, read_response
-from pioneer.providers.replies import API_NAMES
+from pioneer.providers.api import API_NAMES
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import agent_loop

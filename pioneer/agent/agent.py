@@ -35,6 +35,7 @@ from ..history.summarizer import Summarizer, summarizer_from_settings
 from ..hooks.registry import HookRegistry
 from ..providers import PROVIDERS
 from ..providers.models import ModelTable, load_model_table, using_model_table
+from ..providers.names import ProviderName
 from ..providers.openai_chat import SystemRole
 from ..providers.request import CacheOptions, SamplingOptions, ToolSpec
 from ..review.lock import verify_lock
@@ -56,8 +57,6 @@ __all__ = ["Agent", "ProviderName", "ThreadMode"]
 #: What a store given as an object must offer (a DatabaseStore: SQLite, PostgreSQL).
 _STORE_METHODS = ("read", "write", "subscribe", "add_turn", "get_history_window")
 
-#: The providers a turn can be sent to, as :data:`~pioneer.providers.PROVIDERS` names them.
-ProviderName = Literal["anthropic", "openai-chat", "openai-responses", "gemini"]
 #: ``agent``: tools per round, the agent profile; ``chat``: no tools, the chat profile.
 ThreadMode = Literal["agent", "chat"]
 

@@ -55,7 +55,7 @@ from ..history.budget import HistoryDecision
 from ..history.models import HistoryEntry
 from ..history.store import check_id
 from ..hooks.models import TURN_PROMPT_PHASES, TurnContext
-from ..providers import build_request_body, read_response
+from ..providers import PROVIDER_APIS, build_request_body, provider_api, read_response
 from ..providers.overflow import ContextOverflow
 from ..providers.replies import ModelReply
 from ..providers.request import ChatMessage, ChatRequest, ToolCall, ToolResult
@@ -268,7 +268,7 @@ class Turn:
         """
         self._check_open()
         provider = provider or self.agent.provider
-        if provider not in ("anthropic", "openai-chat", "openai-responses", "gemini"):
+        if provider not in PROVIDER_APIS:
             raise InputError(Problem(f"unknown provider {provider!r}",
                                      path="Turn.next_body → provider"))
         if not isinstance(continue_generation, bool):
@@ -597,7 +597,7 @@ class Turn:
             raise InputError(f"turn {self.turn_id!r} is finished")
 
     def _system_role(self, provider: str) -> Any:
-        return self.agent.system_role if provider.startswith("openai") else None
+        return self.agent.system_role if provider_api(provider).takes_system_role else None
 
     def _unique(self, call: ToolCall, round_number: int) -> ToolCall:
         """``call`` with an id no earlier call of the turn has (Gemini may send none, and

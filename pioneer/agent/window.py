@@ -28,8 +28,9 @@ from ..audit.record import TurnRecord, WindowRecord
 from ..errors import ContextWindowError, Problem
 from ..history.budget import HistoryBudgeter, HistoryDecision, HistoryLimits
 from ..history.calibration import TokenRatio
+from ..providers.api import read_context_error
 from ..providers.models import ModelFacts, model_facts
-from ..providers.overflow import ContextOverflow, read_context_error
+from ..providers.overflow import ContextOverflow
 from ..providers.request import ChatMessage, ChatRequest, SamplingOptions, ToolResult, ToolSpec
 from ..providers.window import (
     ContextWindow,

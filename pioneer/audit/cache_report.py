@@ -25,14 +25,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field
 
 from ..compile.manifest import PromptManifest
 from ..history.models import SUMMARY_PREFIX
-from ..providers import PROVIDERS
+from ..providers.api import ProviderApi, provider_api
+from ..providers.blocks import BodyBlock
 from ..providers.breakpoints import BREAKPOINT_KEY
 from ..providers.caching import MAX_CACHE_BREAKPOINTS
 from ..providers.layout import layout
@@ -156,14 +156,6 @@ class CachePlan(CheckedModel):
 # -- blocks of a body -------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Raw:
-    kind: str
-    label: str
-    content: Any
-    marked: bool = False
-
-
 #: The keys that mark a block for the cache (Anthropic's, OpenAI's); left out of digests.
 _MARKS = frozenset({"cache_control", BREAKPOINT_KEY})
 
@@ -183,60 +175,6 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     return json.dumps(_strip_marks(content), ensure_ascii=False, sort_keys=True)
-
-
-def _raw_blocks(provider: str, body: Mapping[str, Any]) -> tuple[list[_Raw], list[_Raw]]:
-    """(prefix blocks: tools and system content, conversation blocks) in cache order."""
-    head: list[_Raw] = []
-    conversation: list[_Raw] = []
-    if provider == "anthropic":
-        for tool in body.get("tools", []):
-            head.append(_Raw("tools", f"tool {tool.get('name')}", tool, "cache_control" in tool))
-        for index, block in enumerate(body.get("system", []) or []):
-            head.append(_Raw("system", f"system[{index}]", block, "cache_control" in block))
-        for index, turn in enumerate(body.get("messages", [])):
-            for position, block in enumerate(turn.get("content", [])):
-                conversation.append(_Raw(
-                    "message", f"messages[{index}] ({turn.get('role')}) block {position}",
-                    block, "cache_control" in block))
-    elif provider == "openai-chat":
-        for tool in body.get("tools", []):
-            head.append(_Raw("tools", f"tool {tool['function'].get('name')}", tool))
-        for index, message in enumerate(body.get("messages", [])):
-            conversation.append(_Raw("message", f"messages[{index}] ({message.get('role')})",
-                                     message, _breakpoint(message.get("content"))))
-    elif provider == "openai-responses":
-        for tool in body.get("tools", []):
-            head.append(_Raw("tools", f"tool {tool.get('name')}", tool))
-        if "instructions" in body:
-            head.append(_Raw("system", "instructions", body["instructions"]))
-        for index, item in enumerate(body.get("input", [])):
-            name = item.get("role") or item.get("type")
-            parts = item.get("output") if item.get("type") == "function_call_output" \
-                else item.get("content")
-            conversation.append(_Raw("message", f"input[{index}] ({name})", item,
-                                     _breakpoint(parts)))
-    elif provider == "gemini":
-        for tool in body.get("tools", []):
-            for declaration in tool.get("functionDeclarations", []):
-                head.append(_Raw("tools", f"tool {declaration.get('name')}", declaration))
-        parts = body.get("systemInstruction", {}).get("parts", [])
-        for index, part in enumerate(parts):
-            head.append(_Raw("system", f"systemInstruction.parts[{index}]", part))
-        for index, content in enumerate(body.get("contents", [])):
-            for position, part in enumerate(content.get("parts", [])):
-                conversation.append(_Raw(
-                    "message", f"contents[{index}] ({content.get('role')}) part {position}",
-                    part))
-    else:
-        raise ValueError(f"unknown provider {provider!r}")
-    return head, conversation
-
-
-def _breakpoint(parts: Any) -> bool:
-    """Whether an OpenAI message's content parts carry a ``prompt_cache_breakpoint``."""
-    return isinstance(parts, list) and any(
-        isinstance(part, Mapping) and BREAKPOINT_KEY in part for part in parts)
 
 
 def _content_text(content: Any) -> Any:
@@ -269,15 +207,16 @@ def request_blocks(
     """
     count = (counter or default_counter()).count
     plan = layout(request)
-    head, conversation = _raw_blocks(provider, body)
+    api = provider_api(provider)
+    head, conversation = api.body_blocks(body)
     history_only = request.model_copy(update={
         "messages": request.messages[:plan.turn_start],
         "compiled_prompt": request.compiled_prompt.model_copy(
             update={"dynamic_system_text": ""}) if request.compiled_prompt else None,
     })
     with previewing():  # laid out, never sent: it may end with the model's last answer
-        history_count = len(_raw_blocks(provider, PROVIDERS[provider](history_only))[1]) \
-            if plan.turn_start and _has_conversation(provider, history_only) else 0
+        history_count = len(api.body_blocks(api.build(history_only))[1]) \
+            if plan.turn_start and _has_conversation(api, history_only) else 0
     manifest = manifest or (request.compiled_prompt.manifest if request.compiled_prompt else None)
     sections = [SectionDigest(id=s.id, digest=s.sha256[:16]) for s in manifest.sections
                 if s.stability == "stable"] if manifest else []
@@ -287,7 +226,7 @@ def request_blocks(
     # Anthropic keeps the tools and system entries when tool_choice changes, not the
     # messages' (docs/providers.md, "Anthropic cache marks"): the choice is part of the
     # prefix from the first message on.
-    choice = body.get("tool_choice") if provider == "anthropic" else None
+    choice = body.get("tool_choice") if api.tool_choice_in_prefix else None
     for position, raw in enumerate([*head, *conversation]):
         text = _text_of(raw.content)
         kind = _kind(raw, position - len(head), text, plan.stable, plan.dynamic, plan.cache_first,
@@ -306,22 +245,22 @@ def request_blocks(
 def block_texts(provider: str, body: Mapping[str, Any]) -> list[str]:
     """The text each block of ``body`` is counted from, in the order of
     :func:`request_blocks` (a tool or message that is not plain text as its JSON)."""
-    head, conversation = _raw_blocks(provider, body)
+    head, conversation = provider_api(provider).body_blocks(body)
     return [_text_of(raw.content) for raw in (*head, *conversation)]
 
 
-def _has_conversation(provider: str, request: ChatRequest) -> bool:
+def _has_conversation(api: ProviderApi, request: ChatRequest) -> bool:
     """Whether the body of ``request`` has conversation blocks at all.
 
     Anthropic and Gemini send every system message of the history in the system part, so
     a history of system messages only (the summary) has no conversation block; their
     adapters refuse to build a body with no conversation.
     """
-    return provider not in ("anthropic", "gemini") or any(
+    return not api.system_messages_in_system or any(
         message.role != "system" for message in request.messages)
 
 
-def _kind(raw: _Raw, conversation_index: int, text: str, stable: str, dynamic: str,
+def _kind(raw: BodyBlock, conversation_index: int, text: str, stable: str, dynamic: str,
           cache_first: bool, history_count: int) -> BlockKind:
     if raw.kind == "tools":
         return "tools"
@@ -379,7 +318,7 @@ def plan_cache(
     total = ends[-1] if ends else 0
     facts = model_facts(model, provider)
     minimum, step = facts.min_cacheable_tokens, facts.cache_step_tokens
-    if provider == "anthropic":
+    if provider_api(provider).cache_marks:
         shared, cached_end, written_end = _anthropic(blocks, ends, earlier, minimum)
     elif facts.breakpoint_style == "prompt_cache_breakpoint":
         shared, cached_end, written_end = _breakpoints(blocks, ends, earlier, minimum)

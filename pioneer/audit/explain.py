@@ -24,6 +24,7 @@ from typing import Any
 
 from ..compile.manifest import HookSourceEntry, PromptManifest
 from ..errors import counted
+from ..providers.api import PROVIDER_APIS
 from ..sections.permissions import AXES, GUIDANCE_AXES, PermissionProfile
 from ..sections.tool_domains import DEFAULT_TOOL_DOMAINS
 from ..sections.tool_domains import SECTION_ID as HIDDEN_DOMAINS_ID
@@ -465,7 +466,9 @@ def _reply_line(reply: ReplyRecord) -> str:
 def _cache_lines(plan: CachePlan, reported: ReportedUsage | None) -> list[str]:
     """The cache plan of a round: expected tokens, the first difference, what was reported."""
     share = f" ({plan.cached_tokens * 100 // plan.total_tokens}%)" if plan.total_tokens else ""
-    writes = plan.provider == "anthropic" or plan.written_tokens > 0  # marks or breakpoints
+    api = PROVIDER_APIS.get(plan.provider)  # a record may name an API no longer known
+    # marks (an API that writes only at them) or breakpoints
+    writes = (api is not None and api.cache_marks) or plan.written_tokens > 0
     written = f", {plan.written_tokens:,} written" if writes else ""
     lines = [f"cache plan: {plan.cached_tokens:,} of {plan.total_tokens:,} tokens cached"
              f"{share}{written}, {plan.uncached_tokens:,} uncached "

@@ -17,6 +17,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..providers.api import PROVIDER_APIS
 from ..providers.layout import layout
 from ..providers.request import ChatRequest
 from ..providers.system import SystemPart, system_parts
@@ -26,21 +27,11 @@ __all__ = ["CACHE_FIRST_CARRIERS", "CARRIERS", "provider_shape"]
 
 #: Provider name → where its adapter puts the system prompt (``system`` placement).
 CARRIERS: Mapping[str, str] = {
-    "anthropic": "system blocks: stable, dynamic, then system messages",
-    "openai-chat": "one leading system message: stable + dynamic joined",
-    "openai-responses": "instructions: stable + dynamic joined",
-    "gemini": "systemInstruction parts: stable, dynamic, then system messages",
+    api.name: api.system_carrier for api in PROVIDER_APIS.values()
 }
 #: The same for the cache-first layout, where the dynamic text follows the history.
 CACHE_FIRST_CARRIERS: Mapping[str, str] = {
-    "anthropic": "system blocks: stable, then system messages; dynamic: a text block "
-                 "before the current user text",
-    "openai-chat": "leading system message: stable; dynamic: a system message before the "
-                   "current user message",
-    "openai-responses": "instructions: stable; dynamic: an input message before the current "
-                        "user message",
-    "gemini": "systemInstruction parts: stable, then system messages; dynamic: a text part "
-              "before the current user text",
+    api.name: api.cache_first_carrier for api in PROVIDER_APIS.values()
 }
 
 

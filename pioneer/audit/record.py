@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, model_validator
 
 from ..compile.manifest import PromptManifest
+from ..providers.api import PROVIDER_APIS
 from ..providers.replies import ModelReply, StopReason
 from ..providers.usage import ReportedUsage
 from ..sections.permissions import AXES, PermissionProfile
@@ -283,11 +284,8 @@ class ProviderShape(CheckedModel):
 
 #: pioneer's provider names → ``gen_ai.provider.name`` values of the OpenTelemetry GenAI
 #: conventions (docs/telemetry.md).
-PROVIDER_NAMES = {
-    "anthropic": "anthropic",
-    "openai-chat": "openai",
-    "openai-responses": "openai",
-    "gemini": "gcp.gemini",
+PROVIDER_NAMES: Mapping[str, str] = {
+    api.name: api.telemetry_name for api in PROVIDER_APIS.values()
 }
 
 

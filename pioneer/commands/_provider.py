@@ -19,8 +19,6 @@ __all__ = ["PROVIDER_NAMES", "add_provider_options", "provider_output", "provide
 #: The keys of :data:`pioneer.providers.PROVIDERS`, in its order, written out so that
 #: ``compile`` can offer them without importing every adapter (a test keeps them in step).
 PROVIDER_NAMES = ("anthropic", "openai-chat", "openai-responses", "gemini")
-#: The providers that take ``--system-role``.
-_SYSTEM_ROLE_PROVIDERS = ("openai-chat", "openai-responses")
 
 
 def add_provider_options(parser: argparse.ArgumentParser, output: Any) -> None:
@@ -53,12 +51,11 @@ def provider_request(args: argparse.Namespace) -> ChatRequest | None:
         if args.system_role is not None:
             raise UsageError("--system-role needs --provider")
         return None
-    if args.system_role is not None and args.provider not in _SYSTEM_ROLE_PROVIDERS:
-        raise UsageError(
-            f"--system-role applies to {' and '.join(_SYSTEM_ROLE_PROVIDERS)}, "
-            f"not {args.provider}"
-        )
-    from ..providers import ChatRequest, load_chat_request
+    from ..providers import PROVIDER_APIS, ChatRequest, load_chat_request, provider_api
+
+    if args.system_role is not None and not provider_api(args.provider).takes_system_role:
+        takers = [api.name for api in PROVIDER_APIS.values() if api.takes_system_role]
+        raise UsageError(f"--system-role applies to {' and '.join(takers)}, not {args.provider}")
 
     fields: dict[str, Any] = {"compiled_prompt": None}
     if args.model:

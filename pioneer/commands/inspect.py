@@ -45,7 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--watch", action="store_true",
                         help="with --html: rewrite the page whenever a profile, template, "
                         "identity file or input changes; the page reloads itself (Ctrl-C stops)")
-    parser.add_argument("--provider", choices=list(PROVIDER_NAMES), default="anthropic",
+    parser.add_argument("--provider", choices=list(PROVIDER_NAMES), default=PROVIDER_NAMES[0],
                         help="provider API the request is laid out for (default anthropic)")
     parser.add_argument("--model", help="model name (default: the messages file's)")
     parser.add_argument("--messages", type=Path, metavar="FILE",

@@ -2,7 +2,9 @@
 
 Each adapter is a pure function from a ``ChatRequest`` to the JSON body (a plain dict)
 of one API: Anthropic Messages, OpenAI Chat Completions, OpenAI Responses and Gemini
-generateContent. :data:`PROVIDERS` names them for the command line. The way back is
+generateContent. Each API is one :class:`ProviderApi` in the registry
+(:func:`provider_api`, :mod:`.api`): its builder, reply reader, usage mapping, cache rules
+and name; :data:`PROVIDERS` names the builders for the command line. The way back is
 :func:`read_response`: a provider's response as one :class:`ModelReply`. What differs per
 model (cache minimums, prices, breakpoint style, prefill, stop sequences) is read from the
 model table (:func:`model_facts`).
@@ -13,22 +15,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import InputError, Problem
 from .anthropic import to_anthropic
+from .api import (
+    PROVIDER_APIS,
+    PROVIDER_NAMES,
+    ProviderApi,
+    build_request_body,
+    provider_api,
+    read_context_error,
+    read_response,
+)
 from .caching import MAX_CACHE_BREAKPOINTS, count_breakpoints, minimum_cacheable_tokens
 from .gemini import to_gemini
 from .layout import Layout, layout, turn_start
 from .models import ModelFacts, ModelTable, load_model_table, model_facts, using_model_table
-from .openai_chat import SystemRole, to_openai_chat
+from .names import ProviderName
+from .openai_chat import to_openai_chat
 from .openai_responses import to_openai_responses
-from .replies import (
-    STOP_REASONS,
-    ContextOverflow,
-    ModelReply,
-    StopReason,
-    read_context_error,
-    read_response,
-)
+from .replies import STOP_REASONS, ContextOverflow, ModelReply, StopReason
 from .request import (
     CacheOptions,
     ChatMessage,
@@ -46,6 +50,8 @@ from .usage import ReportedUsage
 __all__ = [
     "MAX_CACHE_BREAKPOINTS",
     "PROVIDERS",
+    "PROVIDER_APIS",
+    "PROVIDER_NAMES",
     "STOP_REASONS",
     "CacheOptions",
     "ChatMessage",
@@ -56,6 +62,8 @@ __all__ = [
     "ModelFacts",
     "ModelReply",
     "ModelTable",
+    "ProviderApi",
+    "ProviderName",
     "ReportedUsage",
     "SamplingOptions",
     "StopReason",
@@ -70,6 +78,7 @@ __all__ = [
     "minimum_cacheable_tokens",
     "model_facts",
     "parse_chat_request",
+    "provider_api",
     "read_context_error",
     "read_response",
     "to_anthropic",
@@ -80,32 +89,7 @@ __all__ = [
     "using_model_table",
 ]
 
-#: Provider name (as the CLI spells it) → adapter with its default options.
+#: Provider name (as the CLI spells it) → its body builder with its default options.
 PROVIDERS: dict[str, Callable[[ChatRequest], dict[str, Any]]] = {
-    "anthropic": to_anthropic,
-    "openai-chat": to_openai_chat,
-    "openai-responses": to_openai_responses,
-    "gemini": to_gemini,
+    api.name: api.build for api in PROVIDER_APIS.values()
 }
-
-
-def build_request_body(
-    provider: str, request: ChatRequest, *, system_role: SystemRole | None = None
-) -> dict[str, Any]:
-    """The request body for a provider named as in :data:`PROVIDERS`.
-
-    ``system_role`` ("system" or "developer") is the role of system messages for the two
-    OpenAI APIs; the other providers have no such role and refuse it.
-    """
-    adapter = PROVIDERS.get(provider)
-    if adapter is None:
-        raise InputError(Problem(
-            f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}"
-        ))
-    if system_role is None:
-        return adapter(request)
-    if provider == "openai-chat":
-        return to_openai_chat(request, system_role=system_role)
-    if provider == "openai-responses":
-        return to_openai_responses(request, system_role=system_role)
-    raise InputError(Problem(f"{provider} has no system role option; leave system_role unset"))

@@ -35,6 +35,7 @@ from .caching import (
     plan_breakpoints,
 )
 from .layout import Layout, layout
+from .names import ANTHROPIC
 from .request import ChatMessage, ChatRequest, clean, model_facing
 from .rules import (
     ANTHROPIC_CALL_IDS,
@@ -64,7 +65,7 @@ def to_anthropic(request: ChatRequest, *, cache_conversation: bool = True) -> di
     digits, ``_`` and ``-`` (:func:`~pioneer.providers.rules.map_call_ids`), and a
     prefill loses its trailing whitespace, which the API refuses.
     """
-    check_stop_text(request, "anthropic")
+    check_stop_text(request, ANTHROPIC)
     request = map_call_ids(request, ANTHROPIC_CALL_IDS)
     plan = layout(request)
     if not plan.cache_first:
@@ -156,7 +157,7 @@ def _prefill(request: ChatRequest, turns: list[dict[str, Any]]) -> None:
     request refuses already.
     """
     ends_with_assistant = bool(turns) and turns[-1]["role"] == "assistant"
-    check_prefill(request, "anthropic", ends_with_assistant)
+    check_prefill(request, ANTHROPIC, ends_with_assistant)
     if ends_with_assistant:
         block = turns[-1]["content"][-1]
         if block.get("type") == "text":
@@ -167,7 +168,7 @@ def _body(
     request: ChatRequest, system: list[dict[str, Any]], turns: list[dict[str, Any]],
     tools: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    check_not_empty("anthropic", not turns)
+    check_not_empty(ANTHROPIC, not turns)
     body: dict[str, Any] = {
         "model": request.model,
         "max_tokens": request.sampling.max_tokens or DEFAULT_MAX_TOKENS,

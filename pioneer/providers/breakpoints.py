@@ -91,11 +91,6 @@ def cache_option_fields(request: ChatRequest, provider: str, *, marked: bool) ->
             "cache.prompt_cache_ttl, sent as prompt_cache_options.ttl",
             path="cache → prompt_cache_retention"))
     ttl = cache.prompt_cache_ttl
-    if ttl is not None and provider == "openai-chat" and ttl != "30m":
-        raise InputError(Problem(
-            f"openai-chat: Chat Completions takes prompt_cache_options.ttl 30m only, for "
-            f"{model_named(request.model, provider)} too (got {ttl!r}); the Responses API "
-            "also takes 12h", path="cache → prompt_cache_ttl"))
     options: dict[str, str] = {}
     if marked:
         options["mode"] = "explicit"

@@ -31,6 +31,7 @@ import re
 from typing import Any
 
 from .layout import Layout, layout
+from .names import GEMINI
 from .request import ChatMessage, ChatRequest, clean, model_facing
 from .rules import check_not_empty, check_prefill, check_stop_count
 from .system import system_parts
@@ -62,7 +63,7 @@ def to_gemini(request: ChatRequest) -> dict[str, Any]:
     Refused: a request with no user or assistant message, one that ends with a model
     turn, more stop sequences than the model takes (5). Mapped: see the module.
     """
-    check_stop_count(request, "gemini")
+    check_stop_count(request, GEMINI)
     plan = layout(request)
     body: dict[str, Any] = {}
     if plan.cache_first:
@@ -96,8 +97,9 @@ def to_gemini(request: ChatRequest) -> dict[str, Any]:
         add("model" if message.role == "assistant" else "user", _parts(message, names, plan))
     if plan.turn_start == len(request.messages) and dynamic:
         add("user", dynamic)
-    check_not_empty("gemini", not contents)
-    check_prefill(request, "gemini", bool(contents) and contents[-1]["role"] == "model")
+    check_not_empty(GEMINI, not contents)
+    check_prefill(request, GEMINI, bool(contents) and contents[-1]["role"] == "model",
+                  model_turn=True)
     if contents and contents[0]["role"] == "model" and _calls(contents[0]):
         # A function call turn must follow a user turn: a history that opens with one
         # (its summary went to systemInstruction) gets a short user turn before it.

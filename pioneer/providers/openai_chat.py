@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+from ..errors import InputError, Problem
 from .breakpoints import (
     BREAKPOINT_KEY,
     Slot,
@@ -29,8 +30,9 @@ from .breakpoints import (
     uses_breakpoints,
 )
 from .layout import Layout, layout
+from .names import OPENAI_CHAT
 from .request import ChatMessage, ChatRequest, clean, model_facing, not_finite_error
-from .rules import OPENAI_CHAT_CALL_IDS, check_stop_count, map_call_ids
+from .rules import OPENAI_CHAT_CALL_IDS, check_stop_count, map_call_ids, model_named
 from .system import joined_prompt, prompt_cache_key
 
 __all__ = ["SystemRole", "arguments_json", "to_openai_chat"]
@@ -47,10 +49,10 @@ def to_openai_chat(request: ChatRequest, *, system_role: SystemRole = "system") 
     Mapped: call ids longer than 40 characters (:func:`~pioneer.providers.rules.map_call_ids`).
     For GPT-5.6 and later, the breakpoints of :mod:`~pioneer.providers.breakpoints`.
     """
-    check_stop_count(request, "openai-chat")
+    check_stop_count(request, OPENAI_CHAT)
     request = map_call_ids(request, OPENAI_CHAT_CALL_IDS)
     plan = layout(request)
-    parts = uses_breakpoints(request, "openai-chat")
+    parts = uses_breakpoints(request, OPENAI_CHAT)
     slots: list[Slot] = []
     prompt = plan.stable if plan.cache_first else joined_prompt(request)
     if prompt:
@@ -80,14 +82,21 @@ def to_openai_chat(request: ChatRequest, *, system_role: SystemRole = "system") 
         if request.tool_choice == "none":
             body["tool_choice"] = "none"
     marks = plan_slots(slots, head=body.get("tools", []), dynamic=dynamic, request=request,
-                       provider="openai-chat") if parts else []
+                       provider=OPENAI_CHAT) if parts else []
     for index, mark in marks:
         slots[index].body["content"][-1][BREAKPOINT_KEY] = breakpoint_mark(
             long_ttl=request.cache.long_ttl and mark.prefix_part)
     key = prompt_cache_key(request)
     if key is not None:
         body["prompt_cache_key"] = key
-    body.update(cache_option_fields(request, "openai-chat", marked=bool(marks)))
+    options = cache_option_fields(request, OPENAI_CHAT, marked=bool(marks))
+    ttl = request.cache.prompt_cache_ttl
+    if ttl is not None and ttl != "30m":
+        raise InputError(Problem(
+            f"{OPENAI_CHAT}: Chat Completions takes prompt_cache_options.ttl 30m only, for "
+            f"{model_named(request.model, OPENAI_CHAT)} too (got {ttl!r}); the Responses API "
+            "also takes 12h", path="cache → prompt_cache_ttl"))
+    body.update(options)
     sampling = request.sampling
     if sampling.max_tokens is not None:
         body["max_completion_tokens"] = sampling.max_tokens

@@ -32,6 +32,7 @@ from .breakpoints import (
     uses_breakpoints,
 )
 from .layout import Layout, layout
+from .names import OPENAI_RESPONSES
 from .openai_chat import SystemRole, arguments_json
 from .request import ChatMessage, ChatRequest, clean, model_facing
 from .rules import OPENAI_RESPONSES_CALL_IDS, map_call_ids
@@ -54,12 +55,12 @@ def to_openai_responses(
     sampling = request.sampling
     if sampling.stop:
         raise InputError(Problem(
-            "openai-responses has no stop sequences; leave sampling.stop empty",
+            f"{OPENAI_RESPONSES} has no stop sequences; leave sampling.stop empty",
             path="sampling → stop",
         ))
     request = map_call_ids(request, OPENAI_RESPONSES_CALL_IDS)
     plan = layout(request)
-    parts = uses_breakpoints(request, "openai-responses")
+    parts = uses_breakpoints(request, OPENAI_RESPONSES)
     body: dict[str, Any] = {"model": request.model}
     slots: list[Slot] = []
     prompt = plan.stable if plan.cache_first else joined_prompt(request)
@@ -90,7 +91,7 @@ def to_openai_responses(
         if request.tool_choice == "none":
             body["tool_choice"] = "none"
     marks = plan_slots(slots, head=body.get("tools", []), dynamic=dynamic, request=request,
-                       provider="openai-responses") if parts else []
+                       provider=OPENAI_RESPONSES) if parts else []
     for index, mark in marks:
         item = slots[index].body
         content = item["output"] if item.get("type") == "function_call_output" else item["content"]
@@ -100,7 +101,7 @@ def to_openai_responses(
     if key is not None:
         body["prompt_cache_key"] = key
     cache = request.cache
-    body.update(cache_option_fields(request, "openai-responses", marked=bool(marks)))
+    body.update(cache_option_fields(request, OPENAI_RESPONSES, marked=bool(marks)))
     if cache.store is not None or plan.cache_first:
         body["store"] = bool(cache.store)
     if sampling.max_tokens is not None:

@@ -1,8 +1,9 @@
 """Context-length errors read back: the counts a provider names when a request is too long.
 
-:func:`read_context_error` takes a provider name (as :data:`~pioneer.providers.PROVIDERS`
-spells it) and what a failed call gave: an official SDK's exception
-(``anthropic.BadRequestError``, ``openai.BadRequestError``,
+Each API's :class:`ContextErrorRule` (:data:`ANTHROPIC_ERRORS`, :data:`OPENAI_ERRORS`,
+:data:`GEMINI_ERRORS`, held by its object in :mod:`~pioneer.providers.api`, which
+:func:`~pioneer.providers.read_context_error` asks) reads what a failed call gave: an
+official SDK's exception (``anthropic.BadRequestError``, ``openai.BadRequestError``,
 ``google.genai.errors.ClientError``), or the error body as JSON (a dict, a list, text or
 bytes). When it is that provider's context-length error it returns a
 :class:`ContextOverflow` with the input count the provider reported and its maximum, each
@@ -22,9 +23,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InputError, Problem
-
-__all__ = ["MAX_MESSAGE", "ContextOverflow", "read_context_error"]
+__all__ = [
+    "ANTHROPIC_ERRORS",
+    "GEMINI_ERRORS",
+    "MAX_MESSAGE",
+    "OPENAI_ERRORS",
+    "ContextErrorRule",
+    "ContextOverflow",
+]
 
 #: Characters of an error message that are read (and kept in ``ContextOverflow.message``).
 MAX_MESSAGE = 2000
@@ -81,33 +87,34 @@ _GEMINI = (
            "({maximum})"),
     _named("The input token count exceeds the maximum number of tokens allowed"),
 )
-#: Per provider: the patterns of its context-length messages, and the error codes that
-#: say "context length" by themselves (a message that matches no pattern still counts).
-_READERS: dict[str, tuple[tuple[re.Pattern[str], ...], frozenset[str]]] = {
-    "anthropic": (_ANTHROPIC, frozenset()),
-    "openai-chat": (_OPENAI, frozenset({"context_length_exceeded"})),
-    "openai-responses": (_OPENAI, frozenset({"context_length_exceeded"})),
-    "gemini": (_GEMINI, frozenset()),
-}
 
 
-def read_context_error(provider: str, error: object) -> ContextOverflow | None:
-    """The context-length error in ``error`` (an SDK exception or the error body), or
-    ``None`` when it is another error."""
-    reader = _READERS.get(provider)
-    if reader is None:
-        raise InputError(Problem(f"unknown provider {provider!r}; expected one of "
-                                 f"{', '.join(_READERS)}"))
-    patterns, codes = reader
-    for code, message in _candidates(error):
-        text = message[:MAX_MESSAGE]
-        for pattern in patterns:
-            found = pattern.search(text)
-            if found is not None:
-                return _overflow(found, text)
-        if code in codes:
-            return ContextOverflow(None, None, text)
-    return None
+@dataclass(frozen=True, slots=True)
+class ContextErrorRule:
+    """How one API says a request was too long: the patterns of its messages, and the
+    error codes that say "context length" by themselves (a message that matches no
+    pattern still counts)."""
+
+    patterns: tuple[re.Pattern[str], ...]
+    codes: frozenset[str] = frozenset()
+
+    def read(self, error: object) -> ContextOverflow | None:
+        """The context-length error in ``error`` (an SDK exception or the error body), or
+        ``None`` when it is another error."""
+        for code, message in _candidates(error):
+            text = message[:MAX_MESSAGE]
+            for pattern in self.patterns:
+                found = pattern.search(text)
+                if found is not None:
+                    return _overflow(found, text)
+            if code in self.codes:
+                return ContextOverflow(None, None, text)
+        return None
+
+
+ANTHROPIC_ERRORS = ContextErrorRule(_ANTHROPIC)
+OPENAI_ERRORS = ContextErrorRule(_OPENAI, frozenset({"context_length_exceeded"}))
+GEMINI_ERRORS = ContextErrorRule(_GEMINI)
 
 
 def _overflow(found: re.Match[str], message: str) -> ContextOverflow:

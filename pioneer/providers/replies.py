@@ -1,14 +1,16 @@
 """Provider replies read back: a response's JSON as one provider-neutral :class:`ModelReply`.
 
-:func:`read_response` takes a provider name (as :data:`~pioneer.providers.PROVIDERS`
-spells it) and the response the API sent: its JSON as a dict, or an official SDK response
+Each API's reader here (:func:`read_anthropic`, :func:`read_openai_chat`,
+:func:`read_openai_responses`, :func:`read_gemini`; :func:`~pioneer.providers.read_response`
+picks one through the API's object in :mod:`~pioneer.providers.api`) takes the response
+the API sent: its JSON as a dict, or an official SDK response
 object (or its ``model_dump()``). It gives the assistant message (the text, and every
 tool call with its id, its parsed arguments and, on Gemini, the thought signature that
 must go back with it), the usage in one set of terms
 (:class:`~pioneer.providers.usage.ReportedUsage`) and why the model stopped, normalised
 to one of :data:`STOP_REASONS`. docs/providers.md, "Reading a reply", has the mapping per
 provider. A call that failed because the request was too long is read by
-:func:`read_context_error` (:mod:`.overflow`), re-exported here.
+:func:`~pioneer.providers.read_context_error` (:mod:`.overflow`).
 
 Replies are untrusted input: reasoning items are counted and skipped, a tool call whose
 arguments are not a JSON object, or nest deeper than :data:`~pioneer.errors.MAX_DEPTH`
@@ -31,21 +33,33 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from ..errors import MAX_DEPTH, InputError, Problem, ProviderError
-from .overflow import ContextOverflow, read_context_error
+from ..errors import MAX_DEPTH, Problem, ProviderError
+from .overflow import ContextOverflow
 from .request import TOOL_NAME_PATTERN, ChatMessage, ToolCall, clean
 from .rules import CallIdRule, safe_call_id
-from .usage import USAGE_PROVIDERS, ReportedUsage
+from .usage import (
+    ReportedUsage,
+    anthropic_usage,
+    gemini_usage,
+    openai_chat_usage,
+    openai_responses_usage,
+)
 
 __all__ = [
-    "API_NAMES",
     "MAX_CALL_ID_CHARS",
     "STOP_REASONS",
     "ContextOverflow",
     "ModelReply",
     "StopReason",
-    "read_context_error",
-    "read_response",
+    "claims_anthropic",
+    "claims_gemini",
+    "claims_openai_chat",
+    "claims_openai_responses",
+    "read_anthropic",
+    "read_gemini",
+    "read_openai_chat",
+    "read_openai_responses",
+    "response_json",
 ]
 
 #: The longest tool-call id a reply's call keeps as sent; a longer one is replaced by a
@@ -93,56 +107,54 @@ class ModelReply:
         return tuple(self.message.tool_calls) if self.message is not None else ()
 
 
-def read_response(provider: str, response: Mapping[str, Any] | _Dumpable) -> ModelReply:
-    """The reply in ``response`` (a provider's JSON, or an official SDK response object)."""
-    reader = _READERS.get(provider)
-    if reader is None:
-        raise InputError(Problem(f"unknown provider {provider!r}; expected one of "
-                                 f"{', '.join(USAGE_PROVIDERS)}"))
-    data = response if isinstance(response, Mapping) else _dump(response)
-    looks = _sdk_api(response) or _json_api(data)
-    if looks is not None and looks != provider:
-        raise ProviderError(Problem(
-            f"the response looks like a reply of {API_NAMES[looks]} ({looks}), but the turn "
-            f"was built for {API_NAMES[provider]} ({provider}): send the body to the API it "
-            f"was built for, or build it for {looks}", path="(response)"))
-    return reader(_At(data, ""))
+def response_json(response: Mapping[str, Any] | _Dumpable) -> Any:
+    """The JSON of ``response``: itself when it is a mapping, else the SDK object's
+    ``model_dump()``."""
+    return response if isinstance(response, Mapping) else _dump(response)
 
 
-#: Each API's name, for messages.
-API_NAMES = {"anthropic": "Anthropic Messages", "openai-chat": "OpenAI Chat Completions",
-             "openai-responses": "OpenAI Responses", "gemini": "Gemini generateContent"}
-#: The official SDKs' response classes: (module prefix, class name) → API.
-_SDK_CLASSES = {("anthropic.", "Message"): "anthropic",
-                ("openai.", "ChatCompletion"): "openai-chat",
-                ("openai.", "Response"): "openai-responses",
-                ("google.genai.", "GenerateContentResponse"): "gemini"}
+def claims_anthropic(data: Mapping[str, Any]) -> bool:
+    """Whether a response's JSON names itself an Anthropic message."""
+    return data.get("type") == "message" and data.get("object") not in _OPENAI_OBJECTS
 
 
-def _sdk_api(response: object) -> str | None:
-    """The API whose official SDK class ``response`` is an instance of, if any."""
-    kind = type(response)
-    for (module, name), api in _SDK_CLASSES.items():
-        if kind.__name__ == name and kind.__module__.startswith(module):
-            return api
-    return None
+def claims_openai_chat(data: Mapping[str, Any]) -> bool:
+    """Whether a response's JSON names itself a chat completion."""
+    return data.get("object") == "chat.completion"
 
 
-def _json_api(data: Any) -> str | None:
-    """The API a response's JSON names itself as (its ``object`` or ``type`` field, or
-    the top-level key only that API sends), if any."""
-    if not isinstance(data, Mapping):
-        return None
-    marker = data.get("object")
-    if marker == "chat.completion":
-        return "openai-chat"
-    if marker == "response":
-        return "openai-responses"
-    if data.get("type") == "message":
-        return "anthropic"
-    if "candidates" in data and "choices" not in data and "output" not in data:
-        return "gemini"
-    return None
+def claims_openai_responses(data: Mapping[str, Any]) -> bool:
+    """Whether a response's JSON names itself a Responses response."""
+    return data.get("object") == "response"
+
+
+def claims_gemini(data: Mapping[str, Any]) -> bool:
+    """Whether a response's JSON has the top-level key only Gemini sends."""
+    return "candidates" in data and "choices" not in data and "output" not in data \
+        and data.get("object") not in _OPENAI_OBJECTS and data.get("type") != "message"
+
+
+_OPENAI_OBJECTS = ("chat.completion", "response")
+
+
+def read_anthropic(data: Any) -> ModelReply:
+    """An Anthropic Messages response's JSON, read."""
+    return _anthropic(_At(data, ""))
+
+
+def read_openai_chat(data: Any) -> ModelReply:
+    """A Chat Completions response's JSON, read."""
+    return _openai_chat(_At(data, ""))
+
+
+def read_openai_responses(data: Any) -> ModelReply:
+    """A Responses response's JSON, read."""
+    return _openai_responses(_At(data, ""))
+
+
+def read_gemini(data: Any) -> ModelReply:
+    """A Gemini generateContent response's JSON, read."""
+    return _gemini(_At(data, ""))
 
 
 def _dump(response: Any) -> Any:
@@ -322,8 +334,8 @@ def _message(texts: list[str], calls: list[ToolCall]) -> ChatMessage | None:
     return ChatMessage.assistant(text, tool_calls=calls)
 
 
-def _usage(provider: str, at: _At) -> ReportedUsage | None:
-    return ReportedUsage.from_response(provider, at.object()) if at.present else None
+def _usage(read: Callable[[Mapping[str, Any]], ReportedUsage], at: _At) -> ReportedUsage | None:
+    return read(at.object()) if at.present else None
 
 
 def _api_error(root: _At) -> None:
@@ -367,7 +379,7 @@ def _anthropic(root: _At) -> ModelReply:
             reasoning += 1
     said = root.key("stop_reason").text(optional=True)
     stop = _ANTHROPIC_STOPS.get(said or "", "other")
-    return ModelReply(_message(texts, calls), _usage("anthropic", root.key("usage")), stop,
+    return ModelReply(_message(texts, calls), _usage(anthropic_usage, root.key("usage")), stop,
                       said, reasoning, errors)
 
 
@@ -403,7 +415,7 @@ def _openai_chat(root: _At) -> ModelReply:
     stop = "refusal" if refusal else _CHAT_STOPS.get(said or "", "other")
     if calls and stop == "end_turn":
         stop = "tool_calls"
-    return ModelReply(_message(texts, calls), _usage("openai-chat", root.key("usage")), stop,
+    return ModelReply(_message(texts, calls), _usage(openai_chat_usage, root.key("usage")), stop,
                       said, 0, errors)
 
 
@@ -451,7 +463,7 @@ def _openai_responses(root: _At) -> ModelReply:
         stop = "tool_calls"
     else:
         stop = "end_turn" if status in ("completed", None) else "other"
-    return ModelReply(_message(texts, calls), _usage("openai-responses", root.key("usage")),
+    return ModelReply(_message(texts, calls), _usage(openai_responses_usage, root.key("usage")),
                       stop, said, reasoning, errors)
 
 
@@ -473,7 +485,7 @@ def _signature(at: _At) -> str | None:
 
 def _gemini(root: _At) -> ModelReply:
     _api_error(root)
-    usage = _usage("gemini", root.key("usageMetadata", "usage_metadata"))
+    usage = _usage(gemini_usage, root.key("usageMetadata", "usage_metadata"))
     listed = root.key("candidates")
     candidates = listed.items(optional=True)
     if not candidates:
@@ -514,10 +526,3 @@ def _gemini(root: _At) -> ModelReply:
         stop = "tool_calls"
     return ModelReply(_message(texts, calls), usage, stop, said, reasoning, errors)
 
-
-_READERS: dict[str, Callable[[_At], ModelReply]] = {
-    "anthropic": _anthropic,
-    "openai-chat": _openai_chat,
-    "openai-responses": _openai_responses,
-    "gemini": _gemini,
-}

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError, Problem
 from .models import model_facts
+from .names import ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES
 from .request import ChatMessage, ChatRequest, ToolResult
 
 __all__ = [
@@ -77,11 +78,11 @@ class CallIdRule:
 
 
 #: Anthropic: ``tool_use.id`` must match ``^[a-zA-Z0-9_-]+$``.
-ANTHROPIC_CALL_IDS = CallIdRule("anthropic", pattern=re.compile(r"[A-Za-z0-9_-]+"))
+ANTHROPIC_CALL_IDS = CallIdRule(ANTHROPIC, pattern=re.compile(r"[A-Za-z0-9_-]+"))
 #: Chat Completions: ``tool_calls[].id`` of at most 40 characters.
-OPENAI_CHAT_CALL_IDS = CallIdRule("openai-chat", max_length=40)
+OPENAI_CHAT_CALL_IDS = CallIdRule(OPENAI_CHAT, max_length=40)
 #: Responses: a ``function_call`` item's ``call_id`` of at most 64 characters.
-OPENAI_RESPONSES_CALL_IDS = CallIdRule("openai-responses", max_length=64)
+OPENAI_RESPONSES_CALL_IDS = CallIdRule(OPENAI_RESPONSES, max_length=64)
 
 
 def safe_call_id(call_id: str, rule: CallIdRule) -> str:
@@ -168,17 +169,19 @@ def check_stop_text(request: ChatRequest, provider: str) -> None:
             ))
 
 
-def check_prefill(request: ChatRequest, provider: str, ends_with_assistant: bool) -> None:
+def check_prefill(request: ChatRequest, provider: str, ends_with_assistant: bool, *,
+                  model_turn: bool = False) -> None:
     """Refuse a body that ends with an assistant message when the model does not continue
     one: Claude 4.6 and later refuse an assistant prefill, and Gemini a request whose last
-    turn is the model's. Which models do is the ``prefill_allowed`` of the model table."""
+    turn is the model's (``model_turn``: the API names the assistant "model", as Gemini
+    does). Which models do is the ``prefill_allowed`` of the model table."""
     if not ends_with_assistant or _PREVIEW.get():
         return
     if model_facts(request.model, provider).prefill_allowed:
         return
     named = model_named(request.model, provider)
-    if provider == "gemini":
-        rule = f"a gemini request may not end with a model turn; {named} answers only a " \
+    if model_turn:
+        rule = f"a {provider} request may not end with a model turn; {named} answers only a " \
             "user turn or function responses"
     else:
         rule = f"{named} does not support an assistant message prefill (Claude 4.6 and " \

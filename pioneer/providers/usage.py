@@ -14,14 +14,15 @@ from typing import Any
 
 from pydantic import Field
 
-from ..errors import InputError, Problem
 from ..text import EDGE_CONFIG, CheckedModel
 
-__all__ = ["USAGE_PROVIDERS", "ReportedUsage"]
-
-#: The providers whose usage object :meth:`ReportedUsage.from_response` reads.
-USAGE_PROVIDERS = ("anthropic", "openai-chat", "openai-responses", "gemini")
-
+__all__ = [
+    "ReportedUsage",
+    "anthropic_usage",
+    "gemini_usage",
+    "openai_chat_usage",
+    "openai_responses_usage",
+]
 
 class ReportedUsage(CheckedModel):
     """The token usage a provider reported for one round, in one set of terms.
@@ -43,35 +44,48 @@ class ReportedUsage(CheckedModel):
 
     @classmethod
     def from_response(cls, provider: str, usage: Mapping[str, Any]) -> ReportedUsage:
-        """The ``usage`` object of a provider's response (JSON as the API sends it, or an
+        """The ``usage`` object of ``provider``'s response (JSON as the API sends it, or an
         official SDK object's ``model_dump()``: Gemini's SDK spells the keys in
-        snake_case)."""
-        if provider == "anthropic":
-            read = _int(usage, "cache_read_input_tokens")
-            written = _int(usage, "cache_creation_input_tokens")
-            rest = _int(usage, "input_tokens") or 0
-            return cls(input_tokens=rest + (read or 0) + (written or 0),
-                       output_tokens=_int(usage, "output_tokens"),
-                       cache_read_input_tokens=read, cache_creation_input_tokens=written)
-        if provider == "openai-chat":
-            details = _mapping(usage, "prompt_tokens_details")
-            return cls(input_tokens=_int(usage, "prompt_tokens") or 0,
-                       output_tokens=_int(usage, "completion_tokens"),
-                       cache_read_input_tokens=_int(details, "cached_tokens"))
-        if provider == "openai-responses":
-            details = _mapping(usage, "input_tokens_details")
-            return cls(input_tokens=_int(usage, "input_tokens") or 0,
-                       output_tokens=_int(usage, "output_tokens"),
-                       cache_read_input_tokens=_int(details, "cached_tokens"))
-        if provider == "gemini":
-            return cls(
-                input_tokens=_int(usage, "promptTokenCount", "prompt_token_count") or 0,
-                output_tokens=_int(usage, "candidatesTokenCount", "candidates_token_count"),
-                cache_read_input_tokens=_int(usage, "cachedContentTokenCount",
-                                             "cached_content_token_count"),
-            )
-        raise InputError(Problem(f"unknown provider {provider!r}; expected one of "
-                                 f"{', '.join(USAGE_PROVIDERS)}"))
+        snake_case), read by that API's object (:func:`~pioneer.providers.api.provider_api`)."""
+        from .api import provider_api  # the registry sits above the usage it maps
+
+        return provider_api(provider).read_usage(usage)
+
+
+def anthropic_usage(usage: Mapping[str, Any]) -> ReportedUsage:
+    """Anthropic Messages' ``usage``: the uncached rest, the read and the written part."""
+    read = _int(usage, "cache_read_input_tokens")
+    written = _int(usage, "cache_creation_input_tokens")
+    rest = _int(usage, "input_tokens") or 0
+    return ReportedUsage(input_tokens=rest + (read or 0) + (written or 0),
+                         output_tokens=_int(usage, "output_tokens"),
+                         cache_read_input_tokens=read, cache_creation_input_tokens=written)
+
+
+def openai_chat_usage(usage: Mapping[str, Any]) -> ReportedUsage:
+    """Chat Completions' ``usage``."""
+    details = _mapping(usage, "prompt_tokens_details")
+    return ReportedUsage(input_tokens=_int(usage, "prompt_tokens") or 0,
+                         output_tokens=_int(usage, "completion_tokens"),
+                         cache_read_input_tokens=_int(details, "cached_tokens"))
+
+
+def openai_responses_usage(usage: Mapping[str, Any]) -> ReportedUsage:
+    """Responses' ``usage``."""
+    details = _mapping(usage, "input_tokens_details")
+    return ReportedUsage(input_tokens=_int(usage, "input_tokens") or 0,
+                         output_tokens=_int(usage, "output_tokens"),
+                         cache_read_input_tokens=_int(details, "cached_tokens"))
+
+
+def gemini_usage(usage: Mapping[str, Any]) -> ReportedUsage:
+    """Gemini's ``usageMetadata`` (camelCase as sent, snake_case from the SDK)."""
+    return ReportedUsage(
+        input_tokens=_int(usage, "promptTokenCount", "prompt_token_count") or 0,
+        output_tokens=_int(usage, "candidatesTokenCount", "candidates_token_count"),
+        cache_read_input_tokens=_int(usage, "cachedContentTokenCount",
+                                     "cached_content_token_count"),
+    )
 
 
 def _mapping(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..tokens import MESSAGE_OVERHEAD, TokenCounter
-from .anthropic import DEFAULT_MAX_TOKENS
+from .api import provider_api
 from .models import model_facts
 from .request import ChatMessage, ChatRequest, SamplingOptions, ToolSpec
 
@@ -69,12 +69,13 @@ def context_window(model: str, provider: str | None, override: int | None) -> Co
 def reply_reserve(sampling: SamplingOptions | None, response_reserve_tokens: int,
                   provider: str | None = None) -> ReplyReserve:
     """The request's ``max_tokens`` when it sets one, else ``response_reserve_tokens``
-    (for ``anthropic``, at least the ``max_tokens`` its body then carries: Anthropic
-    counts it against the window)."""
+    (for an API whose body then carries a default ``max_tokens``, at least that: Anthropic
+    counts it against the window; :attr:`~pioneer.providers.api.ProviderApi.default_max_tokens`)."""
     if sampling is not None and sampling.max_tokens is not None:
         return ReplyReserve(sampling.max_tokens, "max_tokens")
-    if provider == "anthropic" and response_reserve_tokens < DEFAULT_MAX_TOKENS:
-        return ReplyReserve(DEFAULT_MAX_TOKENS, "max_tokens")
+    floor = provider_api(provider).default_max_tokens if provider is not None else None
+    if floor is not None and response_reserve_tokens < floor:
+        return ReplyReserve(floor, "max_tokens")
     return ReplyReserve(response_reserve_tokens, "response_reserve_tokens")
 
 

@@ -34,6 +34,7 @@ from ..compile.compiler import LoadedProfile, PromptCompiler
 from ..compile.manifest import CompiledPromptPayload, Diagnostic, ManifestSection
 from ..errors import InputError, Problem, counted
 from ..providers import build_request_body
+from ..providers.api import PROVIDER_APIS
 from ..providers.caching import DEFAULT_MINIMUM_TOKENS
 from ..providers.layout import turn_start
 from ..providers.models import model_facts
@@ -74,8 +75,6 @@ _CATEGORY: dict[str, str] = {"tools": "tools", "stable": "system", "framing": "s
                              "current": "turn", "round": "turn"}
 _STATUSES: tuple[CacheStatus, ...] = ("read", "written", "uncached")
 
-#: Providers whose cache is written only at marks in the request (billed as a write).
-_MARKED = frozenset({"anthropic"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -508,7 +507,8 @@ def _with_cache(blocks: list[Block], provider: str, previous: Sequence[str] | No
         shared += 1
     prefix = sum(b.tokens or 0 for b in blocks[:shared])
     read_upto = shared if prefix >= minimum else 0
-    written: CacheStatus = "written" if provider in _MARKED else "uncached"
+    api = PROVIDER_APIS.get(provider)  # an API that writes only at marks bills a write
+    written: CacheStatus = "written" if api is not None and api.cache_marks else "uncached"
     total = sum(b.tokens or 0 for b in blocks)
     rest: CacheStatus = written if total >= minimum else "uncached"
     out = []

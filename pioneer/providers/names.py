@@ -1,0 +1,21 @@
+"""The four provider APIs' names, spelled out here and nowhere else.
+
+A name is how ``--provider``, an :class:`~pioneer.agent.Agent` and a turn record spell an
+API. Everything an API does differently (its body builder, reply reader, usage mapping,
+cache rules, context-length errors) is asked of its object in the registry
+(:func:`pioneer.providers.api.provider_api`), never decided by comparing names.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+__all__ = ["ANTHROPIC", "GEMINI", "OPENAI_CHAT", "OPENAI_RESPONSES", "ProviderName"]
+
+#: A provider API, as ``--provider`` spells it.
+ProviderName = Literal["anthropic", "openai-chat", "openai-responses", "gemini"]
+
+ANTHROPIC: Final = "anthropic"
+OPENAI_CHAT: Final = "openai-chat"
+OPENAI_RESPONSES: Final = "openai-responses"
+GEMINI: Final = "gemini"
