@@ -25,8 +25,15 @@ from .blocks import (
     openai_responses_blocks,
 )
 from .gemini import to_gemini
-from .models import TableProvider
-from .names import ANTHROPIC, GEMINI, OPENAI_CHAT, OPENAI_RESPONSES, ProviderName
+from .names import (
+    ANTHROPIC,
+    GEMINI,
+    OPENAI_CHAT,
+    OPENAI_RESPONSES,
+    TABLE_FAMILIES,
+    ProviderName,
+    TableProvider,
+)
 from .openai_chat import SystemRole, to_openai_chat
 from .openai_responses import to_openai_responses
 from .overflow import (
@@ -92,8 +99,6 @@ class ProviderApi:
     name: ProviderName
     #: The API's own name, for messages ("Anthropic Messages").
     title: str
-    #: Its rows' ``provider`` in the model table (both OpenAI APIs: ``openai``).
-    family: TableProvider
     #: ``gen_ai.provider.name`` of the OpenTelemetry GenAI conventions (docs/telemetry.md).
     telemetry_name: str
     #: The body builder with its default options.
@@ -129,6 +134,11 @@ class ProviderApi:
     cache_first_carrier: str
 
     @property
+    def family(self) -> TableProvider:
+        """Its rows' ``provider`` in the model table (both OpenAI APIs: ``openai``)."""
+        return TABLE_FAMILIES[self.name]
+
+    @property
     def takes_system_role(self) -> bool:
         """Whether the API takes a role for system messages (``system`` or ``developer``)."""
         return self.build_with_role is not None
@@ -147,8 +157,9 @@ class ProviderApi:
 #: The four APIs, in ``--provider`` order.
 PROVIDER_APIS: Mapping[str, ProviderApi] = {api.name: api for api in (
     ProviderApi(
-        name=ANTHROPIC, title="Anthropic Messages", family="anthropic",
-        telemetry_name="anthropic", build=to_anthropic, build_with_role=None,
+        name=ANTHROPIC, title="Anthropic Messages",
+        telemetry_name=ANTHROPIC,  # the GenAI conventions spell it as we do
+        build=to_anthropic, build_with_role=None,
         read_reply=read_anthropic, read_usage=anthropic_usage,
         context_errors=ANTHROPIC_ERRORS, sdk_class=("anthropic.", "Message"),
         claims=claims_anthropic, body_blocks=anthropic_blocks, cache_marks=True,
@@ -159,7 +170,7 @@ PROVIDER_APIS: Mapping[str, ProviderApi] = {api.name: api for api in (
                             "block before the current user text",
     ),
     ProviderApi(
-        name=OPENAI_CHAT, title="OpenAI Chat Completions", family="openai",
+        name=OPENAI_CHAT, title="OpenAI Chat Completions",
         telemetry_name="openai", build=to_openai_chat, build_with_role=to_openai_chat,
         read_reply=read_openai_chat, read_usage=openai_chat_usage,
         context_errors=OPENAI_ERRORS, sdk_class=("openai.", "ChatCompletion"),
@@ -171,7 +182,7 @@ PROVIDER_APIS: Mapping[str, ProviderApi] = {api.name: api for api in (
                             "before the current user message",
     ),
     ProviderApi(
-        name=OPENAI_RESPONSES, title="OpenAI Responses", family="openai",
+        name=OPENAI_RESPONSES, title="OpenAI Responses",
         telemetry_name="openai", build=to_openai_responses, build_with_role=to_openai_responses,
         read_reply=read_openai_responses, read_usage=openai_responses_usage,
         context_errors=OPENAI_ERRORS, sdk_class=("openai.", "Response"),
@@ -183,7 +194,7 @@ PROVIDER_APIS: Mapping[str, ProviderApi] = {api.name: api for api in (
                             "current user message",
     ),
     ProviderApi(
-        name=GEMINI, title="Gemini generateContent", family="gemini",
+        name=GEMINI, title="Gemini generateContent",
         telemetry_name="gcp.gemini", build=to_gemini, build_with_role=None,
         read_reply=read_gemini, read_usage=gemini_usage,
         context_errors=GEMINI_ERRORS, sdk_class=("google.genai.", "GenerateContentResponse"),

@@ -40,6 +40,7 @@ from ..errors import (
 from ..resources import builtin_dir, load_schema
 from ..text import EDGE_CONFIG, EdgeModel
 from ..tokens import Tokenizer
+from .names import TABLE_FAMILIES, TableProvider
 
 __all__ = [
     "TOKEN_RATIO_RANGE",
@@ -62,7 +63,6 @@ __all__ = [
 #: provider keeps on its own: older OpenAI models, Gemini).
 BreakpointStyle = Literal["cache_control", "prompt_cache_breakpoint", "implicit"]
 #: The provider a row belongs to (both OpenAI APIs are ``openai``).
-TableProvider = Literal["anthropic", "openai", "gemini"]
 
 _DATE = r"^[0-9]{4}-[0-9]{2}(-[0-9]{2})?$"
 _FACTS = (
@@ -233,7 +233,7 @@ def _names(model: str) -> list[str]:
 def _provider(name: str | None) -> str | None:
     if name is None:
         return None
-    return "openai" if name.startswith("openai") else name
+    return TABLE_FAMILIES.get(name, name)
 
 
 class ModelTable:

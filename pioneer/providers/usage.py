@@ -4,7 +4,7 @@
 ``chat {model}`` span carries: ``input_tokens`` counts the whole prompt, the cached part
 included, whatever the provider calls it (docs/telemetry.md, "Attributes", has the
 mapping per provider). It lives with the providers because reading a response
-(:func:`~pioneer.providers.replies.read_response`) produces it; the audit stores it.
+(:func:`~pioneer.providers.read_response`) produces it; the audit stores it.
 """
 
 from __future__ import annotations
