@@ -52,15 +52,8 @@ from pydantic import (
     model_validator,
 )
 
-from .errors import (
-    InputError,
-    Problem,
-    TomlLines,
-    did_you_mean,
-    format_path,
-    parse_document,
-    read_text,
-)
+from .documents import TomlLines, parse_document, read_text
+from .errors import InputError, Problem, did_you_mean, format_path
 from .tokens import TOKEN_CACHE_BYTES
 
 __all__ = [

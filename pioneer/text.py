@@ -15,7 +15,7 @@ import functools
 import re
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
@@ -23,8 +23,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from .errors import InputError, Problem, did_you_mean, format_path
 
 __all__ = [
-    "EDGE_CONFIG", "REPLACEMENT", "CheckedModel", "EdgeModel", "scrub", "unknown_field",
-    "utf8_text", "validation_problems",
+    "EDGE_CONFIG",
+    "REPLACEMENT",
+    "CheckedModel",
+    "EdgeModel",
+    "scrub",
+    "texts",
+    "unknown_field",
+    "utf8_text",
+    "validation_problems",
 ]
 
 #: The configuration of every model validated at an edge (profiles, the compile input,
@@ -199,3 +206,11 @@ def _scrubs_itself(annotation: Any) -> bool:
         arguments = [a for a in typing.get_args(annotation) if a is not Ellipsis]
         return bool(arguments) and all(map(_scrubs_itself, arguments))
     return False
+
+def texts(value: object) -> tuple[str, ...] | None:
+    """``value`` as a tuple of strings, or None when it is not a list of them (a lone
+    string is not: it would be read as its characters)."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        return None
+    found = tuple(value)
+    return found if all(isinstance(item, str) for item in found) else None

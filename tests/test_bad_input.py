@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from support import run_cli as run
 
-from pioneer import errors
+from pioneer import documents
 from pioneer.errors import InputError
 
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -108,13 +108,13 @@ def test_a_key_of_a_hundred_thousand_parts_is_refused_before_it_is_parsed(
     def parse(text: str) -> None:
         raise AssertionError("tomllib was given the key")
 
-    monkeypatch.setattr(errors.tomllib, "loads", parse)
+    monkeypatch.setattr(documents.tomllib, "loads", parse)
     for text in (".".join(["a"] * 100_000) + " = 1\n", "[" + ".".join(["a"] * 100_000) + "]\n"):
         with pytest.raises(InputError, match=r"^in\.toml:1: nested more than 200 levels deep$"):
-            errors.parse_document(text, "in.toml", "toml")
+            documents.parse_document(text, "in.toml", "toml")
     # a document of as many dots and brackets that does not nest is still parsed
     with pytest.raises(AssertionError, match="tomllib was given"):
-        errors.parse_document("".join(f"k{i}.v = 1.5\n" for i in range(50_000)), "in.toml",
+        documents.parse_document("".join(f"k{i}.v = 1.5\n" for i in range(50_000)), "in.toml",
                               "toml")
 
 
@@ -210,18 +210,18 @@ def test_many_problems_are_located_from_one_index_and_the_report_is_capped(
     file.parent.mkdir(exist_ok=True)
     file.write_text(text)
     indexed: list[str] = []  # each text a line index is built for
-    build, ends = errors.TomlLines._build, errors.LineEnds.__init__
+    build, ends = documents.TomlLines._build, documents.LineEnds.__init__
 
-    def counted_build(self: errors.TomlLines) -> Any:
+    def counted_build(self: documents.TomlLines) -> Any:
         indexed.append(self.text)
         return build(self)
 
-    def counted_ends(self: errors.LineEnds, text: str) -> None:
+    def counted_ends(self: documents.LineEnds, text: str) -> None:
         indexed.append(text)
         ends(self, text)
 
-    monkeypatch.setattr(errors.TomlLines, "_build", counted_build)
-    monkeypatch.setattr(errors.LineEnds, "__init__", counted_ends)
+    monkeypatch.setattr(documents.TomlLines, "_build", counted_build)
+    monkeypatch.setattr(documents.LineEnds, "__init__", counted_ends)
     code, out, err = run(*[part.format(file=file, folder=file.parent) for part in argv],
                          "--home", str(tmp_path / "home"))
     lines = err.splitlines()

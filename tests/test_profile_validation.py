@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from pioneer import PromptCompiler, errors
+from pioneer import PromptCompiler, documents
 from pioneer.compile.compiler import CONDITION_NAMES
 from pioneer.compile.derived import DerivedProfileSpec
 from pioneer.compile.profile import ProfileSpec, TextLocator, schema_problems
@@ -126,13 +126,13 @@ def test_a_sound_profile_is_loaded_without_locating_anything(
         for i in range(200))
     (tmp_path / "many.toml").write_text(head + sections)
     built: list[str] = []
-    build = errors.TomlLines._build
+    build = documents.TomlLines._build
 
-    def counted(self: errors.TomlLines) -> Any:
+    def counted(self: documents.TomlLines) -> Any:
         built.append(self.text)
         return build(self)
 
-    monkeypatch.setattr(errors.TomlLines, "_build", counted)
+    monkeypatch.setattr(documents.TomlLines, "_build", counted)
     compiler = PromptCompiler(profile_path=[tmp_path])
     assert len(compiler.load_profile("many").spec.sections) == 200 + 19 * derived
     assert compiler.check(["many"]) == [] and built == []

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..compile.inputs import PromptCompileInput, read_compile_input
-from ..errors import InputError, PioneerError, Problem, UsageError, read_document
+from ..documents import read_document
+from ..errors import InputError, PioneerError, Problem, UsageError
 from ..review.inspect import inspect_prompt, render_json, render_table
 from ..terminal import painter
 from ._common import add_compiler_options, add_var_option, make_compiler, with_vars

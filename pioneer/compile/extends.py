@@ -33,14 +33,8 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import (
-    Problem,
-    ProfileError,
-    ProfileSyntaxError,
-    parse_document,
-    problem_summary,
-    read_text,
-)
+from ..documents import parse_document, read_text
+from ..errors import Problem, ProfileError, ProfileSyntaxError, problem_summary
 from .declared import InputSpec
 from .ids import PROFILE_ALIASES
 from .profile import (

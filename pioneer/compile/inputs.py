@@ -17,17 +17,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, Strict, ValidationError, WithJsonSchema
 
-from ..errors import (
-    STDIN_NAME,
-    InputError,
-    Problem,
-    TomlLines,
-    counted,
-    format_path,
-    json_lines,
-    parse_document,
-    read_text,
-)
+from ..documents import STDIN_NAME, TomlLines, json_lines, parse_document, read_text
+from ..errors import InputError, Problem, counted, format_path
 from ..text import EDGE_CONFIG, CheckedModel, EdgeModel, unknown_field
 from .ids import PROFILE_ALIASES, check_dynamic_id, check_runtime_id
 

@@ -18,15 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..errors import (
-    Problem,
-    ProfileError,
-    TomlLines,
-    did_you_mean,
-    format_path,
-    row_labels,
-    schema_message,
-)
+from ..documents import TomlLines
+from ..errors import Problem, ProfileError, did_you_mean, format_path, row_labels, schema_message
 from ..resources import builtin_dir, load_schema
 from ..text import EDGE_CONFIG
 from .declared import InputName, InputSpec, declaration_problems

@@ -27,8 +27,8 @@ from pydantic import AfterValidator, Field
 
 from ..compile.ids import check_runtime_id
 from ..compile.manifest import Diagnostic, HookSourceEntry, HookSourceRef
-from ..errors import HookError, InputError, Problem, texts, wrong_field
-from ..text import EDGE_CONFIG, EdgeModel
+from ..errors import HookError, InputError, Problem, wrong_field
+from ..text import EDGE_CONFIG, EdgeModel, texts
 
 if TYPE_CHECKING:
     import jinja2

@@ -25,17 +25,15 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
+from ..documents import parse_document, read_text, toml_line
 from ..errors import (
     InputError,
     Problem,
     did_you_mean,
     format_path,
-    parse_document,
     problem_summary,
-    read_text,
     row_labels,
     schema_message,
-    toml_line,
 )
 from ..resources import builtin_dir, load_schema
 from ..text import EDGE_CONFIG, EdgeModel

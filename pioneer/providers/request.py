@@ -29,7 +29,8 @@ from pydantic import (
 
 from ..compile.boundary import BOUNDARY_MARKER, strip_prompt_cache_boundary
 from ..compile.manifest import CompiledPromptPayload
-from ..errors import InputError, Problem, counted, format_path, read_document
+from ..documents import read_document
+from ..errors import InputError, Problem, counted, format_path
 from ..text import EDGE_CONFIG, EdgeModel, unknown_field
 
 __all__ = [

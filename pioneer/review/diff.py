@@ -24,7 +24,8 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from ..compile.manifest import InputRecord, ManifestSection, PromptManifest
-from ..errors import InputError, Problem, format_path, read_document
+from ..documents import read_document
+from ..errors import InputError, Problem, format_path
 from ..terminal import Painter, plain
 
 __all__ = ["Change", "Compiled", "InputChange", "ManifestDiff", "TextDiff", "diff_manifests",

@@ -23,7 +23,8 @@ from ..compile.compiler import LoadedProfile, PromptCompiler
 from ..compile.ids import PROFILE_ALIASES
 from ..compile.manifest import COMPILER_VERSION
 from ..compile.profile import BUILTIN_PREFIX
-from ..errors import LockError, Problem, format_path, read_document
+from ..documents import read_document
+from ..errors import LockError, Problem, format_path
 from ..text import EDGE_CONFIG
 
 __all__ = [

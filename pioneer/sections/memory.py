@@ -17,7 +17,8 @@ from typing import Any, Literal, get_args
 
 import jinja2
 
-from ..errors import InputError, Problem, texts, wrong_field
+from ..errors import InputError, Problem, wrong_field
+from ..text import texts
 from ._caps import take_lines
 from ._macros import call_macro
 
