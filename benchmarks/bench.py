@@ -48,8 +48,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import workload
 
-from pioneer import BOUNDARY_MARKER, CompiledPromptPayload, PromptCompiler
+from pioneer import CompiledPromptPayload, PromptCompiler
 from pioneer.compile.bootstrap import RACY_NS, fold_home
+from pioneer.compile.boundary import BOUNDARY_MARKER
 from pioneer.compile.inputs import (
     PromptCompileInput,
     PromptLimits,

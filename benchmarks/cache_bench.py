@@ -49,18 +49,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pioneer import (
-    ChatMessage,
-    ChatRequest,
-    PromptCompileInput,
-    PromptCompiler,
-    ToolCall,
-    ToolSpec,
-    ensure_runtime_home,
-)
+from pioneer import PromptCompileInput, PromptCompiler, ToolSpec, ensure_runtime_home
 from pioneer.audit import CacheBlock, request_blocks
 from pioneer.history import HistoryBudgeter, HistoryLimits, SqliteStore, SummaryRequest
-from pioneer.providers import PROVIDERS, CacheOptions, DynamicPlacement, ModelFacts, model_facts
+from pioneer.providers import (
+    PROVIDERS,
+    CacheOptions,
+    ChatMessage,
+    ChatRequest,
+    DynamicPlacement,
+    ModelFacts,
+    ToolCall,
+    model_facts,
+)
 from pioneer.tokens import TiktokenCounter
 
 #: What is measured: a label, the adapter, the model (its row of the model table).

@@ -37,7 +37,7 @@ ratio to the one-thread case and the targets: 256 threads at most 1.5 times one 
 (``VmRSS``) beside what it was before the first home was made (the interpreter with
 pioneer imported), the compile row's caches' bytes and hit rates
 (``PromptCompiler.cache_stats``), those of the token counter and the store's turn cache
-over the count (``pioneer.cache_stats``), and the growth at the largest count against the
+over the count (``pioneer.caches.cache_stats``), and the growth at the largest count against the
 byte budgets of every cache alive in the process.
 
 ``--no-runner`` runs no turn between the visits: the compile and history rows alone.
@@ -79,15 +79,12 @@ from agent_loop import response, usage
 from bench import Row, _fmt, run_interleaved, settle
 
 import pioneer
-from pioneer import (
-    Agent,
-    CacheStats,
-    EpisodicIndex,
-    PromptCompileInput,
-    PromptCompiler,
-    RuntimeSectionInput,
-)
+from pioneer import Agent, PromptCompileInput, PromptCompiler
+from pioneer.caches import CacheStats, cache_stats
+from pioneer.compile.inputs import RuntimeSectionInput
+from pioneer.episodic import EpisodicIndex
 from pioneer.history import HistoryBudgeter, HistoryLimits
+from pioneer.history.open import open_store
 
 PROVIDER, MODEL = "anthropic", "claude-sonnet-4-5"
 SIZES = (1, 32, 256, 2048)
@@ -223,7 +220,7 @@ def serve(store: Any, seeder: Any, homes: list[Path], size: int, rounds: int, sa
     homes and the same long-lived compiler, store and runner.
     """
     groups = max(1, math.ceil(samples / (size * rounds)))
-    before = {one.name: one for one in pioneer.cache_stats()}
+    before = {one.name: one for one in cache_stats()}
     compiler = PromptCompiler(count_tokens=False)
     limits = HistoryLimits.from_tokens(HISTORY_BUDGET, 0)
     budgeter = HistoryBudgeter(store, limits)
@@ -242,8 +239,8 @@ def serve(store: Any, seeder: Any, homes: list[Path], size: int, rounds: int, sa
                   flush=True)
         stats = compiler.cache_stats()
         gc.collect()  # the caches of an earlier store's compilers, gone
-        budget = sum(one.budget for one in pioneer.cache_stats())
-        shared = [_since(one, before.get(one.name)) for one in pioneer.cache_stats()
+        budget = sum(one.budget for one in cache_stats())
+        shared = [_since(one, before.get(one.name)) for one in cache_stats()
                   if one.name in SHARED]
     finally:
         agent.close()
@@ -443,12 +440,12 @@ def main(argv: list[str] | None = None) -> int:
         settle()  # the homes' files settle, so their stat signatures are trusted
         with stores(names, folder, args.postgres_url) as targets:
             for name in names:
-                store = pioneer.open_store(targets[name])
+                store = open_store(targets[name])
                 # The stored turns are written by another store (its own connections, an
                 # index of its own), as other processes and nodes write them: the writers
                 # at once would otherwise leave the served store's PostgreSQL pool with
                 # eight connections at every count but one, taking its reads in turn.
-                seeder = pioneer.open_store(targets[name])
+                seeder = open_store(targets[name])
                 index = EpisodicIndex(seeder)
                 results: dict[int, Served] = {}
                 try:

@@ -27,17 +27,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pioneer import (
-    HookContext,
-    HookRegistry,
-    PromptCompileInput,
-    PromptCompiler,
-    PromptSectionContribution,
-    RuntimeSectionInput,
-    TurnContext,
-    agents_md_subscription,
-    compile_turn,
-)
+from pioneer import HookRegistry, PromptCompileInput, PromptCompiler
+from pioneer.compile.inputs import RuntimeSectionInput
+from pioneer.hooks.models import PromptSectionContribution
+from pioneer.hooks.registry import HookContext, TurnContext
 from pioneer.sections import (
     ActiveSkill,
     MemoryItem,
@@ -49,6 +42,8 @@ from pioneer.sections import (
     render_thread_context,
     thread_context_contribution,
 )
+from pioneer.sections.agents_md import agents_md_subscription
+from pioneer.turn.run import compile_turn
 
 RECALL = MemoryRecall(tools=["memory_search", "memory_remember"], recalled=[
     MemoryItem("user:1", "preference", f"Remembered fact number {n}, " * 6) for n in range(8)

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pioneer import HookRegistry, PromptCompileInput, PromptCompiler, TurnContext
+from pioneer import HookRegistry, PromptCompileInput, PromptCompiler
 from pioneer.episodic import (
     DEADLINE_MS,
     EpisodicIndex,
@@ -41,6 +41,7 @@ from pioneer.episodic import (
 )
 from pioneer.history import ArtifactRef
 from pioneer.history.open import open_store
+from pioneer.hooks.registry import TurnContext
 from pioneer.terminal import progress
 
 _COMMON = """the a to of and in is it you that for on with this be are as have not at

@@ -24,16 +24,16 @@ from typing import Any
 
 from pioneer import (
     Agent,
-    HookContext,
     HookRegistry,
     PioneerError,
-    PromptSectionContribution,
-    ToolCall,
+    ProviderName,
     ToolSpec,
     ensure_runtime_home,
 )
-from pioneer.agent import ProviderName
 from pioneer.audit import CachePlan
+from pioneer.hooks.models import PromptSectionContribution
+from pioneer.hooks.registry import HookContext
+from pioneer.providers import ToolCall
 from pioneer.sections import MemoryItem, MemoryRecall, render_memory_recall
 from pioneer.tools import ToolContribution
 

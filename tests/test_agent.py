@@ -15,23 +15,15 @@ from conftest import StoreTarget
 
 from pioneer import (
     Agent,
-    ChatMessage,
-    ChatRequest,
-    HookContext,
     HookRegistry,
     InputError,
     PioneerSettings,
     PromptCompileInput,
     PromptCompiler,
-    PromptSectionContribution,
     SamplingOptions,
     ToolSpec,
     Turn,
-    build_request_body,
-    compile_turn,
     ensure_runtime_home,
-    open_store,
-    read_response,
 )
 from pioneer.agent import ENTRY_KEY, RECORD_KEY, ProviderName
 from pioneer.agent.window import TurnWindow
@@ -42,11 +34,13 @@ from pioneer.episodic import EpisodicIndex, episodic_recall_subscription
 from pioneer.episodic.recall import HISTORY_KEY
 from pioneer.history import HistoryBudgeter, HistoryLimits
 from pioneer.history.calibration import Calibrator
-from pioneer.history.open import configured_store
+from pioneer.history.open import configured_store, open_store
 from pioneer.history.postgres_store import PostgresStore
-from pioneer.hooks.registry import TurnContext
+from pioneer.hooks.models import PromptSectionContribution
+from pioneer.hooks.registry import HookContext, TurnContext
+from pioneer.providers import ChatMessage, ChatRequest, build_request_body, read_response
 from pioneer.tools import HOOK_TOOL_PHASE, HOOK_TOOL_TYPES, TurnTools, catalog_with_hook_tools
-from pioneer.turn.run import TURN_PROMPT_PHASES, run_hooks
+from pioneer.turn.run import TURN_PROMPT_PHASES, compile_turn, run_hooks
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import agent_loop

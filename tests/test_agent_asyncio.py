@@ -22,8 +22,8 @@ from pathlib import Path
 
 from conftest import StoreTarget
 
-from pioneer import AsyncAgent, TurnRecord
-from pioneer.audit import TurnRecords
+from pioneer import AsyncAgent
+from pioneer.audit import TurnRecord, TurnRecords
 from pioneer.errors import ThreadConflictError
 from pioneer.history.open import open_store
 

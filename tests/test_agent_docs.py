@@ -96,6 +96,23 @@ def test_every_type_in_agents_signature_is_importable_from_pioneer() -> None:
         assert getattr(pioneer, name) is not None
 
 
+def test_every_type_in_turns_signatures_is_importable_from_pioneer() -> None:
+    """Turn's methods and properties and Agent.turn: what they take and give back."""
+    public = {name: getattr(pioneer, name) for name in pioneer.__all__}
+    members = [Agent.turn] + [
+        value.fget if isinstance(value, property) else value
+        for name, value in vars(pioneer.Turn).items()
+        if not name.startswith("_") and (inspect.isfunction(value) or isinstance(value, property))]
+    names: set[str] = set()
+    for member in members:
+        hints = typing.get_type_hints(member, {**vars(inspect.getmodule(member)), **public})
+        names |= set().union(*(_names(hint) for hint in hints.values()))
+    assert {"Step", "FinishedTurn", "ContextOverflow", "RoundRecord", "HistoryDecision",
+            "Turn"} <= names
+    missing = sorted(name for name in names if name not in pioneer.__all__)
+    assert missing == []
+
+
 def test_the_sdk_example_is_marked() -> None:
     body, prints = example("agent-sdks", "agent.md")
     assert "claude.messages.create(**body)" in body and "gpt.responses.create(**body)" in body

@@ -16,16 +16,10 @@ import pytest
 from support import run_cli
 from test_history_summarizer import ChatServer
 
-from pioneer import (
-    Agent,
-    LockError,
-    OpenAIChatSummarizer,
-    PioneerSettings,
-    PromptCompiler,
-    summarizer_from_settings,
-    verify_lock,
-)
-from pioneer.history import HistoryLimits
+from pioneer import Agent, LockError, PioneerSettings, PromptCompiler
+from pioneer.history import HistoryLimits, OpenAIChatSummarizer
+from pioneer.history.summarizer import summarizer_from_settings
+from pioneer.review.lock import verify_lock
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import agent_loop

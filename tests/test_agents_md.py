@@ -12,23 +12,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pioneer import (
-    HookError,
-    HookRegistry,
-    PromptCompileInput,
-    PromptCompiler,
-    TurnContext,
-    agents_md_subscription,
-    compile_turn,
-)
+from pioneer import HookError, HookRegistry, PromptCompileInput, PromptCompiler
 from pioneer.files import MAX_LINKS, Beneath, Opened, Refused
+from pioneer.hooks.registry import TurnContext
 from pioneer.sections.agents_md import (
     HOOK_MAX_CHARS,
     MAX_DEPTH,
     MAX_NOTES,
     agents_md_contribution,
+    agents_md_subscription,
     find_agents_md,
 )
+from pioneer.turn.run import compile_turn
 
 GOLDENS = Path(__file__).parent / "goldens" / "agents_md"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import importlib
 import inspect
 from collections.abc import Callable
 from pathlib import Path
@@ -17,30 +18,36 @@ from support import run_cli
 import pioneer
 import pioneer.agent
 import pioneer.audit
+import pioneer.compile.inputs
+import pioneer.compile.manifest
 import pioneer.episodic
-import pioneer.hooks
+import pioneer.history
+import pioneer.hooks.models
 import pioneer.providers
 import pioneer.sections
 import pioneer.tools
 from pioneer import (
     Agent,
     AsyncAgent,
-    EpisodicIndex,
     InputError,
     PioneerError,
     PioneerSettings,
     PromptCompileInput,
     PromptCompiler,
-    SqliteStore,
     ToolSpec,
-    agents_md_subscription,
-    compile_prompt,
-    compile_turn,
     ensure_runtime_home,
-    load_compile_input,
-    open_store,
-    verify_lock,
 )
+from pioneer.audit import ReportedUsage
+from pioneer.compile.compiler import compile_prompt
+from pioneer.compile.inputs import load_compile_input
+from pioneer.episodic import EpisodicIndex
+from pioneer.history import SqliteStore
+from pioneer.history.open import open_store
+from pioneer.hooks.registry import TurnContext
+from pioneer.providers import load_chat_request, load_model_table
+from pioneer.review.lock import verify_lock
+from pioneer.sections.agents_md import agents_md_subscription
+from pioneer.turn.run import compile_turn
 
 PathMaker = Callable[[Path], Any]
 
@@ -69,6 +76,10 @@ def _files(tmp_path: Path) -> None:
     (tmp_path / "pioneer.toml").write_text("max_context_tokens = 5\n")
     (tmp_path / "profiles").mkdir(exist_ok=True)
     (tmp_path / "templates").mkdir(exist_ok=True)
+    (tmp_path / "models.toml").write_text(
+        '[[models]]\nmodel = "claude-fable-5-1"\ncontext_window = 123_456\n'
+        'source = "a test"\nsource_date = "2026-12"\n')
+    (tmp_path / "messages.json").write_text('[{"role": "user", "content": "hi"}]')
 
 
 #: Every public callable parameter that takes a path, and a call that passes one: each
@@ -93,31 +104,53 @@ CALLS: dict[str, Callable[[Path, PathMaker], Any]] = {
         a(p / "e.db"), provider="anthropic", model="m")).store.where,
     "agents_md_subscription.root": lambda p, a: agents_md_subscription(a(p)).hook_id,
     "verify_lock.lock_file": lambda p, a: _verified(a(p / "pioneer.lock")),
+    "load_model_table.paths": lambda p, a: load_model_table([a(p / "models.toml")]).facts(
+        "claude-fable-5-1").context_window,
+    "load_chat_request.path": lambda p, a: load_chat_request(
+        a(p / "messages.json"), model="m").messages[0].content,
 }
 #: Path-typed parameters that are not a caller's input (the fields of a result).
 NOT_INPUTS = {"SeedResult.__init__.created", "SeedResult.__init__.existing"}
 
 
+#: Where a public callable that takes a path lives: ``pioneer`` and the subpackages'
+#: tables, and the functions the docs import from a module of a subpackage.
+PATH_TABLES = ["pioneer", "pioneer.agent", "pioneer.audit", "pioneer.episodic",
+               "pioneer.history", "pioneer.providers", "pioneer.sections", "pioneer.tools"]
+PATH_FUNCTIONS = {"pioneer.compile.inputs": ["load_compile_input"],
+                  "pioneer.history.open": ["open_store"],
+                  "pioneer.review.lock": ["verify_lock"],
+                  "pioneer.sections.agents_md": ["agents_md_subscription"]}
+
+
 def _path_parameters() -> set[str]:
     found = set()
-    for name in pioneer.__all__:
-        obj = getattr(pioneer, name)
-        members: list[tuple[str, Any]] = []
-        if inspect.isclass(obj):
-            members = [("__init__", obj.__init__)]
-            members += [(attr, getattr(obj, attr)) for attr, value in vars(obj).items()
-                        if not attr.startswith("_")
-                        and (inspect.isfunction(value) or isinstance(value, classmethod))]
-        elif callable(obj):
-            members = [("", obj)]
-        for attr, function in members:
-            try:
-                signature = inspect.signature(function)
-            except (TypeError, ValueError):
-                continue
-            for parameter in signature.parameters.values():
-                if "Path" in str(parameter.annotation):
-                    found.add(".".join(part for part in (name, attr, parameter.name) if part))
+    tables = {name: importlib.import_module(name).__all__ for name in PATH_TABLES}
+    for module_name, names in {**tables, **PATH_FUNCTIONS}.items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            found |= _path_parameters_of(name, getattr(module, name))
+    return found
+
+
+def _path_parameters_of(name: str, obj: Any) -> set[str]:
+    found = set()
+    members: list[tuple[str, Any]] = []
+    if inspect.isclass(obj):
+        members = [("__init__", obj.__init__)]
+        members += [(attr, getattr(obj, attr)) for attr, value in vars(obj).items()
+                    if not attr.startswith("_")
+                    and (inspect.isfunction(value) or isinstance(value, classmethod))]
+    elif callable(obj):
+        members = [("", obj)]
+    for attr, function in members:
+        try:
+            signature = inspect.signature(function)
+        except (TypeError, ValueError):
+            continue
+        for parameter in signature.parameters.values():
+            if "Path" in str(parameter.annotation):
+                found.add(".".join(part for part in (name, attr, parameter.name) if part))
     return found
 
 
@@ -177,7 +210,8 @@ def _public_models() -> list[type[BaseModel]]:
     return list(found)
 
 
-PUBLIC_MODULES = [pioneer, pioneer.agent, pioneer.audit, pioneer.episodic, pioneer.hooks,
+PUBLIC_MODULES = [pioneer, pioneer.agent, pioneer.audit, pioneer.episodic, pioneer.history,
+                  pioneer.hooks.models, pioneer.compile.inputs, pioneer.compile.manifest,
                   pioneer.providers, pioneer.sections, pioneer.tools]
 MODELS = _public_models()
 
@@ -220,7 +254,7 @@ def test_an_unknown_field_of_a_public_model_names_the_close_one_or_those_there_a
 #: The public dataclasses an application builds and hands in (the others are results),
 #: with a valid value for each field.
 INPUT_DATACLASSES: list[tuple[type[Any], dict[str, Any]]] = [
-    (pioneer.TurnContext, {"thread_id": "t", "thread_folder": "api", "user_text": "hi",
+    (TurnContext, {"thread_id": "t", "thread_folder": "api", "user_text": "hi",
                            "touched_paths": ("a.py",), "data": {}, "mode": "chat"}),
     (pioneer.sections.MemoryItem, {"scope": "user:1", "category": "fact", "content": "x"}),
     (pioneer.sections.MemoryRecall, {"policy": "read_only", "tools": ["memory_get"],
@@ -255,7 +289,7 @@ def test_public_functions_refuse_wrong_types_with_a_pioneer_error(tmp_path: Path
         lambda: Agent(tmp_path / "a.db", provider="nope", model="m"),  # type: ignore[arg-type]
         lambda: Agent(tmp_path / "a.db", provider="anthropic", model=""),
         lambda: Agent(5, provider="anthropic", model="m"),  # type: ignore[arg-type]
-        lambda: pioneer.ReportedUsage.from_response("nope", {}),
+        lambda: ReportedUsage.from_response("nope", {}),
     ]
     for call in calls:
         with pytest.raises(PioneerError):

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import jsonschema
 
-from pioneer import PromptCompileInput, PromptCompiler, RuntimeSectionInput, artifact_read_tool
+from pioneer import PromptCompileInput, PromptCompiler
+from pioneer.compile.inputs import RuntimeSectionInput
 from pioneer.sections import DEFAULT_TOOL_DOMAINS
 from pioneer.sections.artifacts import ArtifactRef, ref_line
-from pioneer.tools import ToolCatalog, TurnTools
+from pioneer.tools import ToolCatalog, TurnTools, artifact_read_tool
 
 GOLDENS = Path(__file__).parent / "goldens" / "artifacts"
 REF = ArtifactRef("art-1", "q3.xlsx", "spreadsheet", version_id="v4", size_bytes=40_960)

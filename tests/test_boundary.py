@@ -9,14 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pioneer import (
+from pioneer import PromptCompileInput, PromptCompiler
+from pioneer.compile.boundary import (
     BOUNDARY_MARKER,
-    PromptCompileInput,
-    PromptCompiler,
+    join_full_text,
+    render_section,
+    render_sections,
     split_prompt_cache_boundary,
     strip_prompt_cache_boundary,
 )
-from pioneer.compile.boundary import join_full_text, render_section, render_sections
 
 
 def test_marker_is_exact() -> None:

@@ -22,17 +22,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pioneer import (
-    ChatMessage,
-    ChatRequest,
-    CompiledPromptPayload,
-    PromptCompileInput,
-    PromptCompiler,
-    ToolCall,
-    ToolSpec,
-)
+from pioneer import CompiledPromptPayload, PromptCompileInput, PromptCompiler, ToolSpec
 from pioneer.audit import CacheBlock, request_blocks
-from pioneer.providers import PROVIDERS, model_facts
+from pioneer.providers import PROVIDERS, ChatMessage, ChatRequest, ToolCall, model_facts
 from pioneer.tokens import default_counter
 
 COMPILER = PromptCompiler(count_tokens=False)

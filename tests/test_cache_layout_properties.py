@@ -22,16 +22,15 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pioneer import (
+from pioneer import CompiledPromptPayload, PromptCompileInput, PromptCompiler, ToolSpec
+from pioneer.providers import (
+    PROVIDERS,
     ChatMessage,
     ChatRequest,
-    CompiledPromptPayload,
-    PromptCompileInput,
-    PromptCompiler,
     ToolCall,
-    ToolSpec,
+    count_breakpoints,
+    minimum_cacheable_tokens,
 )
-from pioneer.providers import PROVIDERS, count_breakpoints, minimum_cacheable_tokens
 from pioneer.providers.rules import previewing
 from pioneer.tokens import default_counter
 

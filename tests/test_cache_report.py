@@ -12,17 +12,21 @@ from pathlib import Path
 import pytest
 
 from pioneer import (
-    ChatMessage,
-    ChatRequest,
     CompiledPromptPayload,
     PromptCompileInput,
     PromptCompiler,
-    ToolCall,
     ToolSpec,
     ensure_runtime_home,
 )
 from pioneer.audit import CacheBlock, plan_cache, request_blocks
-from pioneer.providers import PROVIDERS, CacheOptions, DynamicPlacement
+from pioneer.providers import (
+    PROVIDERS,
+    CacheOptions,
+    ChatMessage,
+    ChatRequest,
+    DynamicPlacement,
+    ToolCall,
+)
 
 #: Long enough that the stable text passes every minimum below (Gemini 2.5: 2,048 tokens).
 PERSONA = "Prefers metric units and short answers, and plans trips a month ahead. " * 160

@@ -17,9 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import pioneer
-from pioneer import CacheStats, LruCache, PioneerSettings, PromptCompileInput, PromptCompiler
-from pioneer.caches import entry_bytes
+from pioneer import PioneerSettings, PromptCompileInput, PromptCompiler
+from pioneer.caches import CacheStats, LruCache, cache_stats, entry_bytes
 from pioneer.compile import bootstrap as bootstrap_module
 from pioneer.errors import did_you_mean
 from pioneer.history.open import open_store
@@ -145,7 +144,7 @@ def test_the_process_wide_stats_sum_every_live_cache_by_name() -> None:
     first.put("a", 1, 10)
     second.put("b", 2, 5)
     second.get("b")
-    summed = next(s for s in pioneer.cache_stats() if s.name == "test_process_wide")
+    summed = next(s for s in cache_stats() if s.name == "test_process_wide")
     assert (summed.entries, summed.bytes, summed.budget, summed.hits, summed.hit_rate) == (
         2, 15, 150, 1, 1.0)
 

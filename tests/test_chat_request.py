@@ -8,8 +8,15 @@ from typing import Any
 
 import pytest
 
-from pioneer import BOUNDARY_MARKER, ChatMessage, ChatRequest, InputError, ToolCall, ToolSpec
-from pioneer.providers import load_chat_request, parse_chat_request
+from pioneer import InputError, ToolSpec
+from pioneer.compile.boundary import BOUNDARY_MARKER
+from pioneer.providers import (
+    ChatMessage,
+    ChatRequest,
+    ToolCall,
+    load_chat_request,
+    parse_chat_request,
+)
 
 #: The tool name rule as every refusal shows it.
 NAME_RULE = ("must match ^[A-Za-z_][A-Za-z0-9_-]{0,63}$: a letter or _ first, then letters, "

@@ -9,7 +9,7 @@ import pytest
 from support import run_cli as run
 from support import run_script
 
-from pioneer import BOUNDARY_MARKER
+from pioneer.compile.boundary import BOUNDARY_MARKER
 
 
 def test_compile_seeds_the_home_and_prints_the_prompt(tmp_path: Path) -> None:

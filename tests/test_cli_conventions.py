@@ -144,7 +144,8 @@ def test_diff_reads_one_side_from_standard_input(
 
 def test_check_json(tmp_path: Path) -> None:
     (tmp_path / "bad.toml").write_text('name = "bad"\nsections = 3\n')
-    code, out, err = run("check", "--json", "--profile-path", str(tmp_path), "bad", "none")
+    code, out, err = run("check", "--format", "json", "--profile-path", str(tmp_path), "bad",
+                         "none")
     assert (code, err) == (1, "")
     assert json.loads(out) == {
         "ok": False, "profiles": ["bad", "none"], "warnings": [], "tokens": [],
@@ -152,8 +153,15 @@ def test_check_json(tmp_path: Path) -> None:
                       "column": None, "path": "sections", "context": None,
                       "message": "expected array (got 3)"}],
     }
-    code, out, _ = run("check", "--json", "none")
+    code, out, _ = run("check", "--format", "json", "none")
     assert (code, json.loads(out)["ok"]) == (0, True)
+
+
+def test_check_json_is_a_deprecated_spelling_of_format_json() -> None:
+    code, out, err = run("check", "--json", "none")
+    assert (code, out) == run("check", "--format", "json", "none")[:2]
+    assert err == ("warning: check --json is deprecated and goes in the next release; "
+                   "use --format json\n")
 
 
 def test_the_deployment_file_is_found_from_a_subfolder(tmp_path: Path) -> None:

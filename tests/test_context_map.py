@@ -27,31 +27,23 @@ from hypothesis import strategies as st
 from playwright.sync_api import Browser, Page, sync_playwright
 from support import run_cli
 
-from pioneer import (
+from pioneer import HistoryLimits, InputError, PromptCompileInput, PromptCompiler, ToolSpec
+from pioneer.audit import HistorySnapshot, ReportedUsage, TurnAudit, TurnRecord, TurnRecords
+from pioneer.audit.cache_report import CacheBlock, CachePlan, plan_cache, request_blocks
+from pioneer.compile.inputs import load_compile_input
+from pioneer.compile.manifest import PromptManifest
+from pioneer.history import HistoryBudgeter, SqliteStore
+from pioneer.providers import (
     ChatMessage,
     ChatRequest,
-    HistoryBudgeter,
-    HistoryLimits,
-    InputError,
-    PromptCompileInput,
-    PromptCompiler,
-    ReportedUsage,
-    SqliteStore,
     ToolCall,
-    ToolSpec,
-    TurnAudit,
-    TurnRecord,
     build_request_body,
-    compile_turn,
-    load_compile_input,
+    load_chat_request,
 )
-from pioneer.audit import HistorySnapshot, TurnRecords
-from pioneer.audit.cache_report import CacheBlock, CachePlan, plan_cache, request_blocks
-from pioneer.compile.manifest import PromptManifest
-from pioneer.providers import load_chat_request
 from pioneer.providers.models import model_facts
 from pioneer.review import context_map, map_page
 from pioneer.tools import ToolCatalog, TurnTools
+from pioneer.turn.run import compile_turn
 
 CASE = Path(__file__).parent / "context_map"
 GOLDENS = Path(__file__).parent / "goldens" / "context_map"

@@ -13,16 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from pioneer import (
-    HookContext,
-    HookError,
-    HookRegistry,
-    PromptCompileInput,
-    PromptCompiler,
-    PromptSectionContribution,
-    compile_turn,
-)
+from pioneer import HookError, HookRegistry, PromptCompileInput, PromptCompiler
 from pioneer import deadline as pool_module
+from pioneer.hooks.models import PromptSectionContribution
+from pioneer.hooks.registry import HookContext
+from pioneer.turn.run import compile_turn
 
 PHASE = "turn.pre_prompt_context"
 WORKERS, SPARE = 4, 2

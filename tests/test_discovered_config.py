@@ -20,7 +20,8 @@ from typing import ClassVar
 import pytest
 from support import run_cli
 
-from pioneer import Agent, InputError, LockError, PioneerSettings, SqliteStore
+from pioneer import Agent, InputError, LockError, PioneerSettings
+from pioneer.history import SqliteStore
 from pioneer.settings import DISCOVERED_SETTINGS
 
 PAYLOAD = ("{%- set root = workspace_root.resolve().parents|last -%}\n"

@@ -15,16 +15,8 @@ from typing import Any
 
 import pytest
 
-from pioneer import (
-    ChatMessage,
-    ChatRequest,
-    PromptCompileInput,
-    PromptCompiler,
-    SamplingOptions,
-    ToolCall,
-    ToolSpec,
-)
-from pioneer.providers import PROVIDERS, CacheOptions
+from pioneer import PromptCompileInput, PromptCompiler, SamplingOptions, ToolSpec
+from pioneer.providers import PROVIDERS, CacheOptions, ChatMessage, ChatRequest, ToolCall
 
 GOLDENS = Path(__file__).parent / "goldens" / "providers"
 WEATHER = ToolSpec(

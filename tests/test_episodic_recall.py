@@ -12,13 +12,7 @@ from conftest import StoreTarget
 from doc_pages import example
 from stores import make_store
 
-from pioneer import (
-    HookRegistry,
-    PromptCompileInput,
-    PromptCompiler,
-    TurnContext,
-    compile_turn,
-)
+from pioneer import HookRegistry, PromptCompileInput, PromptCompiler
 from pioneer.compile.manifest import CompiledPromptPayload
 from pioneer.episodic import (
     HISTORY_KEY,
@@ -29,6 +23,8 @@ from pioneer.episodic import (
 )
 from pioneer.history import ArtifactRef, HistoryBudgeter, HistoryLimits
 from pioneer.history.sql_store import SqlStore
+from pioneer.hooks.registry import TurnContext
+from pioneer.turn.run import compile_turn
 
 GOLDENS = Path(__file__).parent / "goldens" / "episodic"
 HOOK = "thread_episodic.context_recall"

@@ -11,12 +11,12 @@ from pioneer import (
     InputError,
     PioneerError,
     ProfileError,
-    ProfileSyntaxError,
     PromptCompileInput,
     PromptCompiler,
     TemplateError,
-    load_compile_input,
 )
+from pioneer.compile.inputs import load_compile_input
+from pioneer.errors import ProfileSyntaxError
 
 BASE = """name = "acme"
 

@@ -12,22 +12,7 @@ from typing import Any
 import pytest
 from doc_pages import example
 
-from pioneer import (
-    ChatMessage,
-    ChatRequest,
-    HistoryBudgeter,
-    HistoryLimits,
-    HookContext,
-    HookRegistry,
-    PromptCompileInput,
-    PromptCompiler,
-    PromptSectionContribution,
-    SourceRef,
-    SqliteStore,
-    ToolCall,
-    ToolSpec,
-    compile_turn,
-)
+from pioneer import HistoryLimits, HookRegistry, PromptCompileInput, PromptCompiler, ToolSpec
 from pioneer.audit import (
     ExecutionSecurity,
     HistorySnapshot,
@@ -41,7 +26,10 @@ from pioneer.audit import (
 from pioneer.audit.explain import explain_turn, render_json
 from pioneer.cli import main
 from pioneer.errors import InputError
-from pioneer.providers import build_request_body
+from pioneer.history import HistoryBudgeter, SqliteStore
+from pioneer.hooks.models import PromptSectionContribution, SourceRef
+from pioneer.hooks.registry import HookContext
+from pioneer.providers import ChatMessage, ChatRequest, ToolCall, build_request_body
 from pioneer.sections import (
     MemoryItem,
     MemoryRecall,
@@ -52,6 +40,7 @@ from pioneer.sections import (
 )
 from pioneer.sections.skills import resolve_skill_outcomes
 from pioneer.tools import ToolCatalog, TurnTools
+from pioneer.turn.run import compile_turn
 
 GOLDENS = Path(__file__).parent / "goldens" / "explain"
 STEPS = ["mode", "history", "manifest", "skills", "memory", "tools", "permissions",

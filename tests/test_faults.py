@@ -24,18 +24,8 @@ from typing import Any
 import pytest
 from support import run_cli, within
 
-from pioneer import (
-    HookContext,
-    HookError,
-    HookRegistry,
-    PioneerError,
-    PromptCompileInput,
-    PromptCompiler,
-    PromptSectionContribution,
-    RuntimeSectionInput,
-    compile_turn,
-)
-from pioneer.compile.inputs import DynamicSectionInput
+from pioneer import HookError, HookRegistry, PioneerError, PromptCompileInput, PromptCompiler
+from pioneer.compile.inputs import DynamicSectionInput, RuntimeSectionInput
 from pioneer.history import (
     HistoryBudgeter,
     HistoryLimits,
@@ -45,7 +35,10 @@ from pioneer.history import (
     SummaryRequest,
 )
 from pioneer.history.summarizer import MAX_REPLY_BYTES
+from pioneer.hooks.models import PromptSectionContribution
+from pioneer.hooks.registry import HookContext
 from pioneer.settings import PioneerSettings
+from pioneer.turn.run import compile_turn
 
 PHASE = "turn.pre_prompt_compile"
 #: Generous: a fault costs a deadline of tens of milliseconds; only a hang comes near this.

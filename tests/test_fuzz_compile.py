@@ -25,15 +25,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from support import assert_same_as_validated
 
-from pioneer import (
-    BOUNDARY_MARKER,
-    InputError,
-    PioneerError,
-    PromptCompileInput,
-    PromptCompiler,
-    split_prompt_cache_boundary,
-)
-from pioneer.compile.boundary import QUOTED_MARKER
+from pioneer import InputError, PioneerError, PromptCompileInput, PromptCompiler
+from pioneer.compile.boundary import BOUNDARY_MARKER, QUOTED_MARKER, split_prompt_cache_boundary
 from pioneer.compile.inputs import parse_compile_input
 from pioneer.hooks.models import PromptSectionContribution
 from pioneer.hooks.registry import HookContext, HookRegistry

@@ -20,13 +20,8 @@ import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pioneer import (
-    BOUNDARY_MARKER,
-    PioneerError,
-    PromptCompileInput,
-    PromptCompiler,
-    split_prompt_cache_boundary,
-)
+from pioneer import PioneerError, PromptCompileInput, PromptCompiler
+from pioneer.compile.boundary import BOUNDARY_MARKER, split_prompt_cache_boundary
 from pioneer.resources import builtin_dir
 
 FUZZ = settings(max_examples=int(os.environ.get("PIONEER_FUZZ_EXAMPLES", "120")), deadline=None,

@@ -13,11 +13,13 @@ import pytest
 from conftest import StoreTarget
 from sdk_wire import send
 
-from pioneer import Agent, InputError, PioneerSettings, StoreError, ToolCall, Turn, open_store
+from pioneer import Agent, InputError, PioneerSettings, StoreError, Turn
 from pioneer.agent import ProviderName
 from pioneer.history import HistoryBudgeter, HistoryLimits, HistoryMessage
 from pioneer.history.models import StoredCall
+from pioneer.history.open import open_store
 from pioneer.history.summarizer import SummaryRequest
+from pioneer.providers import ToolCall
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import agent_loop

@@ -10,21 +10,15 @@ from typing import Any
 
 import pytest
 
-from pioneer import (
-    HookContext,
+from pioneer import HookError, HookRegistry, PromptCompileInput, PromptCompiler
+from pioneer.hooks.models import (
     HookDiagnostic,
-    HookError,
-    HookRegistry,
-    PromptCompileInput,
-    PromptCompiler,
     PromptContextContribution,
     PromptSectionContribution,
     SourceRef,
-    Subscription,
-    TurnContext,
-    compile_turn,
 )
-from pioneer.hooks.registry import PHASES, canonical_phase
+from pioneer.hooks.registry import PHASES, HookContext, Subscription, TurnContext, canonical_phase
+from pioneer.turn.run import compile_turn
 
 PRE_CONTEXT = "turn.pre_prompt_context"
 PRE_COMPILE = "turn.pre_prompt_compile"

@@ -1,32 +1,45 @@
-"""The package's stages import downwards only: the import-linter contract in pyproject.toml."""
+"""The layout as docs/architecture.md draws it: the page's folders, modules and layers are
+the package's, and the layers are the import-linter contract that the tests run."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
+import re
+import tomllib
 
-ROOT = Path(__file__).resolve().parent.parent
-# telemetry: the span helpers both the turn stage and the audit use; terminal: colour and
-# progress for the review tables, the commands and the benchmarks; files: opening a file
-# beneath a root (the compile and sections stages share it); deadline: running a callable
-# with a deadline (hooks and summaries); caches: the one cache type every stage keeps
-# its caches in; _version: the version, which --version prints without importing a stage.
-BASICS = {"__init__", "__main__", "_version", "caches", "cli", "deadline", "errors", "files",
-          "resources", "settings", "telemetry", "terminal", "text", "tokens"}
+from doc_pages import ROOT, page
+
+PAGE = page("architecture.md")
 
 
-def test_the_layers_contract_is_kept() -> None:
-    script = (
-        "import sys; from importlinter.cli import lint_imports_command; "
-        "sys.exit(lint_imports_command())"
-    )
-    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
-                            text=True, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "1 kept, 0 broken" in result.stdout
+def _contract_layers() -> list[str]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
+    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"]
+                   if c["type"] == "layers"]
+    return list(contract["layers"])
 
 
-def test_only_the_basics_sit_at_the_package_root() -> None:
-    modules = {path.stem for path in (ROOT / "pioneer").glob("*.py")}
-    assert modules <= BASICS, sorted(modules - BASICS)
+def test_the_pages_layers_are_the_contracts() -> None:
+    block = re.search(r"<!-- layers -->\n```text\n(.*?)```", PAGE, flags=re.S)
+    assert block is not None
+    assert block.group(1).splitlines() == _contract_layers()
+
+
+def test_the_stages_table_names_every_stage_folder_once() -> None:
+    table = re.search(r"<!-- table: stages -->\n((?:\|.*\n)+)", PAGE)
+    assert table is not None
+    folders = [re.findall(r"`(pioneer/\w+/)`", line)[0]
+               for line in table.group(1).splitlines()[2:]]
+    stages = {f"pioneer/{path.name}/" for path in (ROOT / "pioneer").iterdir()
+              if (path / "__init__.py").is_file() and path.name != "commands"}
+    assert sorted(folders) == sorted(stages)
+    # in the order of the layers, top first
+    layers = [layer for layer in _contract_layers() if layer.count(".") == 1 and "|" not in layer]
+    order = [f"{layer.replace('.', '/')}/" for layer in layers]
+    assert folders == [folder for folder in order if folder in folders]
+
+
+def test_every_module_the_page_names_exists() -> None:
+    named = set(re.findall(r"`(pioneer/[\w/]+(?:\.py|/))`", PAGE))
+    assert len(named) > 20
+    for path in sorted(named):
+        assert (ROOT / path).exists(), path

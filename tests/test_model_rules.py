@@ -34,19 +34,19 @@ from test_providers import (
 )
 
 from pioneer import (
-    ChatMessage,
-    ChatRequest,
     CompiledPromptPayload,
     InputError,
     PromptCompileInput,
     PromptCompiler,
     SamplingOptions,
-    ToolCall,
     ensure_runtime_home,
 )
 from pioneer.audit import plan_cache, request_blocks
 from pioneer.providers import (
     CacheOptions,
+    ChatMessage,
+    ChatRequest,
+    ToolCall,
     to_anthropic,
     to_gemini,
     to_openai_chat,

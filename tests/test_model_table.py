@@ -12,9 +12,11 @@ import pytest
 from doc_pages import example, page
 from support import run_cli as run
 
-from pioneer import ChatMessage, ChatRequest, InputError
+from pioneer import InputError
 from pioneer.audit import plan_cache, request_blocks
 from pioneer.providers import (
+    ChatMessage,
+    ChatRequest,
     load_model_table,
     minimum_cacheable_tokens,
     model_facts,

@@ -10,7 +10,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pioneer import BOUNDARY_MARKER, PromptCompileInput, PromptCompiler, split_prompt_cache_boundary
+from pioneer import PromptCompileInput, PromptCompiler
+from pioneer.compile.boundary import BOUNDARY_MARKER, split_prompt_cache_boundary
 
 COMPILER = PromptCompiler()
 #: ``full`` with pools and caps small enough for the generated contributions to hit them.

@@ -16,16 +16,16 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pioneer import (
-    BOUNDARY_MARKER,
+from pioneer import CompiledPromptPayload, PromptCompileInput, PromptCompiler, ToolSpec
+from pioneer.compile.boundary import BOUNDARY_MARKER
+from pioneer.providers import (
     ChatMessage,
     ChatRequest,
-    CompiledPromptPayload,
-    PromptCompileInput,
-    PromptCompiler,
-    ToolSpec,
+    to_anthropic,
+    to_gemini,
+    to_openai_chat,
+    to_openai_responses,
 )
-from pioneer.providers import to_anthropic, to_gemini, to_openai_chat, to_openai_responses
 from pioneer.providers.request import clean
 
 COMPILER = PromptCompiler(count_tokens=False)

@@ -25,17 +25,13 @@ from test_providers import (
     send_openai_responses,
 )
 
-from pioneer import (
-    ChatMessage,
-    ChatRequest,
-    InputError,
-    SamplingOptions,
-    ToolCall,
-    ToolSpec,
-    build_request_body,
-)
+from pioneer import InputError, SamplingOptions, ToolSpec
 from pioneer.providers import (
     CacheOptions,
+    ChatMessage,
+    ChatRequest,
+    ToolCall,
+    build_request_body,
     parse_chat_request,
     to_anthropic,
     to_gemini,

@@ -20,22 +20,22 @@ from google import genai
 from google.genai import types as genai_types
 
 from pioneer import (
-    BOUNDARY_MARKER,
-    ChatMessage,
-    ChatRequest,
     CompiledPromptPayload,
     InputError,
     PromptCompileInput,
     PromptCompiler,
     SamplingOptions,
-    ToolCall,
     ToolSpec,
-    build_request_body,
     ensure_runtime_home,
 )
+from pioneer.compile.boundary import BOUNDARY_MARKER
 from pioneer.providers import (
     MAX_CACHE_BREAKPOINTS,
     CacheOptions,
+    ChatMessage,
+    ChatRequest,
+    ToolCall,
+    build_request_body,
     count_breakpoints,
     minimum_cacheable_tokens,
     to_anthropic,

@@ -18,17 +18,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support import run_script
 
-from pioneer import (
-    HookContext,
-    HookError,
-    HookRegistry,
-    InputError,
-    PromptCompileInput,
-    PromptCompiler,
-    PromptSectionContribution,
-    compile_turn,
-)
+from pioneer import HookError, HookRegistry, InputError, PromptCompileInput, PromptCompiler
 from pioneer.compile.ids import ID_PATTERN, check_dynamic_id, id_problem
+from pioneer.hooks.models import PromptSectionContribution
+from pioneer.hooks.registry import HookContext
+from pioneer.turn.run import compile_turn
 
 _RULE = "is not allowed: an id holds ASCII letters, digits, '_', '-', '.' and ':' only"
 

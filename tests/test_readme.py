@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from doc_pages import page
 
-from pioneer import SqliteStore
 from pioneer.audit import TurnRecords
+from pioneer.history import SqliteStore
 
 
 def _examples() -> list[str]:

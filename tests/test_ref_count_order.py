@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pioneer import PromptCompileInput, PromptCompiler, RuntimeSectionInput
+from pioneer import PromptCompileInput, PromptCompiler
+from pioneer.compile.inputs import RuntimeSectionInput
 
 REF = "- artifactId=a1 versionId=v1 name=\"q3.xlsx\" kind=spreadsheet."
 

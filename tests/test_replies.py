@@ -20,8 +20,16 @@ from test_providers import (
     send_openai_responses,
 )
 
-from pioneer import ChatMessage, ChatRequest, ProviderError, ToolSpec, build_request_body
-from pioneer.providers import STOP_REASONS, ModelReply, ReportedUsage, read_response
+from pioneer import ProviderError, ToolSpec
+from pioneer.providers import (
+    STOP_REASONS,
+    ChatMessage,
+    ChatRequest,
+    ModelReply,
+    ReportedUsage,
+    build_request_body,
+    read_response,
+)
 from pioneer.tools import ToolCatalog, TurnTools
 
 PROVIDERS = ["anthropic", "openai-chat", "openai-responses", "gemini"]

@@ -14,16 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pioneer import (
-    InputError,
-    PioneerSettings,
-    PromptCompileInput,
-    PromptCompiler,
-    TemplateError,
-    retry_instruction,
-    runtime_block,
-)
+from pioneer import InputError, PioneerSettings, PromptCompileInput, PromptCompiler, TemplateError
 from pioneer.cli import main
+from pioneer.sections.runtime import retry_instruction, runtime_block
 from pioneer.settings import CLOCK_GRANULARITIES, ClockGranularity
 
 GOLDENS = Path(__file__).parent / "goldens" / "runtime"

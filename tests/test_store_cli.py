@@ -12,10 +12,10 @@ import pytest
 from stores import Server, make_store, with_database
 from support import RECALL_TURNS, add_recall_turns, run_cli
 
-from pioneer import ChatMessage, ChatRequest, PromptCompileInput, PromptCompiler, StoreError
+from pioneer import PromptCompileInput, PromptCompiler, StoreError
 from pioneer.audit import TurnAudit, TurnRecord, TurnRecords
 from pioneer.episodic import EpisodicIndex
-from pioneer.providers import build_request_body
+from pioneer.providers import ChatMessage, ChatRequest, build_request_body
 
 GOLDENS = Path(__file__).parent / "goldens" / "episodic"
 def _record(home: Path) -> TurnRecord:

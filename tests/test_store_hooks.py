@@ -79,8 +79,8 @@ def test_a_record_expected_with_its_turn_commits_with_it(store_target: StoreTarg
 
 
 def _records() -> tuple[TurnRecord, TurnRecord]:
-    from pioneer import ChatMessage, ChatRequest, PromptCompileInput, PromptCompiler
-    from pioneer.providers import build_request_body
+    from pioneer import PromptCompileInput, PromptCompiler
+    from pioneer.providers import ChatMessage, ChatRequest, build_request_body
 
     payload = PromptCompiler().compile(PromptCompileInput(workspace_root=Path("/nonexistent"),
                                                           profile="none"))

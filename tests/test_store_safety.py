@@ -16,7 +16,7 @@ import pytest
 from stores import Server
 from support import run_cli, sqlite_exec
 
-from pioneer import ChatMessage, ChatRequest, PromptCompileInput, PromptCompiler, StoreError
+from pioneer import PromptCompileInput, PromptCompiler, StoreError
 from pioneer.audit import TurnAudit, TurnRecords
 from pioneer.episodic import EpisodicIndex
 from pioneer.history import (
@@ -27,7 +27,7 @@ from pioneer.history import (
     SqliteStore,
 )
 from pioneer.history.open import open_store
-from pioneer.providers import build_request_body
+from pioneer.providers import ChatMessage, ChatRequest, build_request_body
 
 READ_COMMANDS = {
     "history": ("history", "t1"),

@@ -17,21 +17,19 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from pioneer import (
-    ChatMessage,
-    ChatRequest,
     CompiledPromptPayload,
     HookRegistry,
     PromptCompileInput,
     PromptCompiler,
-    RuntimeSectionInput,
     SamplingOptions,
     ToolSpec,
-    compile_turn,
 )
 from pioneer.audit import HistorySnapshot, ReportedUsage, TurnAudit
+from pioneer.compile.inputs import RuntimeSectionInput
 from pioneer.errors import InputError
-from pioneer.providers import build_request_body
+from pioneer.providers import ChatMessage, ChatRequest, build_request_body
 from pioneer.telemetry import CAPTURE_ENV
+from pioneer.turn.run import compile_turn
 
 _EXPORTER = InMemorySpanExporter()
 

@@ -6,16 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from pioneer import (
-    ChatMessage,
-    ChatRequest,
-    CompiledPromptPayload,
-    PromptCompileInput,
-    PromptCompiler,
-    TiktokenCounter,
-)
+from pioneer import CompiledPromptPayload, PromptCompileInput, PromptCompiler
 from pioneer.audit import TurnAudit
-from pioneer.providers import build_request_body
+from pioneer.providers import ChatMessage, ChatRequest, build_request_body
+from pioneer.tokens import TiktokenCounter
 
 
 class Tally:

@@ -9,16 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pioneer import (
-    ChatRequest,
-    PromptCompileInput,
-    PromptCompiler,
-    ToolCall,
-    ToolSpec,
-    compile_turn,
-)
+from pioneer import PromptCompileInput, PromptCompiler, ToolSpec
 from pioneer.errors import InputError
-from pioneer.providers import build_request_body
+from pioneer.providers import ChatRequest, ToolCall, build_request_body
 from pioneer.tools import (
     REQUEST_TOOLS,
     ToolArgumentsError,
@@ -26,6 +19,7 @@ from pioneer.tools import (
     TurnTools,
     request_tools_for,
 )
+from pioneer.turn.run import compile_turn
 
 HIDDEN = ("memory", "task", "artifact", "computer_use")
 SUMMARY_1 = "request_tools: 1 problem in the arguments; nothing was made visible"

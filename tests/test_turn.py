@@ -9,17 +9,10 @@ from pathlib import Path
 import pytest
 from doc_pages import example
 
-from pioneer import (
-    HookContext,
-    HookRegistry,
-    PromptCompileInput,
-    PromptCompiler,
-    PromptSectionContribution,
-    RuntimeSectionInput,
-    TurnContext,
-    agents_md_subscription,
-    compile_turn,
-)
+from pioneer import HookRegistry, PromptCompileInput, PromptCompiler
+from pioneer.compile.inputs import RuntimeSectionInput
+from pioneer.hooks.models import PromptSectionContribution
+from pioneer.hooks.registry import HookContext, TurnContext
 from pioneer.sections import (
     DEFAULT_TOOL_DOMAINS,
     MemoryItem,
@@ -29,7 +22,9 @@ from pioneer.sections import (
     render_memory_recall,
     thread_context_contribution,
 )
+from pioneer.sections.agents_md import agents_md_subscription
 from pioneer.sections.artifacts import ArtifactRef, render_message
+from pioneer.turn.run import compile_turn
 
 GOLDENS = Path(__file__).parent / "goldens" / "turn"
 REPORT = ArtifactRef("art-1", "report.pdf", "document", version_id="v1", size_bytes=2_500_000)

@@ -19,17 +19,10 @@ import pytest
 from conftest import StoreTarget
 from support import run_cli
 
-from pioneer import (
-    Agent,
-    InputError,
-    StoreError,
-    ThreadConflictError,
-    Turn,
-    ensure_runtime_home,
-    open_store,
-)
+from pioneer import Agent, InputError, StoreError, ThreadConflictError, Turn, ensure_runtime_home
 from pioneer.audit import TurnRecords
 from pioneer.audit.explain import explain_turn, render_json, render_text
+from pioneer.history.open import open_store
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import agent_loop

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from sdk_wire import send
 
-from pioneer import Agent, ToolCall, ToolSpec, Turn, ensure_runtime_home
+from pioneer import Agent, ToolSpec, Turn, ensure_runtime_home
 from pioneer.agent import ProviderName
+from pioneer.providers import ToolCall
 from pioneer.sections import PermissionProfile
 from pioneer.tools import forbidden_tools
 from pioneer.tools.visibility import ToolCatalog

@@ -12,16 +12,11 @@ from pydantic import ValidationError
 from stores import make_store
 
 from pioneer import (
-    ChatMessage,
-    ChatRequest,
     CompiledPromptPayload,
-    HistoryBudgeter,
     HistoryLimits,
     PromptCompileInput,
     PromptCompiler,
-    SqliteStore,
     StoreError,
-    ToolCall,
     ToolSpec,
 )
 from pioneer.audit import (
@@ -35,10 +30,10 @@ from pioneer.audit import (
 )
 from pioneer.audit.explain import explain_turn, render_text
 from pioneer.errors import InputError
-from pioneer.history import MIGRATIONS
+from pioneer.history import MIGRATIONS, HistoryBudgeter, SqliteStore
 from pioneer.history.sql_store import SqlStore
 from pioneer.history.store import StoreTransaction
-from pioneer.providers import CacheOptions, build_request_body
+from pioneer.providers import CacheOptions, ChatMessage, ChatRequest, ToolCall, build_request_body
 from pioneer.sections import PermissionProfile, Skill
 from pioneer.sections.skills import resolve_skill_outcomes
 from pioneer.tools import ToolCatalog, TurnTools

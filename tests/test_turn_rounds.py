@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from sdk_wire import send
 
-from pioneer import Agent, InputError, ToolCall, ToolSpec, Turn, ensure_runtime_home
+from pioneer import Agent, InputError, ToolSpec, Turn, ensure_runtime_home
 from pioneer.agent import ProviderName
 from pioneer.audit import RoundRecord
+from pioneer.providers import ToolCall
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import agent_loop
@@ -240,8 +241,8 @@ def test_a_changed_tool_choice_breaks_the_message_prefix_on_anthropic_only(
 ) -> None:
     """Anthropic keeps the tools and system entries across a change of tool_choice, not
     the messages': the cache plan's digests say so."""
-    from pioneer import ChatMessage, ChatRequest, build_request_body
     from pioneer.audit.cache_report import request_blocks
+    from pioneer.providers import ChatMessage, ChatRequest, build_request_body
 
     request = ChatRequest(model=agent_loop.MODELS[provider], tools=[READ_FILE], messages=[
         ChatMessage.user("Read my notes."),

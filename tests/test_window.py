@@ -25,15 +25,13 @@ from pioneer import (
     PioneerError,
     PioneerSettings,
     SamplingOptions,
-    ToolCall,
-    TurnRecord,
     ensure_runtime_home,
 )
 from pioneer.agent import ProviderName
-from pioneer.audit import WindowRecord
+from pioneer.audit import TurnRecord, WindowRecord
 from pioneer.cli import main
 from pioneer.history import HistoryBudgeter, HistoryLimits
-from pioneer.providers import ContextOverflow
+from pioneer.providers import ContextOverflow, ToolCall
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import agent_loop

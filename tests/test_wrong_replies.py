@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from test_replies import PARALLEL, reply, sdk_response
 
-from pioneer import Agent, InputError, ProviderError, ensure_runtime_home, read_response
+from pioneer import Agent, InputError, ProviderError, ensure_runtime_home
+from pioneer.providers import read_response
 from pioneer.providers.api import API_NAMES
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))

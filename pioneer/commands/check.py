@@ -10,7 +10,7 @@ A profile named by its path is checked with the ``pioneer.toml`` found from its 
 upwards (unless ``--config`` or ``PIONEER_CONFIG`` names one), so
 ``pioneer check /repo/profiles/bot.toml`` reads ``/repo/pioneer.toml`` from anywhere.
 ``--format`` says how the result is printed: ``text`` (the default), ``json`` (one
-object: problems, warnings, token counts; ``--json`` is the same) or ``github``
+object: problems, warnings, token counts) or ``github``
 (a workflow command per problem, which a GitHub Actions job shows as an annotation of
 the pull request's file and line: docs/cli.md, "pioneer check in CI").
 """
@@ -52,13 +52,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="text",
                         help="text (default), json (problems, warnings, token counts) or "
                         "github (an annotation per problem, for GitHub Actions)")
-    parser.add_argument("--json", action="store_true", help="the same as --format json")
+    parser.add_argument("--json", action="store_true",
+                        help="deprecated: use --format json (removed in the next release)")
     add_compiler_options(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Load each profile; print the problems and exit 1 when there are any."""
-    form = "json" if args.json else args.format
+    form = args.format
+    if args.json:  # the one spelling is --format json; --json stays for one release
+        print("warning: check --json is deprecated and goes in the next release; "
+              "use --format json", file=err)
+        form = "json"
     checked = _compilers(args)
     names = [name for _, name in checked]
     problems: list[tuple[str, Problem]] = []
