@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pioneer import LruCache, PioneerSettings, PromptCompileInput, PromptCompiler
-from pioneer.caches import ENTRY_OVERHEAD, SHARED_TEXT, deep_bytes, entry_bytes
+from pioneer import PioneerSettings, PromptCompileInput, PromptCompiler
+from pioneer.caches import ENTRY_OVERHEAD, SHARED_TEXT, LruCache, deep_bytes, entry_bytes
 from pioneer.compile import bootstrap as bootstrap_module
 from pioneer.compile.inputs import RuntimeSectionInput
 from pioneer.compile.plan import freeze

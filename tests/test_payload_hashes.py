@@ -33,15 +33,13 @@ import workload  # noqa: E402
 
 from pioneer import (  # noqa: E402
     Agent,
-    ChatMessage,
-    ChatRequest,
     CompiledPromptPayload,
     PioneerError,
     PromptCompiler,
     ToolSpec,
 )
 from pioneer.compile.inputs import parse_compile_input  # noqa: E402
-from pioneer.providers import PROVIDERS  # noqa: E402
+from pioneer.providers import PROVIDERS, ChatMessage, ChatRequest  # noqa: E402
 
 WEATHER = ToolSpec(
     name="get_weather", description="Current weather for a city.",

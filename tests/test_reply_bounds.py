@@ -17,7 +17,7 @@ from test_replies import reply, sdk_response
 
 from pioneer import Agent, PioneerSettings, ensure_runtime_home
 from pioneer.agent import ProviderName
-from pioneer.errors import MAX_DEPTH
+from pioneer.documents import MAX_DEPTH
 from pioneer.providers import read_response
 from pioneer.providers.replies import MAX_CALL_ID_CHARS
 from pioneer.text import REPLACEMENT, scrub

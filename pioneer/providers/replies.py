@@ -33,7 +33,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from ..errors import MAX_DEPTH, Problem, ProviderError
+from ..documents import MAX_DEPTH
+from ..errors import Problem, ProviderError
 from .overflow import ContextOverflow
 from .request import TOOL_NAME_PATTERN, ChatMessage, ToolCall, clean
 from .rules import CallIdRule, safe_call_id
