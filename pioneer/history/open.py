@@ -19,70 +19,18 @@ import os
 import re
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote, urlencode
 
 from ..errors import InputError, Problem, StoreError
-from ..settings import (
-    HISTORY_CACHE_BYTES,
-    STORE_URL_SCHEMES,
-    PioneerSettings,
-    store_url_parameters,
-)
+from ..settings import HISTORY_CACHE_BYTES, PioneerSettings, store_url_parameters
 from ..tokens import TokenCounter, default_counter
+from ._urls import URL_SCHEMES, is_store_url, normalize_url, redact_url
 from .sql_store import SqlStore
 
 __all__ = ["URL_SCHEMES", "configured_store", "is_store_url", "normalize_url", "open_store",
            "redact_url"]
 
-#: URL schemes that select the PostgreSQL store.
-URL_SCHEMES = STORE_URL_SCHEMES
-
-
 #: ``password=`` as libpq's key=value connection strings write it.
 _CONNINFO_PASSWORD = re.compile(r"(?:^|\s)password\s*=")
-
-
-def is_store_url(target: str | os.PathLike[str]) -> bool:
-    """Whether ``target`` is a PostgreSQL URL (anything else is an SQLite path)."""
-    if not isinstance(target, str):
-        return False
-    scheme, sep, _ = target.partition("://")
-    return bool(sep) and scheme.lower() in URL_SCHEMES
-
-
-def normalize_url(url: str) -> str:
-    """``url`` with its scheme in lower case, as libpq needs it (schemes are not case
-    sensitive, but libpq reads ``POSTGRESQL://`` as a malformed ``key=value`` string)."""
-    scheme, sep, rest = url.partition("://")
-    return f"{scheme.lower()}{sep}{rest}" if sep else url
-
-
-def redact_url(url: str) -> str:
-    """``url`` as a message names it: without its password, wherever the URL put it (in
-    the user part or as ``?password=``), as libpq parses it. A URL libpq cannot parse is
-    named by its scheme alone; so is every URL when psycopg is missing."""
-    scheme = url.partition("://")[0].lower()
-    try:
-        parameters = store_url_parameters(url)
-    except ValueError:
-        return f"{scheme}://…"
-    if not parameters:  # no psycopg to parse with
-        return f"{scheme}://…"
-    hidden = parameters.pop("password", None) is not None
-    user = quote(parameters.pop("user", ""), safe="")
-    host = parameters.get("host", "")
-    # A socket folder or a list of hosts goes in the query, as libpq reads it there.
-    netloc_host = "" if not host or host.startswith("/") or "," in host else host
-    if netloc_host:
-        del parameters["host"]
-        port = parameters.pop("port", "")
-        netloc_host = (f"[{netloc_host}]" if ":" in netloc_host else netloc_host) + \
-            (f":{port}" if port else "")
-    userinfo = user + (":***" if hidden else "")
-    database = quote(parameters.pop("dbname", ""), safe="")
-    query = urlencode(parameters)
-    return (f"{scheme}://{userinfo}{'@' if userinfo else ''}{netloc_host}/{database}"
-            + (f"?{query}" if query else ""))
 
 
 def configured_store(settings: PioneerSettings) -> str | os.PathLike[str]:

@@ -54,8 +54,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..errors import StoreError
 from ..settings import HISTORY_CACHE_BYTES
 from ..tokens import TokenCounter
+from ._urls import normalize_url, redact_url
 from .migrations import Migration, check_order, check_version
-from .open import normalize_url, redact_url
 from .postgres_migrations import MIGRATION_LOCK, MIGRATIONS
 from .sql_store import ConnectionLost, SqlStore
 from .store import Cursor, Dialect, StoreTimeout, StoreTransaction
