@@ -63,6 +63,7 @@ from .usage import (
     gemini_usage,
     openai_chat_usage,
     openai_responses_usage,
+    register_usage,
 )
 
 __all__ = [
@@ -206,6 +207,9 @@ PROVIDER_APIS: Mapping[str, ProviderApi] = {api.name: api for api in (
                             "dynamic: a text part before the current user text",
     ),
 )}
+
+for _api in PROVIDER_APIS.values():
+    register_usage(_api.name, _api.read_usage)
 
 #: The APIs' names, in ``--provider`` order.
 PROVIDER_NAMES: tuple[ProviderName, ...] = tuple(api.name for api in PROVIDER_APIS.values())

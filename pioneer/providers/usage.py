@@ -9,11 +9,12 @@ mapping per provider). It lives with the providers because reading a response
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import Field
 
+from ..errors import InputError, Problem
 from ..text import EDGE_CONFIG, CheckedModel
 
 __all__ = [
@@ -22,7 +23,19 @@ __all__ = [
     "gemini_usage",
     "openai_chat_usage",
     "openai_responses_usage",
+    "register_usage",
 ]
+
+#: Each API's usage mapping by the API's name, in ``--provider`` order: the registry
+#: (:mod:`.api`) enters each API object's own as it builds them, so the mapping is the
+#: object's and this module never imports the registry above it (importing any module of
+#: :mod:`pioneer.providers` imports the package, and so the registry, first).
+_MAPPINGS: dict[str, Callable[[Mapping[str, Any]], ReportedUsage]] = {}
+
+
+def register_usage(name: str, mapping: Callable[[Mapping[str, Any]], ReportedUsage]) -> None:
+    """Enter the usage mapping of the API ``name`` (the registry does, once per API)."""
+    _MAPPINGS[name] = mapping
 
 class ReportedUsage(CheckedModel):
     """The token usage a provider reported for one round, in one set of terms.
@@ -46,10 +59,13 @@ class ReportedUsage(CheckedModel):
     def from_response(cls, provider: str, usage: Mapping[str, Any]) -> ReportedUsage:
         """The ``usage`` object of ``provider``'s response (JSON as the API sends it, or an
         official SDK object's ``model_dump()``: Gemini's SDK spells the keys in
-        snake_case), read by that API's object (:func:`~pioneer.providers.api.provider_api`)."""
-        from .api import provider_api  # the registry sits above the usage it maps
-
-        return provider_api(provider).read_usage(usage)
+        snake_case), read by that API's object's mapping
+        (:attr:`~pioneer.providers.api.ProviderApi.read_usage`)."""
+        mapping = _MAPPINGS.get(provider)
+        if mapping is None:
+            raise InputError(Problem(
+                f"unknown provider {provider!r}; expected one of {', '.join(_MAPPINGS)}"))
+        return mapping(usage)
 
 
 def anthropic_usage(usage: Mapping[str, Any]) -> ReportedUsage:
