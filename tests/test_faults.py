@@ -272,8 +272,9 @@ def test_nothing_of_a_late_hook_runs_on_its_thread_after_the_deadline(
 EXIT_AFTER_LATE_HOOK = """
 import sys, threading
 from pathlib import Path
-from pioneer import (HookRegistry, PromptCompileInput, PromptCompiler,
-                     PromptSectionContribution, compile_turn)
+from pioneer import HookRegistry, PromptCompileInput, PromptCompiler
+from pioneer.hooks.models import PromptSectionContribution
+from pioneer.turn.run import compile_turn
 one = PromptSectionContribution(contribution_id="a.c", section_id="acme.notes",
                                 domain="acme", content="x")
 registry = HookRegistry()

@@ -351,7 +351,7 @@ def _install_distribution(root: Path, module: str, entry_points: str, source: st
 def test_entry_points_register_hooks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                      compiler: PromptCompiler, base: PromptCompileInput) -> None:
     _install_distribution(tmp_path, "acme_hooks_ok", "acme = acme_hooks_ok:register", """
-        from pioneer import PromptSectionContribution
+        from pioneer.hooks.models import PromptSectionContribution
 
         def register(registry):
             @registry.hook("acme.plugin", phase="turn.pre_prompt_context")

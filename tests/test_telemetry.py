@@ -278,9 +278,10 @@ def test_import_pioneer_and_pioneer_compile_import_no_opentelemetry(tmp_path: Pa
 def test_without_the_api_a_turn_compiles_and_records_without_spans(tmp_path: Path) -> None:
     home = str(tmp_path / "home")
     loaded = _run(_BLOCK_OTEL + textwrap.dedent(f"""
-        from pioneer import (ChatMessage, ChatRequest, PromptCompileInput, PromptCompiler,
-                             TurnAudit, compile_turn)
-        from pioneer.providers import build_request_body
+        from pioneer import PromptCompileInput, PromptCompiler
+        from pioneer.audit import TurnAudit
+        from pioneer.providers import ChatMessage, ChatRequest, build_request_body
+        from pioneer.turn.run import compile_turn
         payload = compile_turn(PromptCompiler(), PromptCompileInput(workspace_root={home!r}))
         request = ChatRequest(model="m", compiled_prompt=payload,
                               messages=[ChatMessage.user("Hi")])
