@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 HOME = Path(__file__).parent / "context_map" / "home"
 PIONEER = Path(sys.executable).with_name("pioneer")
@@ -175,15 +176,25 @@ def test_the_page_reloads_itself_and_keeps_what_was_open(
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(watching.page.as_uri())
         page.wait_for_function("document.documentElement.dataset.live === 'on'")
-        page.click(".block[data-id='soul_core']")
         panel = f"#text-{page.get_attribute('.block[data-id=soul_core]', 'data-index')}"
-        assert page.is_visible(f"{panel} pre")
+        # The page reloads itself every second: a click that lands on a page already being
+        # replaced is lost, and a text is open again only once the new page has restored
+        # it. So the test clicks until the text is open, then waits for the edit.
+        deadline = time.monotonic() + PATIENCE
+        while True:
+            page.click(".block[data-id='soul_core']")
+            try:
+                page.wait_for_selector(f"{panel} pre", state="visible", timeout=3000)
+                break
+            except PlaywrightTimeoutError:
+                assert time.monotonic() < deadline, "the clicked text never opened"
         with (watching.folder / "home" / "SOUL.md").open("a") as soul:
             soul.write("\n- I reload myself.\n")
         page.wait_for_function(
             "selector => ((document.querySelector(selector) || {}).textContent || '')"
             ".includes('I reload myself.')", arg=f"{panel} pre", timeout=PATIENCE * 1000)
-        assert page.is_visible(f"{panel} pre")  # the open text stayed open
+        # the open text stayed open
+        page.wait_for_selector(f"{panel} pre", state="visible", timeout=PATIENCE * 1000)
         assert errors == []
     finally:
         context.close()
