@@ -8,6 +8,7 @@ import pytest
 
 from pioneer import CompiledPromptPayload, PromptCompileInput, PromptCompiler
 from pioneer.audit import TurnAudit
+from pioneer.caches import entry_bytes
 from pioneer.providers import ChatMessage, ChatRequest, build_request_body
 from pioneer.tokens import TiktokenCounter
 
@@ -122,7 +123,8 @@ def test_a_million_spaces_are_counted_by_every_command(tmp_path: Path,
 
 
 def test_the_counter_keeps_counts_not_texts() -> None:
-    counter = TiktokenCounter(cache_bytes=10 * 320)
+    # Room for ten counts (an entry is about 370 bytes: docs/speed.md, "Caches").
+    counter = TiktokenCounter(cache_bytes=10 * 380)
     encoded: list[str] = []
     encode = counter._encode_len
     counter._encode_len = lambda text: (encoded.append(text), encode(text))[1]  # type: ignore[method-assign]
@@ -130,9 +132,13 @@ def test_the_counter_keeps_counts_not_texts() -> None:
     texts = [long, "the same length? " * 2, "other same length" * 2, "x"]
     counts = [counter.count(text) for text in texts]
     assert counts == [encode(text) for text in texts]
-    # Each count costs the same whatever the text's size: one entry of 320 bytes each.
+    # Each count costs about the same whatever the text's size (the text is not kept):
+    # the key's tokenizer name, hash and length and the count, measured as stored.
+    sizes = [entry_bytes((counter.tokenizer, hash(text), len(text)), count)
+             for text, count in zip(texts, counts, strict=True)]
     stats = counter.cache.stats()
-    assert (stats.entries, stats.bytes) == (4, 4 * 320)
+    assert (stats.entries, stats.bytes) == (4, sum(sizes))
+    assert max(sizes) <= 380 and max(sizes) - min(sizes) <= 16, sizes
     # A text of the same length but other characters is counted on its own; a copy of a
     # text (another string object) is a hit, as the text itself is.
     assert [counter.count("".join(list(text))) for text in texts] == counts
