@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from .agent import Agent, ProviderName, ThreadMode
 from .async_agent import AsyncAgent, AsyncTurn
+from .parts import AgentParts
 from .turn import ENTRY_KEY, RECORD_KEY, FinishedTurn, Step, Turn
 
-__all__ = ["ENTRY_KEY", "RECORD_KEY", "Agent", "AsyncAgent", "AsyncTurn", "FinishedTurn",
+__all__ = ["ENTRY_KEY", "RECORD_KEY", "Agent", "AgentParts", "AsyncAgent", "AsyncTurn",
+           "FinishedTurn",
            "ProviderName", "Step", "ThreadMode", "Turn"]

@@ -17,7 +17,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, get_args
 
 from ..audit.record import ExecutionSecurity
 from ..audit.store import TurnRecords
@@ -47,18 +47,15 @@ from ..sections.tool_domains import DEFAULT_TOOL_DOMAINS
 from ..settings import HistoryToolRounds, PioneerSettings
 from ..tools.visibility import ToolCatalog, checked_shapes
 from .lifecycle import AbandonedWriter, ThreadGuard
+from .parts import AgentParts, ThreadMode
 from .rounds import check_max_rounds
+from .turn import Turn
 
-if TYPE_CHECKING:
-    from .turn import Turn
-
-__all__ = ["Agent", "ProviderName", "ThreadMode"]
+__all__ = ["Agent", "AgentParts", "ProviderName", "ThreadMode"]
 
 #: What a store given as an object must offer (a DatabaseStore: SQLite, PostgreSQL).
 _STORE_METHODS = ("read", "write", "subscribe", "add_turn", "get_history_window")
 
-#: ``agent``: tools per round, the agent profile; ``chat``: no tools, the chat profile.
-ThreadMode = Literal["agent", "chat"]
 
 
 class Agent:
@@ -276,11 +273,9 @@ class Agent:
 
         A thread has at most one open turn per agent: while one is neither finished nor
         closed, another is an :class:`InputError` naming it."""
-        from .turn import Turn
-
         _check_choice("mode", mode, get_args(ThreadMode))
         opened = self._checked_domains(visible_domains, mode)
-        turn = Turn(self, thread_id, user_text, mode=mode, turn_id=turn_id,
+        turn = Turn(self._parts(), thread_id, user_text, mode=mode, turn_id=turn_id,
                     touched_paths=tuple(touched_paths), thread_folder=thread_folder,
                     explicit_skills=tuple(explicit_skills), dynamic_context=dynamic_context,
                     extra_system=extra_system, data=dict(data or {}),
@@ -314,11 +309,26 @@ class Agent:
             raise InputError(problems)
         return tuple(domains)
 
-    def _release(self, turn: Turn) -> None:
-        """``turn`` is over: its thread may have another open turn."""
+    def _parts(self) -> AgentParts:
+        """The agent's parts as they are now: what a turn made now runs with."""
+        return AgentParts(
+            store=self.store, compiler=self.compiler, provider=self.provider,
+            model=self.model, name=self.name, settings=self.settings,
+            compile_input=self.compile_input, chat_profile=self.chat_profile,
+            tools=self.tools, domains=self.domains, security=self.security,
+            skills=self.skills, limits=self.limits, sampling=self.sampling, cache=self.cache,
+            system_role=self.system_role, runtime_facts=self.runtime_facts,
+            history_tool_rounds=self.history_tool_rounds, records=self.records,
+            calibration=self.calibration, registry=self.registry, budgeter=self.budgeter,
+            model_rules=self.model_rules, guard=self._guard, writer=self._writer,
+            release=self._release,
+        )
+
+    def _release(self, thread_id: str, turn: object) -> None:
+        """``turn`` of ``thread_id`` is over: the thread may have another open turn."""
         with self._open_lock:
-            if self._open.get(turn.thread_id) is turn:
-                del self._open[turn.thread_id]
+            if self._open.get(thread_id) is turn:
+                del self._open[thread_id]
 
     def close(self) -> None:
         """Store the abandoned turns still waiting, stop indexing and recording the

@@ -22,12 +22,12 @@ from ..providers.replies import ModelReply
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
-    from .agent import Agent
+    from .parts import AgentParts
 
 __all__ = ["end_agent_span", "start_agent_span"]
 
 
-def start_agent_span(agent: Agent, thread_id: str, turn_id: str) -> Span | None:
+def start_agent_span(agent: AgentParts, thread_id: str, turn_id: str) -> Span | None:
     """The started ``invoke_agent`` span of a turn, or None without the API."""
     name = f"invoke_agent {agent.name}" if agent.name else "invoke_agent"
     started = telemetry.start_span(name)

@@ -76,7 +76,8 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
     from ..compile.manifest import CompiledPromptPayload
-    from .agent import Agent, ProviderName, ThreadMode
+    from ..providers.names import ProviderName
+    from .parts import AgentParts, ThreadMode
 
 __all__ = ["ENTRY_KEY", "RECORD_KEY", "FinishedTurn", "Step", "Turn"]
 
@@ -164,7 +165,7 @@ def _abandoned_record(started: _Started | None, reason: str) -> TurnRecord | Non
     return started.audit.record(started.tools.calls).model_copy(update={"abandoned": reason})
 
 
-def _dropped(agent: Agent, pending: _Pending, user_text: str) -> None:
+def _dropped(agent: AgentParts, pending: _Pending, user_text: str) -> None:
     """The finalizer of a turn garbage-collected unfinished: its record goes to the agent's
     writer (stored off this thread), then a ResourceWarning. Never raises."""
     try:
@@ -175,7 +176,7 @@ def _dropped(agent: Agent, pending: _Pending, user_text: str) -> None:
         if record is None:
             return
         last = pending.replies[-1].text if pending.replies else None
-        agent._writer.put(Abandoned(record, user_text, last))
+        agent.writer.put(Abandoned(record, user_text, last))
         warn_abandoned(record, stacklevel=2)
     except BaseException:
         pass
@@ -203,7 +204,7 @@ class Turn:
     """
 
     def __init__(
-        self, agent: Agent, thread_id: str, user_text: str, *, mode: ThreadMode,
+        self, agent: AgentParts, thread_id: str, user_text: str, *, mode: ThreadMode,
         turn_id: str | None, touched_paths: tuple[str, ...], thread_folder: str | None,
         explicit_skills: tuple[str, ...], dynamic_context: str, extra_system: str,
         data: dict[str, Any], max_rounds: int | None = None,
@@ -219,6 +220,7 @@ class Turn:
             raise InputError(Problem(f"expected a string (got {type(user_text).__name__})",
                                      path="Agent.turn → user_text"))
         self.max_rounds = check_max_rounds(max_rounds, "Agent.turn → max_rounds")
+        #: The agent's parts the turn was made with (fixed: a reload is for later turns).
         self.agent = agent
         self.thread_id = thread_id
         self.turn_id = turn_id or f"turn-{uuid.uuid4().hex}"
@@ -410,7 +412,7 @@ class Turn:
             rounds = kept_rounds(self._messages[self._first:]) \
                 if agent.history_tool_rounds == "keep" else ()
             with telemetry.current(self._span), agent.records.expecting(record), \
-                    agent._guard.expecting(self.turn_id, seen_seq=started.seen_seq,
+                    agent.guard.expecting(self.turn_id, seen_seq=started.seen_seq,
                                            user_text=self.user_text):
                 entry = agent.store.add_turn(self.thread_id, turn_id=self.turn_id,
                                              user_text=self.user_text,
@@ -480,7 +482,7 @@ class Turn:
         """The turn is over: no finalizer, no longer the thread's open turn."""
         self._finished = True
         self._finalizer.detach()
-        self.agent._release(self)
+        self.agent.release(self.thread_id, self)
 
     @property
     def rounds(self) -> tuple[RoundRecord, ...]:

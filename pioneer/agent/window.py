@@ -46,7 +46,7 @@ from ..tokens import TokenCounter, counter_for, message_tokens
 from .history import conversation
 
 if TYPE_CHECKING:
-    from .agent import Agent
+    from .parts import AgentParts
 
 __all__ = [
     "Calibration",
@@ -132,8 +132,8 @@ class TurnWindow:
     _sent: tuple[HistoryDecision, list[ChatMessage]] | None = None
 
     @classmethod
-    def of(cls, agent: Agent) -> TurnWindow:
-        """The window of a turn of ``agent``."""
+    def of(cls, agent: AgentParts) -> TurnWindow:
+        """The window of a turn made with ``agent``'s parts."""
         return cls(agent.model, agent.settings, agent.sampling, agent.calibration, agent.limits)
 
     # -- the pieces ---------------------------------------------------------------------
