@@ -9,8 +9,7 @@ a row runs its previous turn untimed (``--cold`` skips that), and the garbage co
 is off while rows run (``--keep-gc`` leaves it on); see :func:`run_interleaved`. Untimed
 preparation (editing a bootstrap file) happens between the timings. Each pioneer row owns
 its compiler and its token counter, so no row warms another's caches.
-Timing starts once the workload's files are older than the bootstrap cache's 2 s trust
-window, with the setup's objects frozen out of the garbage collector. The history rows
+Timing starts with the setup's objects frozen out of the garbage collector. The history rows
 run the real ``HistoryBudgeter`` over a SQLite store, once with the counts stored at
 write time and once recounting every loaded message with tiktoken. The start-up rows time
 whole processes. Ratios are to floor B's median; every floor and peer is first checked to
@@ -48,8 +47,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import workload
 
+import pioneer
 from pioneer import CompiledPromptPayload, PromptCompiler
-from pioneer.compile.bootstrap import RACY_NS, fold_home
+from pioneer.compile.bootstrap import fold_home
 from pioneer.compile.boundary import BOUNDARY_MARKER
 from pioneer.compile.inputs import (
     PromptCompileInput,
@@ -228,6 +228,54 @@ def pioneer_warm(work: Workload, *, counted: bool = False, full: bool = False) -
     return Row(name, run, target="<= 0.5")
 
 
+#: The stored turns of the whole-round row's thread.
+WHOLE_ROUND_TURNS = 20
+
+
+def whole_round(package: Any, work: Any, root: Path, label: str = "pioneer") -> Row:
+    """A warm whole round through the turn runner (``package.Agent``): ``next_body()`` of a
+    new turn on a thread with stored turns, on the workload's home and compile input
+    (history window and budget, recall, hooks, the compile, the request body, the audit).
+    The turn is closed untimed; every call finds the same thread. ``package`` and
+    ``work`` are a version's package and workload module (versus.py sets two side by
+    side)."""
+    folder = root / f"whole-round-{label}"
+    home = folder / "home"
+    work.write_home(home)
+    for name in ("SOUL.md", "IDENTITY.md", "USER.md"):
+        _set_mtime(home / name, 0)
+    texts = work.history_texts(WHOLE_ROUND_TURNS)
+    agent = package.Agent(str(folder / "pioneer.db"), provider="anthropic",
+                          model="claude-sonnet-4-5", compile_input=work.compile_input(home, 0),
+                          runtime_facts=False)
+    agent.store.ensure_thread("bench", model="claude-sonnet-4-5")
+    for n in range(WHOLE_ROUND_TURNS):
+        agent.store.add_turn("bench", user_text=texts[2 * n][1],
+                             assistant_text=texts[2 * n + 1][1], turn_id=f"stored-{n}",
+                             user_item_id=f"u{n}", assistant_item_id=f"a{n}")
+    open_turns: list[Any] = []
+    calls = iter(range(10**9))
+
+    def close() -> None:
+        while open_turns:
+            open_turns.pop().close()
+
+    def run(turn: int) -> object:
+        opened = agent.turn("bench", f"Question {turn}: what is next?",
+                            turn_id=f"round-{next(calls)}")
+        open_turns.append(opened)
+        return opened.next_body()
+
+    def check(turn: int, result: object) -> None:
+        assert isinstance(result, dict) and result["system"]
+        close()
+
+    run(0)
+    close()
+    return Row(f"{label}: warm whole round (Agent turn, next_body)", run,
+               lambda _turn: close(), check)
+
+
 def pioneer_bootstrap_changed(work: Workload, *, counted: bool) -> Row:
     home = work.root / f"home-edited-{counted}"
     shutil.copytree(work.home, home)
@@ -334,7 +382,7 @@ def pioneer_fresh(work: Workload) -> Row:
     def run(turn: int) -> object:
         return PromptCompiler().compile(work.inputs[turn])
 
-    return Row("pioneer first call in a fresh compiler", run)
+    return Row("pioneer first call in a fresh compiler", run, target="< 50 ms")
 
 
 # -- peers --------------------------------------------------------------------------
@@ -490,14 +538,9 @@ def history_rows(work: Workload) -> tuple[Row, Row]:
 
 
 def settle() -> None:
-    """What comes between setting rows up and timing them.
-
-    Files changed within RACY_NS are re-read on every compile (their signature cannot be
-    trusted yet): timing starts once the workload's files have settled. The setup's
-    objects (every turn's inputs and reference payloads) are not the rows' garbage: they
-    are frozen out of the collector.
-    """
-    time.sleep(RACY_NS / 1e9)
+    """What comes between setting rows up and timing them: the setup's objects (every
+    turn's inputs and reference payloads) are not the rows' garbage, so they are frozen
+    out of the collector."""
     gc.collect()
     gc.freeze()
 
@@ -668,6 +711,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             peer_langchain(work),
             peer_banks(work),
             *history_rows(work),
+            whole_round(pioneer, workload, work.root),
         ]
         settle()
         with progress(sys.stderr, "timing rounds", args.rounds) as update:

@@ -35,10 +35,9 @@ homes, compiler, store and runner. Each row's cost is the median per turn, besid
 ratio to the one-thread case and the targets: 256 threads at most 1.5 times one thread,
 2,048 threads at most 2 times. Then the process's resident memory after each count
 (``VmRSS``) beside what it was before the first home was made (the interpreter with
-pioneer imported), the compile row's caches' bytes and hit rates
-(``PromptCompiler.cache_stats``), those of the token counter and the store's turn cache
-over the count (``pioneer.caches.cache_stats``), and the growth at the largest count against the
-byte budgets of every cache alive in the process.
+pioneer imported), the bytes and hit rates of the token counter and the store's turn
+cache over the count (``pioneer.caches.cache_stats``; the compiler keeps no cache), and the
+growth at the largest count against the byte budgets of every cache alive in the process.
 
 ``--no-runner`` runs no turn between the visits: the compile and history rows alone.
 
@@ -332,9 +331,6 @@ def report_store(name: str, results: dict[int, Served],
         print(f"{'RSS':<14}{size:>8,}{_mib(served.rss):>12}"
               f"{_mib(served.rss - interpreter):>12}", file=out)
     for size, served in results.items():
-        print(f"caches of the compile row at {size:,} threads:", file=out)
-        for line in cache_lines(served.stats):
-            print(line, file=out)
         print(f"shared caches at {size:,} threads (seeding, warm-up and timed turns):",
               file=out)
         for line in cache_lines(served.shared):

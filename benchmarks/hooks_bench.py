@@ -6,9 +6,9 @@ Rows, timed in interleaved rounds so machine drift hits every row alike (medians
 
 * ``compile (floor)``: ``PromptCompiler.compile`` with the same sections already rendered
   and passed as runtime sections: what a turn costs with no hook machinery at all;
-* ``compile_turn, blocking hooks``: a memory hook, a thread-context hook and the
+* ``round, blocking hooks``: a memory hook, a thread-context hook and the
   AGENTS.md hook (a three-level walk) run inline, then the same compile;
-* ``compile_turn, deadline hooks``: the same hooks with a deadline, so each runs on a
+* ``round, deadline hooks``: the same hooks with a deadline, so each runs on a
   worker of the deadline pool (the price of an enforced deadline);
 * one row per renderer on its own.
 
@@ -29,6 +29,7 @@ from pathlib import Path
 
 from pioneer import HookRegistry, PromptCompileInput, PromptCompiler
 from pioneer.compile.inputs import RuntimeSectionInput
+from pioneer.compile.manifest import CompiledPromptPayload
 from pioneer.hooks.models import PromptSectionContribution
 from pioneer.hooks.registry import HookContext, TurnContext
 from pioneer.sections import (
@@ -43,7 +44,6 @@ from pioneer.sections import (
     thread_context_contribution,
 )
 from pioneer.sections.agents_md import agents_md_subscription
-from pioneer.turn.run import compile_turn
 
 RECALL = MemoryRecall(tools=["memory_search", "memory_remember"], recalled=[
     MemoryItem("user:1", "preference", f"Remembered fact number {n}, " * 6) for n in range(8)
@@ -56,6 +56,12 @@ SNIPPETS = [
 SKILLS = [ActiveSkill(Skill(f"ws/s{n}", f"Skill {n}", "Does a thing.", f"/skills/s{n}",
                             body="Body text. " * 40), "path_match") for n in range(5)]
 
+
+
+def compile_round(compiler: PromptCompiler, base: PromptCompileInput, hooks: HookRegistry,
+                  turn: TurnContext | None = None) -> CompiledPromptPayload:
+    """One round: the hook phases, then the one compile of the round's whole input."""
+    return compiler.compile(hooks.run_hooks(compiler, base, turn=turn).round_input(base))
 
 def registry(root: Path, deadline: int | None) -> HookRegistry:
     hooks = HookRegistry()
@@ -91,16 +97,16 @@ def main() -> int:
         base = PromptCompileInput(workspace_root=home)
         turn = TurnContext(thread_folder="a/b")
         blocking, deadline = registry(root, None), registry(root, 1500)
-        rendered = compile_turn(compiler, base, blocking, turn=turn)
+        rendered = compile_round(compiler, base, blocking, turn=turn)
         floor_input = base.model_copy(update={"runtime_sections": [
             RuntimeSectionInput(id=s.id, content=s.text.split("\n", 1)[1])
             for s in rendered.sections if s.source.startswith("runtime:")
         ]})
         rows: dict[str, Callable[[], object]] = {
             "compile (floor)": lambda: compiler.compile(floor_input),
-            "compile_turn, blocking hooks": lambda: compile_turn(compiler, base, blocking,
+            "round, blocking hooks": lambda: compile_round(compiler, base, blocking,
                                                                  turn=turn),
-            "compile_turn, deadline hooks": lambda: compile_turn(compiler, base, deadline,
+            "round, deadline hooks": lambda: compile_round(compiler, base, deadline,
                                                                  turn=turn),
             "render_memory_recall": lambda: render_memory_recall(RECALL, env),
             "render_thread_context": lambda: render_thread_context(SNIPPETS, env),
@@ -137,11 +143,11 @@ def many_hooks(count: int, rounds: int) -> None:
         base = PromptCompileInput(workspace_root=Path(folder))
         rows = {"blocking": trivial(count, None), "deadline": trivial(count, 5000)}
         samples: dict[str, list[float]] = {name: [] for name in rows}
-        compile_turn(compiler, base, rows["deadline"])  # the pool's workers start here
+        compile_round(compiler, base, rows["deadline"])  # the pool's workers start here
         for _ in range(rounds):
             for name, hooks in rows.items():
                 start = time.perf_counter()
-                compile_turn(compiler, base, hooks)
+                compile_round(compiler, base, hooks)
                 samples[name].append((time.perf_counter() - start) * 1e6 / count)
     medians = {name: statistics.median(values) for name, values in samples.items()}
     print(f"\n{count:,} trivial hooks in one phase, {rounds} rounds (µs per hook)")

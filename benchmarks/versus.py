@@ -40,13 +40,22 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import workload
-from bench import Row, _fmt, _p95, _set_mtime, run_interleaved, settle, write_revision
+from bench import (
+    Row,
+    _fmt,
+    _p95,
+    _set_mtime,
+    run_interleaved,
+    settle,
+    whole_round,
+    write_revision,
+)
 
 import pioneer
 
 REPO = Path(__file__).resolve().parent.parent
 #: What an earlier revision brings: its package, the data the package reads, its workload.
-TAKEN = ["pioneer", "profiles", "templates", "schemas", "benchmarks/workload.py"]
+TAKEN = ["pioneer", "profiles", "templates", "schemas", "models", "benchmarks/workload.py"]
 #: An import of the package by its own name, which would load the current code instead.
 _ABSOLUTE = re.compile(r"^\s*(?:from|import)\s+pioneer\b", re.MULTILINE)
 
@@ -74,7 +83,7 @@ def load_revision(revision: str, folder: Path) -> tuple[ModuleType, ModuleType, 
     packages = folder / "packages"
     packages.mkdir()
     shutil.move(folder / "pioneer", packages / name)
-    for data in ("profiles", "templates", "schemas"):
+    for data in ("profiles", "templates", "schemas", "models"):
         shutil.move(folder / data, packages / data)
     for path in (packages / name).rglob("*.py"):
         if _ABSOLUTE.search(path.read_text("utf-8")):
@@ -92,7 +101,8 @@ def load_revision(revision: str, folder: Path) -> tuple[ModuleType, ModuleType, 
 
 
 def rows_for(label: str, package: Any, work: Any, root: Path, rounds: int) -> list[Row]:
-    """The warm row and the edited-file row of one version, on its own workload."""
+    """The warm row, the edited-file row and the warm whole round of one version, on its
+    own workload."""
     made: list[Row] = []
     for edited in (False, True):
         home = root / f"{label}-{'edited' if edited else 'warm'}"
@@ -122,6 +132,7 @@ def rows_for(label: str, package: Any, work: Any, root: Path, rounds: int) -> li
                 raise SystemExit(f"versus.py: the edited USER.md did not reach {label}'s prompt")
 
         made.append(Row(f"{label}: warm, USER.md edited + new turn", run, prepare, check))
+    made.append(whole_round(package, work, root, label))
     return made
 
 

@@ -81,10 +81,7 @@ CLOCK_GRANULARITIES: tuple[ClockGranularity, ...] = ("minute", "hour", "day")
 HistoryToolRounds = Literal["drop", "keep"]
 #: A mebibyte, the unit the cache budgets' defaults are written in.
 MiB = 1 << 20
-#: Default budgets of the caches kept below the settings' layer (the compile stage's
-#: bootstrap caches and a store's turns are sized here for the same node).
-BOOTSTRAP_CACHE_BYTES = 64 * MiB
-FILE_CACHE_BYTES = 32 * MiB
+#: Default budget of a store's cache of turns (kept below the settings' layer).
 HISTORY_CACHE_BYTES = 160 * MiB
 #: Default of ``tool_result_clear_batch_tokens``: clearing a tool result rewrites the
 #: cached request from that result on, so results are cleared this many tokens at a time
@@ -272,38 +269,7 @@ class PioneerSettings(BaseModel):
     )
 
     # Cache budgets, in bytes (docs/speed.md, "Caches"): sized for a node serving 10,000
-    # threads from one process, 473 MiB in all.
-    stable_cache_bytes: int = Field(
-        default=128 * MiB, ge=0,
-        description="Bytes of compiled stable parts kept for reuse (one per profile and "
-        "identity-file state in use).",
-    )
-    section_cache_bytes: int = Field(
-        default=64 * MiB, ge=0,
-        description="Bytes of rendered sections kept for reuse.",
-    )
-    bootstrap_cache_bytes: int = Field(
-        default=BOOTSTRAP_CACHE_BYTES, ge=0,
-        description="Bytes of budgeted identity files kept per runtime home for reuse "
-        "while their stat signatures hold.",
-    )
-    file_cache_bytes: int = Field(
-        default=FILE_CACHE_BYTES, ge=0,
-        description="Bytes of identity-file reads kept for reuse while each file's stat "
-        "signature holds.",
-    )
-    condition_cache_bytes: int = Field(
-        default=4 * MiB, ge=0,
-        description="Bytes of section condition results kept for reuse.",
-    )
-    placement_cache_bytes: int = Field(
-        default=4 * MiB, ge=0,
-        description="Bytes of contribution placement records kept for reuse.",
-    )
-    hint_cache_bytes: int = Field(
-        default=1 * MiB, ge=0,
-        description="Bytes of did-you-mean results for unknown contribution ids.",
-    )
+    # threads from one process.
     history_cache_bytes: int = Field(
         default=HISTORY_CACHE_BYTES, ge=0,
         description="Bytes of stored turns a history store keeps in memory.",

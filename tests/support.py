@@ -8,16 +8,18 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from pioneer import PromptCompiler
+from pioneer import CompiledPromptPayload, PromptCompileInput, PromptCompiler
 from pioneer.compile.allowance import INPUT_COPIES, MAX_OUTPUT
 from pioneer.compile.compiler import CONDITION_NAMES, PROVIDED_NAMES
 from pioneer.history import ArtifactRef, CrudStore
+from pioneer.hooks.registry import TURN_PROMPT_PHASES, HookRegistry, HookRun, TurnContext
+from pioneer.sections import CurrentPermissions, HiddenToolDomains, PermissionProfile
 
 T = TypeVar("T")
 
@@ -160,3 +162,33 @@ def sqlite_exec(path: Path, *statements: str) -> None:
             conn.execute(statement)
     finally:
         conn.close()
+
+
+def compile_round(
+    compiler: PromptCompiler,
+    compile_input: Any,
+    hooks: HookRegistry | None = None,
+    *,
+    turn: TurnContext | None = None,
+    permissions: PermissionProfile | None = None,
+    hidden_tool_domains: Mapping[str, Sequence[str]] | None = None,
+    phases: Sequence[str] = TURN_PROMPT_PHASES,
+    history: Sequence[Any] | None = None,
+    hook_run: HookRun | None = None,
+) -> CompiledPromptPayload:
+    """One round as an application writes it by hand: the hook phases (unless
+    ``hook_run`` is given), then the one compile of the round's whole input."""
+    if not isinstance(compile_input, PromptCompileInput):
+        compile_input = PromptCompileInput.model_validate(compile_input)
+    if hook_run is None:
+        hook_run = (hooks or HookRegistry()).run_hooks(compiler, compile_input, turn=turn,
+                                                       phases=phases)
+    sections: list[Any] = []
+    if permissions is not None:
+        sections.append(CurrentPermissions(permissions))
+    if hidden_tool_domains:
+        sections.append(HiddenToolDomains(hidden_tool_domains))
+    texts = None if history is None else [m if isinstance(m, str) else m.content
+                                          for m in history]
+    return compiler.compile(hook_run.round_input(compile_input, sections=sections,
+                                                 history=texts))

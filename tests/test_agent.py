@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from conftest import StoreTarget
+from support import compile_round
 
 from pioneer import (
     Agent,
@@ -37,10 +38,9 @@ from pioneer.history.calibration import Calibrator
 from pioneer.history.open import configured_store, open_store
 from pioneer.history.postgres_store import PostgresStore
 from pioneer.hooks.models import PromptSectionContribution
-from pioneer.hooks.registry import HookContext, TurnContext
+from pioneer.hooks.registry import TURN_PROMPT_PHASES, HookContext, TurnContext
 from pioneer.providers import ChatMessage, ChatRequest, build_request_body, read_response
 from pioneer.tools import HOOK_TOOL_PHASE, HOOK_TOOL_TYPES, TurnTools, catalog_with_hook_tools
-from pioneer.turn.run import TURN_PROMPT_PHASES, compile_turn, run_hooks
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import agent_loop
@@ -118,9 +118,9 @@ def _low_level_turn(store: Any, records: TurnRecords, index: EpisodicIndex,
     hooks.add(episodic_recall_subscription(index))
     compile_input = PromptCompileInput(workspace_root=home)
     context = TurnContext(thread_id=THREAD, user_text=user_text, data={HISTORY_KEY: decision})
-    hook_run = run_hooks(compiler, compile_input, hooks, turn=context,
-                         phases=("turn.pre_tool_materialization", *TURN_PROMPT_PHASES),
-                         accept={HOOK_TOOL_PHASE: HOOK_TOOL_TYPES})
+    hook_run = hooks.run_hooks(compiler, compile_input, turn=context,
+                               phases=("turn.pre_tool_materialization", *TURN_PROMPT_PHASES),
+                               accept={HOOK_TOOL_PHASE: HOOK_TOOL_TYPES})
     hook_tools = catalog_with_hook_tools([agent_loop.READ_FILE], agent_loop_domains(),
                                          hook_run.offered)
     tools = TurnTools(hook_tools.catalog)
@@ -132,7 +132,7 @@ def _low_level_turn(store: Any, records: TurnRecords, index: EpisodicIndex,
     newest: frozenset[str] = frozenset()
     for calls in agent_loop.script(number):
         round_ = tools.next_round()
-        payload = compile_turn(compiler, compile_input, hook_run=hook_run,
+        payload = compile_round(compiler, compile_input, hook_run=hook_run,
                                hidden_tool_domains=round_.hidden, history=decision.messages)
 
         def build(conversation: list[ChatMessage], round_: Any = round_,

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import compile_round
 
 from pioneer import HookError, HookRegistry, PromptCompileInput, PromptCompiler
 from pioneer.files import MAX_LINKS, Beneath, Opened, Refused
@@ -23,7 +24,6 @@ from pioneer.sections.agents_md import (
     agents_md_subscription,
     find_agents_md,
 )
-from pioneer.turn.run import compile_turn
 
 GOLDENS = Path(__file__).parent / "goldens" / "agents_md"
 
@@ -65,7 +65,7 @@ def test_no_file_anywhere_means_no_section(tmp_path: Path, compiler: PromptCompi
     assert find_agents_md(tmp_path / "bare", "sub").doc is None
     registry = HookRegistry()
     registry.add(agents_md_subscription(tmp_path / "bare"))
-    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry,
+    payload = compile_round(compiler, PromptCompileInput(workspace_root=home), registry,
                            turn=TurnContext(thread_folder="sub"))
     assert "agents_md" not in payload.manifest.section_ids
     assert payload.manifest.hook_sources == []
@@ -139,7 +139,7 @@ def test_section_text_and_manifest_record(workspace: Path, compiler: PromptCompi
                                           golden: Callable[[Path, str], None]) -> None:
     registry = HookRegistry()
     registry.add(agents_md_subscription(workspace))
-    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry,
+    payload = compile_round(compiler, PromptCompileInput(workspace_root=home), registry,
                            turn=TurnContext(thread_folder="api/v2/handlers"))
     (section,) = [s for s in payload.sections if s.id == "agents_md"]
     golden(GOLDENS / "nested.txt", section.text + "\n")
@@ -178,7 +178,7 @@ def test_long_document_is_cut_inside_the_fence(workspace: Path, compiler: Prompt
     (workspace / "web" / "AGENTS.md").write_text("x" * 50_000, encoding="utf-8")
     registry = HookRegistry()
     registry.add(agents_md_subscription(workspace))
-    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry,
+    payload = compile_round(compiler, PromptCompileInput(workspace_root=home), registry,
                            turn=TurnContext(thread_folder="web"))
     (section,) = [s for s in payload.sections if s.id == "agents_md"]
     body = section.text.removeprefix("## AGENTS.md\n")
@@ -210,7 +210,7 @@ def test_escape_is_a_diagnostic_not_an_error(workspace: Path, compiler: PromptCo
                                              home: Path) -> None:
     registry = HookRegistry()
     registry.add(agents_md_subscription(workspace))
-    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry,
+    payload = compile_round(compiler, PromptCompileInput(workspace_root=home), registry,
                            turn=TurnContext(thread_folder="../x"))
     assert "agents_md" not in payload.manifest.section_ids
     note = payload.manifest.diagnostics[-1]
@@ -232,7 +232,7 @@ def test_hook_is_fail_closed(tmp_path: Path, compiler: PromptCompiler, home: Pat
     registry = HookRegistry()
     registry.add(agents_md_subscription(tmp_path))
     with pytest.raises(HookError) as error:
-        compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+        compile_round(compiler, PromptCompileInput(workspace_root=home), registry)
     assert str(error.value) == (
         "turn.pre_prompt_compile → pioneer.thread_agents_doc_prompt.turn_pre_prompt_compile: "
         'hook "pioneer.thread_agents_doc_prompt" failed: OSError: disk on fire '
@@ -248,7 +248,7 @@ def test_a_self_link_thousands_deep_makes_a_few_diagnostics(
     (workspace / "a").symlink_to(".", target_is_directory=True)
     registry = HookRegistry()
     registry.add(agents_md_subscription(workspace))
-    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry,
+    payload = compile_round(compiler, PromptCompileInput(workspace_root=home), registry,
                            turn=TurnContext(thread_folder="/".join(["a"] * 4000)))
     notes = [d.message for d in payload.manifest.diagnostics if d.section_id == "agents_md"]
     prefix = "hook `pioneer.thread_agents_doc_prompt`: "

@@ -178,8 +178,10 @@ def test_a_mapping_compiles_and_a_bad_one_is_a_pioneer_error(tmp_path: Path) -> 
     turn = {"profile": "minimal", "workspace_root": str(tmp_path)}
     assert compiler.compile(turn).stable_system_text == compiler.compile(
         PromptCompileInput.model_validate(turn)).stable_system_text
-    assert compile_prompt(turn, compiler=compiler).manifest.profile == "minimal"
-    assert compile_turn(compiler, turn).manifest.profile == "minimal"
+    with pytest.warns(DeprecationWarning, match="compile_prompt is deprecated"):
+        assert compile_prompt(turn, compiler=compiler).manifest.profile == "minimal"
+    with pytest.warns(DeprecationWarning, match="compile_turn is deprecated"):
+        assert compile_turn(compiler, turn).manifest.profile == "minimal"
     with pytest.raises(PioneerError) as info:
         compiler.compile({"profile": "minimal", "artifact_ref_count": "2", "nope": 1})
     assert str(info.value) == (

@@ -14,7 +14,7 @@ from support import run_cli, within
 
 from pioneer import PioneerError, PromptCompileInput, PromptCompiler, ensure_runtime_home
 from pioneer.compile import bootstrap
-from pioneer.compile.bootstrap import FileReader, fold_home, load_bootstrap, sanitize
+from pioneer.compile.bootstrap import fold_home, load_bootstrap, sanitize
 
 FILES = (("SOUL.md", True), ("IDENTITY.md", True), ("USER.md", False))
 
@@ -182,9 +182,9 @@ def test_files_over_the_one_call_limit_are_streamed(home: Path,
     calls: list[str] = []
     real_whole = bootstrap._read_whole
 
-    def whole(fd: int, size: int, keep: int, identity: object = None) -> object:
+    def whole(fd: int, size: int, keep: int) -> object:
         calls.append("whole")
-        return real_whole(fd, size, keep, identity)  # type: ignore[arg-type]
+        return real_whole(fd, size, keep)
 
     monkeypatch.setattr(bootstrap, "_read_whole", whole)
     (home / "SOUL.md").write_text("short")
@@ -214,16 +214,6 @@ def test_fifo_is_a_read_error_not_a_hang(home: Path) -> None:
         "file_read_error",
         "bootstrap file `SOUL.md` could not be read: not a regular file",
     )
-
-
-def test_reader_reuses_unchanged_files_and_sees_edits(home: Path) -> None:
-    reader = FileReader()
-    path = home / "SOUL.md"
-    path.write_text("first")
-    assert reader.read(path, 100).head == "first"
-    os.utime(path, ns=(1, 1))
-    path.write_text("second!")
-    assert reader.read(path, 100).head == "second!"
 
 
 def test_none_profile_reads_no_files(home: Path) -> None:

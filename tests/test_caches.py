@@ -1,25 +1,20 @@
 """The one cache type: least recently used, bounded by bytes, refreshed on a hit, never
-emptied wholesale; the budgets are settings; a long-lived compiler serving many homes
-with small budgets gives the bytes fresh compilers give; the history store's turn cache
-keeps serving many threads from memory; the did-you-mean bound changes no answer."""
+emptied wholesale; the history store's turn cache keeps serving many threads from
+memory; the did-you-mean bound changes no answer."""
 
 from __future__ import annotations
 
 import difflib
-import functools
-import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pioneer import PioneerSettings, PromptCompileInput, PromptCompiler
+from pioneer import PioneerSettings
 from pioneer.caches import CacheStats, LruCache, cache_stats, entry_bytes
-from pioneer.compile import bootstrap as bootstrap_module
 from pioneer.errors import did_you_mean
 from pioneer.history.open import open_store
 from pioneer.history.sql_store import SqlStore
@@ -163,200 +158,6 @@ def test_the_cheap_bound_gives_difflibs_answer(name: str, known: list[str],
                                       cutoff=cutoff)
     assert did_you_mean(name, known, cutoff=cutoff) == (
         f' (did you mean "{close[0]}"?)' if close else "")
-
-
-def test_an_unknown_id_is_searched_once(tmp_path: Path,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from pioneer.compile import compiler as compiler_module
-
-    searched: list[str] = []
-    original = compiler_module.did_you_mean
-
-    def counting(name: str, known: Any, *, cutoff: float = 0.6) -> str:
-        searched.append(name)
-        return original(name, known, cutoff=cutoff)
-
-    monkeypatch.setattr(compiler_module, "did_you_mean", counting)
-    compiler = PromptCompiler()
-    for turn in range(3):
-        payload = compiler.compile(PromptCompileInput(
-            workspace_root=tmp_path, dynamic_context=f"turn {turn}",
-            runtime_sections=[{"id": "memory_recal", "content": "typo"},  # type: ignore[list-item]
-                              {"id": f"fresh_{turn}", "content": "new each turn"}]))
-        assert [d.code for d in payload.manifest.diagnostics
-                if d.section_id == "memory_recal"] == ["unknown_contribution"]
-    assert searched == ["memory_recal", "fresh_0", "fresh_1", "fresh_2"]
-    hints = next(s for s in compiler.cache_stats() if s.name == "contribution_hints")
-    assert (hints.entries, hints.hits, hints.misses) == (4, 2, 4)
-
-
-# -- budgets are settings, and the compiler reports its caches -------------------------
-
-def test_budgets_come_from_the_settings_and_the_environment(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    defaults = {s.name: s.budget for s in PromptCompiler(PioneerSettings()).cache_stats()}
-    assert defaults == {
-        "stable_parts": 128 << 20, "sections": 64 << 20, "bootstrap_results": 64 << 20,
-        "identity_files": 32 << 20, "conditions": 4 << 20, "placements": 4 << 20,
-        "contribution_hints": 1 << 20,
-    }
-    monkeypatch.setenv("PIONEER_SECTION_CACHE_BYTES", "12345")
-    given_settings = PioneerSettings(stable_cache_bytes=999)
-    budgets = {s.name: s.budget for s in PromptCompiler(given_settings).cache_stats()}
-    assert (budgets["stable_parts"], budgets["sections"]) == (999, 12345)
-
-
-def test_cache_stats_move_with_the_turns(tmp_path: Path) -> None:
-    (tmp_path / "SOUL.md").write_text("Calm.", encoding="utf-8")
-    compiler = PromptCompiler()
-
-    def stats() -> dict[str, CacheStats]:
-        return {s.name: s for s in compiler.cache_stats()}
-
-    def turn(context: str) -> None:
-        compiler.compile(PromptCompileInput(
-            workspace_root=tmp_path, dynamic_context=context,
-            runtime_sections=[{"id": "memory_recall", "content": "- tea"}]))  # type: ignore[list-item]
-
-    turn("one")
-    first = stats()
-    assert first["stable_parts"].misses == 1 and first["stable_parts"].hits == 0
-    assert first["stable_parts"].entries == 1 and first["stable_parts"].bytes > 0
-    assert first["sections"].entries > 0 and first["sections"].hits == 0
-    turn("two")
-    second = stats()
-    assert second["stable_parts"].hits == 1 and second["stable_parts"].misses == 1
-    assert second["stable_parts"].bytes == first["stable_parts"].bytes
-    # Only the dynamic context's section is new; the memory recall's is a hit.
-    assert second["sections"].misses == first["sections"].misses + 1
-    assert second["sections"].hits > first["sections"].hits
-    assert second["sections"].bytes > first["sections"].bytes
-    assert 0 < second["sections"].hit_rate < 1
-
-
-def test_a_budget_of_zero_keeps_nothing_and_changes_nothing(tmp_path: Path) -> None:
-    nothing = PioneerSettings(**{name: 0 for name in (
-        "stable_cache_bytes", "section_cache_bytes", "bootstrap_cache_bytes",
-        "file_cache_bytes", "condition_cache_bytes", "placement_cache_bytes",
-        "hint_cache_bytes")})
-    (tmp_path / "SOUL.md").write_text("Calm.", encoding="utf-8")
-    kept_nothing, usual = PromptCompiler(nothing), PromptCompiler()
-    for turn in range(3):
-        given_input = PromptCompileInput(workspace_root=tmp_path, dynamic_context=f"{turn}")
-        assert kept_nothing.compile(given_input).to_json() == usual.compile(given_input).to_json()
-    assert all(s.entries == 0 and s.bytes == 0 for s in kept_nothing.cache_stats())
-
-
-# -- a long-lived compiler serving many homes ------------------------------------------
-
-FILE_TEXT = st.text(alphabet=st.sampled_from("ab \nÄ\r"), max_size=40)
-ACTIONS = st.lists(
-    st.one_of(
-        st.tuples(st.just("compile"), st.integers(0, 3), st.sampled_from(["one", "two"])),
-        st.tuples(st.just("edit"), st.integers(0, 3),
-                  st.tuples(st.sampled_from(["SOUL.md", "IDENTITY.md", "USER.md"]),
-                            FILE_TEXT)),
-    ),
-    min_size=1, max_size=14,
-)
-#: The pattern of homes served (home, total budget of its identity files): each twice in
-#: a row (the second turn finds what the first kept), the first home again after one
-#: other and after three others, and once with a lower total budget (a new bootstrap
-#: result from the reads already made).
-PATTERN = ((0, None), (0, None), (0, 900), (1, None), (1, None), (0, None), (0, None),
-           (2, None), (2, None), (3, None), (3, None), (0, None), (0, None), (1, None))
-_BUDGETS = ("stable", "section", "bootstrap", "file", "condition", "placement", "hint")
-_NAMES = ("stable_parts", "sections", "bootstrap_results", "identity_files", "conditions",
-          "placements", "contribution_hints")
-
-
-def _homes(root: Path) -> list[Path]:
-    homes = [root / f"h{n}" for n in range(4)]
-    for index, folder in enumerate(homes):
-        folder.mkdir()
-        (folder / "SOUL.md").write_text(f"Soul {index}. " * 40, encoding="utf-8")
-        (folder / "USER.md").write_text(f"User {index}. " * 40, encoding="utf-8")
-    return homes
-
-
-@functools.cache
-def small_budgets() -> PioneerSettings:
-    """Budgets of half what :data:`PATTERN` keeps in each cache when nothing is evicted:
-    small enough that every cache evicts, big enough that each entry fits."""
-    with tempfile.TemporaryDirectory() as folder, pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bootstrap_module, "RACY_NS", 0)
-        homes = _homes(Path(folder))
-        compiler = PromptCompiler()
-        for index, total in PATTERN:
-            compiler.compile(_served(homes[index], index, "one", total))
-        held = {s.name: s.bytes for s in compiler.cache_stats()}
-    return PioneerSettings(**{f"{budget}_cache_bytes": held[name] // 2
-                              for budget, name in zip(_BUDGETS, _NAMES, strict=True)})
-
-
-def test_the_small_budgets_both_hit_and_evict(home: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bootstrap_module, "RACY_NS", 0)
-    homes = _homes(home)
-    compiler = PromptCompiler(small_budgets())
-    for index, total in PATTERN:
-        compiler.compile(_served(homes[index], index, "one", total))
-    for stats in compiler.cache_stats():
-        assert stats.hits and stats.evictions, stats
-
-
-def _served(home: Path, index: int, detail: str, total: int | None = None
-            ) -> PromptCompileInput:
-    return PromptCompileInput(
-        workspace_root=home, profile="full" if index % 2 else "minimal",
-        dynamic_context=detail, extra_system=f"home {index}",
-        runtime_sections=[{"id": "memory_recall", "content": f"- {detail}"},  # type: ignore[list-item]
-                          {"id": f"note_{index}", "content": detail}],
-        limits={"max_chars_total": total})  # type: ignore[arg-type]
-
-
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(files=st.lists(st.tuples(FILE_TEXT, FILE_TEXT, FILE_TEXT), min_size=4, max_size=4),
-       actions=ACTIONS)
-def test_one_compiler_serving_many_homes_matches_fresh_compilers(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
-    files: list[tuple[str, str, str]], actions: list[tuple[str, int, Any]],
-) -> None:
-    # Every file is trusted as soon as it is written (its signature moves with each
-    # edit's own mtime), so the bootstrap caches engage within the test.
-    monkeypatch.setattr(bootstrap_module, "RACY_NS", 0)
-    root = tmp_path_factory.mktemp("homes")
-    stamp = [PAST_NS]
-
-    def write(path: Path, text: str) -> None:
-        stamp[0] += 10**9
-        path.write_text(text, encoding="utf-8", newline="")
-        os.utime(path, ns=(stamp[0], stamp[0]))
-
-    homes = []
-    for index, texts in enumerate(files):
-        home = root / f"home{index}"
-        home.mkdir()
-        for name, text in zip(("SOUL.md", "IDENTITY.md", "USER.md"), texts, strict=True):
-            write(home / name, text)
-        homes.append(home)
-    served = PromptCompiler(small_budgets())
-    for action, index, detail in actions:
-        home = homes[index]
-        if action == "edit":
-            name, text = detail
-            write(home / name, text)
-            continue
-        given_input = _served(home, index, detail)
-        warm, fresh = served.compile(given_input), PromptCompiler().compile(given_input)
-        assert warm.full_system_text == fresh.full_system_text
-        assert warm.stable_system_text == fresh.stable_system_text
-        assert warm.dynamic_system_text == fresh.dynamic_system_text
-        assert warm.manifest.fingerprint_full == fresh.manifest.fingerprint_full
-        assert warm.to_json() == fresh.to_json()
-    assert all(s.bytes <= s.budget for s in served.cache_stats())
 
 
 # -- the history store's turn cache ----------------------------------------------------

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from playwright.sync_api import Browser, Page, sync_playwright
-from support import run_cli
+from support import compile_round, run_cli
 
 from pioneer import HistoryLimits, InputError, PromptCompileInput, PromptCompiler, ToolSpec
 from pioneer.audit import HistorySnapshot, ReportedUsage, TurnAudit, TurnRecord, TurnRecords
@@ -43,7 +43,6 @@ from pioneer.providers import (
 from pioneer.providers.models import model_facts
 from pioneer.review import context_map, map_page
 from pioneer.tools import ToolCatalog, TurnTools
-from pioneer.turn.run import compile_turn
 
 CASE = Path(__file__).parent / "context_map"
 GOLDENS = Path(__file__).parent / "goldens" / "context_map"
@@ -405,7 +404,7 @@ def _stored_turn(case: Path) -> TurnRecord:
                           arguments={"domains": ["memory"], "reason": "recall a preference"})]
         for number in (1, 2):
             round_ = tools.next_round()
-            payload = compile_turn(compiler, compile_input, hidden_tool_domains=round_.hidden)
+            payload = compile_round(compiler, compile_input, hidden_tool_domains=round_.hidden)
             request = round_.apply(ChatRequest(model="m", compiled_prompt=payload,
                                                messages=messages))
             audit.add_round(payload.manifest, request, "anthropic",
@@ -721,7 +720,7 @@ def test_explain_says_on_its_page_what_it_prints(case: Path, browser: Browser) -
         assert [int(page.text_content(f"#plan-{s}") or "") for s in (
             "read", "written", "uncached")] == [read, written, uncached]
         # titles, not ids, in the title column
-        titles = {s.id: s.title for s in compile_turn(PromptCompiler(), PromptCompileInput(
+        titles = {s.id: s.title for s in compile_round(PromptCompiler(), PromptCompileInput(
             workspace_root=Path("home"), dynamic_context="Monday.")).sections}
         assert {name: rows[name][2] for name in shared} == {
             name: titles[name] for name in shared}

@@ -12,12 +12,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from support import compile_round
 
 from pioneer import HookError, HookRegistry, PromptCompileInput, PromptCompiler
 from pioneer import deadline as pool_module
 from pioneer.hooks.models import PromptSectionContribution
 from pioneer.hooks.registry import HookContext
-from pioneer.turn.run import compile_turn
 
 PHASE = "turn.pre_prompt_context"
 WORKERS, SPARE = 4, 2
@@ -61,9 +61,9 @@ def test_many_deadline_hooks_run_on_a_bounded_pool_and_give_the_blocking_result(
         seen.append(len(started_since(pool)))
         return contribution(n)
 
-    blocking = compile_turn(compiler, given, hooks(200, None))
+    blocking = compile_round(compiler, given, hooks(200, None))
     for _ in range(3):
-        pooled = compile_turn(compiler, given, hooks(200, 5_000, counted))
+        pooled = compile_round(compiler, given, hooks(200, 5_000, counted))
         assert pooled.full_system_text == blocking.full_system_text
         assert pooled.manifest.model_dump() == blocking.manifest.model_dump()
     assert len(seen) == 600
@@ -90,7 +90,7 @@ def test_a_stuck_hook_is_its_diagnostic_and_later_turns_still_run(
     try:
         # More stuck hooks than workers and spares together, over several turns.
         for turn in range(4):
-            payload = compile_turn(compiler, given, hooks(2, 40, stuck))
+            payload = compile_round(compiler, given, hooks(2, 40, stuck))
             assert [d.message for d in payload.manifest.diagnostics
                     if d.code == "hook_best_effort_failed"] == [
                 f"hook `acme.h{n}` at {PHASE} missed its 40 ms deadline; "
@@ -99,7 +99,7 @@ def test_a_stuck_hook_is_its_diagnostic_and_later_turns_still_run(
             assert len(started_since(pool)) <= WORKERS + SPARE
         # A turn never waits past its deadlines, even with every worker stuck.
         start = time.monotonic()
-        payload = compile_turn(compiler, given, hooks(1, 40, quick))
+        payload = compile_round(compiler, given, hooks(1, 40, quick))
         assert time.monotonic() - start < BOUNDED
         assert len(started_since(pool)) <= WORKERS + SPARE
     finally:
@@ -110,7 +110,7 @@ def test_a_stuck_hook_is_its_diagnostic_and_later_turns_still_run(
         time.sleep(0.01)
     assert pool_module.pool_threads()[1] == 0
     for _ in range(3):
-        payload = compile_turn(compiler, given, hooks(3, 5_000, quick))
+        payload = compile_round(compiler, given, hooks(3, 5_000, quick))
         assert "## Dynamic: acme.s2\nNote number 2." in payload.dynamic_system_text
         assert not payload.manifest.diagnostics or all(
             d.code != "hook_best_effort_failed" for d in payload.manifest.diagnostics)
@@ -129,9 +129,9 @@ def test_one_stuck_worker_is_replaced_so_the_next_turn_runs_at_once(
     release = threading.Event()
     try:
         for _ in range(WORKERS):  # every worker of the pool stuck once
-            compile_turn(compiler, given, hooks(1, 30, lambda n: release.wait(BOUNDED)))
+            compile_round(compiler, given, hooks(1, 30, lambda n: release.wait(BOUNDED)))
         assert pool_module.pool_threads()[1] == SPARE
-        payload = compile_turn(compiler, given, hooks(2, 5_000))
+        payload = compile_round(compiler, given, hooks(2, 5_000))
         assert "## Dynamic: acme.s1\nNote number 1." in payload.dynamic_system_text
     finally:
         release.set()
@@ -152,7 +152,7 @@ def test_a_queued_hook_past_its_deadline_never_starts(
             release.wait(BOUNDED)
 
     try:
-        payload = compile_turn(compiler, PromptCompileInput(workspace_root=home),
+        payload = compile_round(compiler, PromptCompileInput(workspace_root=home),
                                hooks(2, 40, first_blocks))
         assert len([d for d in payload.manifest.diagnostics
                     if d.code == "hook_best_effort_failed"]) == 2
@@ -161,7 +161,7 @@ def test_a_queued_hook_past_its_deadline_never_starts(
     give_up = time.monotonic() + BOUNDED
     while pool_module.pool_threads() != (1, 0) and time.monotonic() < give_up:
         time.sleep(0.01)
-    compile_turn(compiler, PromptCompileInput(workspace_root=home), hooks(1, 5_000, ran.append))
+    compile_round(compiler, PromptCompileInput(workspace_root=home), hooks(1, 5_000, ran.append))
     assert ran == [0, 0]  # hook 1 was dropped in the queue; the next turn's hook 0 ran
 
 
@@ -173,7 +173,7 @@ def test_a_fail_closed_hook_that_overruns_on_the_pool_stops_the_turn(
     registry.hook("acme.slow", phase=PHASE, deadline_ms=20)(lambda c: release.wait(BOUNDED))
     try:
         with pytest.raises(HookError, match="missed its 20 ms deadline"):
-            compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+            compile_round(compiler, PromptCompileInput(workspace_root=home), registry)
     finally:
         release.set()
 
@@ -188,7 +188,7 @@ def test_a_hook_sees_its_own_name_on_its_worker(
 
     registry = HookRegistry()
     registry.hook("acme.named", phase=PHASE, deadline_ms=5_000)(record)
-    compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+    compile_round(compiler, PromptCompileInput(workspace_root=home), registry)
     assert names == [f"pioneer-hook:acme.named.{PHASE}"]
     assert [t.name for t in started_since(pool)] == ["pioneer-deadline-1"]
 

@@ -11,6 +11,7 @@ import pytest
 from conftest import StoreTarget
 from doc_pages import example
 from stores import make_store
+from support import compile_round
 
 from pioneer import HookRegistry, PromptCompileInput, PromptCompiler
 from pioneer.compile.manifest import CompiledPromptPayload
@@ -24,7 +25,6 @@ from pioneer.episodic import (
 from pioneer.history import ArtifactRef, HistoryBudgeter, HistoryLimits
 from pioneer.history.sql_store import SqlStore
 from pioneer.hooks.registry import TurnContext
-from pioneer.turn.run import compile_turn
 
 GOLDENS = Path(__file__).parent / "goldens" / "episodic"
 HOOK = "thread_episodic.context_recall"
@@ -80,7 +80,7 @@ def run_turn(compiler: PromptCompiler, base: PromptCompileInput, index: Episodic
              text: str, **data: Any) -> CompiledPromptPayload:
     hooks = HookRegistry()
     hooks.add(episodic_recall_subscription(index))
-    return compile_turn(compiler, base, hooks,
+    return compile_round(compiler, base, hooks,
                         turn=TurnContext(thread_id="t1", user_text=text, data=data))
 
 
@@ -150,7 +150,7 @@ def test_no_thread_or_no_text_no_section(compiler: PromptCompiler, base: PromptC
                                          index: EpisodicIndex, turn: TurnContext) -> None:
     hooks = HookRegistry()
     hooks.add(episodic_recall_subscription(index))
-    payload = compile_turn(compiler, base, hooks, turn=turn)
+    payload = compile_round(compiler, base, hooks, turn=turn)
     assert thread_context(payload) is None
 
 
@@ -228,7 +228,7 @@ def test_recall_hits_below_the_threshold_make_no_section(
     decision = keep_only_recent(store, 3)
     hooks = HookRegistry()
     hooks.add(episodic_recall_subscription(index, min_score=1000.0))
-    payload = compile_turn(compiler, base, hooks, turn=TurnContext(
+    payload = compile_round(compiler, base, hooks, turn=TurnContext(
         thread_id="t1", user_text="Frankfurt billing export?", data={HISTORY_KEY: decision}))
     assert thread_context(payload) is None
     candidates = index.search("t1", "Frankfurt billing export?",

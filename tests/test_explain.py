@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from doc_pages import example
+from support import compile_round
 
 from pioneer import HistoryLimits, HookRegistry, PromptCompileInput, PromptCompiler, ToolSpec
 from pioneer.audit import (
@@ -40,7 +41,6 @@ from pioneer.sections import (
 )
 from pioneer.sections.skills import resolve_skill_outcomes
 from pioneer.tools import ToolCatalog, TurnTools
-from pioneer.turn.run import compile_turn
 
 GOLDENS = Path(__file__).parent / "goldens" / "explain"
 STEPS = ["mode", "history", "manifest", "skills", "memory", "tools", "permissions",
@@ -129,7 +129,7 @@ def _agent_turn(compiler: PromptCompiler, provider: str,
         messages.append(ChatMessage.user("What do I like?"))
         for calls in [*replies, []]:
             round_ = tools.next_round()
-            payload = compile_turn(compiler, compile_input, _hooks(), permissions=permissions,
+            payload = compile_round(compiler, compile_input, _hooks(), permissions=permissions,
                                    hidden_tool_domains=round_.hidden)
             request = round_.apply(ChatRequest(model="m", compiled_prompt=payload,
                                                messages=messages))

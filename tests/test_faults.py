@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import run_cli, within
+from support import compile_round, run_cli, within
 
 from pioneer import HookError, HookRegistry, PioneerError, PromptCompileInput, PromptCompiler
 from pioneer.compile.inputs import DynamicSectionInput, RuntimeSectionInput
@@ -38,7 +38,6 @@ from pioneer.history.summarizer import MAX_REPLY_BYTES
 from pioneer.hooks.models import PromptSectionContribution
 from pioneer.hooks.registry import HookContext
 from pioneer.settings import PioneerSettings
-from pioneer.turn.run import compile_turn
 
 PHASE = "turn.pre_prompt_compile"
 #: Generous: a fault costs a deadline of tens of milliseconds; only a hang comes near this.
@@ -99,7 +98,7 @@ def test_a_best_effort_hook_returning_garbage_is_a_diagnostic(
                   failure="best_effort")(GARBAGE[name])
     registry.hook("acme.good", phase=PHASE)(lambda context: contribution("still here",
                                                                           "acme.good"))
-    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+    payload = compile_round(compiler, PromptCompileInput(workspace_root=home), registry)
     assert "## Dynamic: acme.good\nstill here" in payload.dynamic_system_text
     failed = [d for d in payload.manifest.diagnostics if d.code == "hook_best_effort_failed"]
     assert len(failed) == 1 and failed[0].message.startswith(
@@ -114,7 +113,7 @@ def test_a_fail_closed_hook_returning_garbage_stops_the_turn(
     registry = HookRegistry()
     registry.hook("acme.bad", phase=PHASE)(GARBAGE[name])
     with pytest.raises(HookError) as info:
-        compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+        compile_round(compiler, PromptCompileInput(workspace_root=home), registry)
     assert str(info.value).startswith(f"{PHASE} → acme.bad.{PHASE}: hook \"acme.bad\" failed: ")
 
 
@@ -129,7 +128,7 @@ def test_a_best_effort_hook_that_raises_is_a_diagnostic(
 
     registry = HookRegistry()
     registry.hook("acme.raises", phase=PHASE, failure="best_effort")(raises)
-    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+    payload = compile_round(compiler, PromptCompileInput(workspace_root=home), registry)
     assert [d.code for d in payload.manifest.diagnostics][-1] == "hook_best_effort_failed"
     assert payload.manifest.hook_sources[-1].contribution_kind == "runtime_failure"
 
@@ -152,7 +151,7 @@ def test_a_best_effort_hook_raising_a_base_exception_is_a_diagnostic(
                   failure="best_effort")(raises)
     registry.hook("acme.good", phase=PHASE)(lambda context: contribution("still here",
                                                                           "acme.good"))
-    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+    payload = compile_round(compiler, PromptCompileInput(workspace_root=home), registry)
     assert "still here" in payload.dynamic_system_text
     shown = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     assert [(d.code, d.message) for d in payload.manifest.diagnostics][-1] == (
@@ -171,7 +170,7 @@ def test_a_fail_closed_hook_raising_a_base_exception_stops_the_turn_cleanly(
     registry = HookRegistry()
     registry.hook("acme.raises", phase=PHASE)(raises)
     with pytest.raises(HookError) as info:
-        compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+        compile_round(compiler, PromptCompileInput(workspace_root=home), registry)
     assert str(info.value) == (f"{PHASE} → acme.raises.{PHASE}: hook \"acme.raises\" failed: "
                                f"{type(error).__name__} (fail-closed, the turn stops)")
 
@@ -188,7 +187,7 @@ def test_only_interrupt_and_exit_pass_through_a_best_effort_hook(
     registry.hook("acme.raises", phase=PHASE, deadline_ms=deadline_ms,
                   failure="best_effort")(raises)
     with pytest.raises(error):
-        compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+        compile_round(compiler, PromptCompileInput(workspace_root=home), registry)
 
 
 @pytest.mark.parametrize("write", [
@@ -204,7 +203,7 @@ def test_a_hook_cannot_change_the_callers_input(
     given = PromptCompileInput(workspace_root=home, runtime_sections=[
         RuntimeSectionInput(id="acme.kept", content="Kept.")])
     before = given.model_dump()
-    fresh = compile_turn(compiler, given)
+    fresh = compile_round(compiler, given)
     seen: list[int] = []
 
     def writes(context: HookContext) -> None:
@@ -214,7 +213,7 @@ def test_a_hook_cannot_change_the_callers_input(
     registry = HookRegistry()
     registry.hook("acme.writes", phase=PHASE, deadline_ms=deadline_ms,
                   failure="best_effort")(writes)
-    payload = compile_turn(compiler, given, registry)
+    payload = compile_round(compiler, given, registry)
     assert seen == [1]
     assert given.model_dump() == before
     message = payload.manifest.diagnostics[-1].message
@@ -222,7 +221,7 @@ def test_a_hook_cannot_change_the_callers_input(
     assert message.endswith("; the turn went on without it")
     assert "is read-only (a view of the caller's input)" in message or (
         "does not support item assignment" in message)
-    assert compile_turn(compiler, given).full_system_text == fresh.full_system_text
+    assert compile_round(compiler, given).full_system_text == fresh.full_system_text
 
 
 class Recording(PromptSectionContribution):
@@ -252,7 +251,7 @@ def test_nothing_of_a_late_hook_runs_on_its_thread_after_the_deadline(
 
     registry = HookRegistry()
     registry.hook("acme.slow", phase=PHASE, deadline_ms=30, failure="best_effort")(slow)
-    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+    payload = compile_round(compiler, PromptCompileInput(workspace_root=home), registry)
     assert "missed its 30 ms deadline" in payload.manifest.diagnostics[-1].message
     assert returned.wait(BOUNDED)
     threading.Event().wait(0.1)  # time for anything that would still run after the return
@@ -261,7 +260,7 @@ def test_nothing_of_a_late_hook_runs_on_its_thread_after_the_deadline(
     registry = HookRegistry()
     registry.hook("acme.quick", phase=PHASE, deadline_ms=5000,
                   failure="best_effort")(lambda context: late)
-    compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+    compile_round(compiler, PromptCompileInput(workspace_root=home), registry)
     assert set(READ_ON) == {threading.current_thread().name}
 
 
@@ -274,7 +273,6 @@ import sys, threading
 from pathlib import Path
 from pioneer import HookRegistry, PromptCompileInput, PromptCompiler
 from pioneer.hooks.models import PromptSectionContribution
-from pioneer.turn.run import compile_turn
 one = PromptSectionContribution(contribution_id="a.c", section_id="acme.notes",
                                 domain="acme", content="x")
 registry = HookRegistry()
@@ -286,8 +284,9 @@ def late(context):
     turn_done.wait()
     return [one] * 300_000
 
-payload = compile_turn(PromptCompiler(), PromptCompileInput(workspace_root=Path(sys.argv[1])),
-                       registry)
+compiler = PromptCompiler()
+given = PromptCompileInput(workspace_root=Path(sys.argv[1]))
+payload = compiler.compile(registry.run_hooks(compiler, given).round_input(given))
 turn_done.set()
 print(payload.manifest.diagnostics[-1].code)
 """
@@ -311,7 +310,7 @@ def test_hooks_that_hang_in_every_phase_cost_only_their_deadlines(
                           failure="best_effort")(lambda context: release.wait())
     registry.hook("acme.good", phase=PHASE)(lambda context: contribution("on time",
                                                                           "acme.good"))
-    payload = within(BOUNDED, lambda: compile_turn(
+    payload = within(BOUNDED, lambda: compile_round(
         compiler, PromptCompileInput(workspace_root=home), registry))
     assert not release.is_set()  # they are all still hanging
     assert "on time" in payload.dynamic_system_text
@@ -326,7 +325,7 @@ def test_a_fail_closed_hook_that_hangs_stops_the_turn_in_bounded_time(
     registry = HookRegistry()
     registry.hook("acme.hang", phase=PHASE, deadline_ms=40)(lambda context: release.wait())
     with pytest.raises(HookError, match="missed its 40 ms deadline"):
-        within(BOUNDED, lambda: compile_turn(
+        within(BOUNDED, lambda: compile_round(
             compiler, PromptCompileInput(workspace_root=home), registry))
 
 
@@ -335,7 +334,7 @@ def test_a_hook_flooding_the_pool_is_cut_to_the_pool(compiler: PromptCompiler,
     registry = HookRegistry()
     registry.hook("acme.flood", phase=PHASE, failure="best_effort")(lambda context: [
         contribution("y" * 50_000, f"acme.flood{n}") for n in range(100)])
-    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)
+    payload = compile_round(compiler, PromptCompileInput(workspace_root=home), registry)
     flooded = [s for s in payload.sections if s.id.startswith("acme.flood")]
     assert len(flooded) <= 16
     assert sum(len(s.text) for s in flooded) <= 24_000 + 16 * len("## Dynamic: acme.flood99\n")
@@ -581,7 +580,7 @@ def test_the_turn_compiles_while_its_summarizer_and_a_hook_fail(
                                summarizer=Hanging(release), summary_deadline=0.1)
     decision, payload = within(BOUNDED, lambda: (
         budgeter.build("t"),
-        compile_turn(compiler, PromptCompileInput(workspace_root=home), registry)))
+        compile_round(compiler, PromptCompileInput(workspace_root=home), registry)))
     assert decision.mode == "truncate" and decision.messages
     assert payload.stable_system_text.startswith("## Identity\n")
     assert payload.manifest.diagnostics[-1].code == "hook_best_effort_failed"

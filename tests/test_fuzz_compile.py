@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from support import assert_same_as_validated
+from support import assert_same_as_validated, compile_round
 
 from pioneer import InputError, PioneerError, PromptCompileInput, PromptCompiler
 from pioneer.compile.boundary import BOUNDARY_MARKER, QUOTED_MARKER, split_prompt_cache_boundary
@@ -32,7 +32,6 @@ from pioneer.hooks.models import PromptSectionContribution
 from pioneer.hooks.registry import HookContext, HookRegistry
 from pioneer.resources import builtin_dir
 from pioneer.text import scrub
-from pioneer.turn.run import compile_turn
 
 FUZZ = settings(max_examples=int(os.environ.get("PIONEER_FUZZ_EXAMPLES", "100")), deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -201,7 +200,7 @@ def test_any_hook_contribution_compiles_or_fails_the_hook(
 
     with tempfile.TemporaryDirectory() as folder:
         compile_input = PromptCompileInput(workspace_root=Path(folder))
-        payload = compile_turn(COMPILER, compile_input, registry)
+        payload = compile_round(COMPILER, compile_input, registry)
     check_invariants(payload, compile_input)
 
 

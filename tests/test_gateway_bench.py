@@ -48,9 +48,8 @@ def test_the_bench_prints_each_row_per_thread_count_store_and_growth_size() -> N
                          r"process's cache budgets \(both compilers and the store\): "
                          r"[\d.]+ MiB: (within|over)$", table, re.MULTILINE), table
         for threads in (1, 3):
-            assert re.search(rf"^caches of the compile row at {threads} threads:\n"
-                             r"(  \w+: [\d.]+ MiB of [\d.]+ MiB, hit rate [\d.]+%, "
-                             r"[\d,]+ hits, [\d,]+ misses\n)+", table, re.MULTILINE), table
+            # The compiler keeps no cache of compiles: the compile row has none to show.
+            assert f"caches of the compile row at {threads} threads" not in table
             assert re.search(rf"^shared caches at {threads} threads \(seeding, warm-up and "
                              r"timed turns\):\n  history_turns: .*\n  token_counts: [\d.]+ "
                              r"MiB of [\d.]+ MiB, hit rate [\d.]+%", table, re.MULTILINE), table

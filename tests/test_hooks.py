@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import compile_round
 
 from pioneer import HookError, HookRegistry, PromptCompileInput, PromptCompiler
 from pioneer.hooks.models import (
@@ -18,7 +19,6 @@ from pioneer.hooks.models import (
     SourceRef,
 )
 from pioneer.hooks.registry import PHASES, HookContext, Subscription, TurnContext, canonical_phase
-from pioneer.turn.run import compile_turn
 
 PRE_CONTEXT = "turn.pre_prompt_context"
 PRE_COMPILE = "turn.pre_prompt_compile"
@@ -97,7 +97,7 @@ def test_section_contribution_reaches_its_section(compiler: PromptCompiler,
     registry = HookRegistry()
     registry.hook("acme", phase=PRE_CONTEXT)(returning(section("Remember the milk.",
                                                                "memory_recall")))
-    payload = compile_turn(compiler, base, registry)
+    payload = compile_round(compiler, base, registry)
     assert "## Memory Recall\nRemember the milk." in payload.dynamic_system_text
     (entry,) = payload.manifest.hook_sources
     assert (entry.section_id, entry.contribution_kind, entry.truncation) == (
@@ -113,7 +113,7 @@ def test_context_contribution_goes_to_its_domain(compiler: PromptCompiler,
         source_refs=[SourceRef(kind="thread_episodic", id="thread:t/i/c")],
     )
     registry.hook("acme", phase=PRE_CONTEXT)(returning(recall))
-    payload = compile_turn(compiler, base, registry)
+    payload = compile_round(compiler, base, registry)
     assert "## Thread Context\n- earlier: hello" in payload.dynamic_system_text
     (entry,) = payload.manifest.hook_sources
     assert (entry.contribution_kind, entry.source_count) == ("thread_context", 1)
@@ -125,7 +125,7 @@ def test_higher_priority_contribution_gets_pool_room_first(compiler: PromptCompi
     registry.hook("acme", phase=PRE_CONTEXT)(returning(
         section("low", "acme.low", priority=1), section("high", "acme.high", priority=9),
     ))
-    payload = compile_turn(compiler, base, registry)
+    payload = compile_round(compiler, base, registry)
     assert payload.manifest.section_ids[-2:] == ["acme.high", "acme.low"]
 
 
@@ -139,7 +139,7 @@ def test_later_phases_see_earlier_contributions(compiler: PromptCompiler,
     def second(context: HookContext) -> None:
         seen.extend(c.output.contribution_id for c in context.earlier)
 
-    compile_turn(compiler, base, registry)
+    compile_round(compiler, base, registry)
     assert seen == ["acme.one.c"]
 
 
@@ -150,7 +150,7 @@ def test_hook_diagnostics_follow_the_compiler_diagnostics(compiler: PromptCompil
         HookDiagnostic(message="index is stale"),
         section("x", "acme.notes", diagnostics=["3 notes skipped"]),
     ))
-    payload = compile_turn(compiler, base, registry)
+    payload = compile_round(compiler, base, registry)
     tail = [(d.code, d.message, d.section_id, d.hook_source)
             for d in payload.manifest.diagnostics[-2:]]
     assert tail == [
@@ -179,7 +179,7 @@ def test_truncation_state(compiler: PromptCompiler, home: Path,
                           truncation: str) -> None:
     registry = HookRegistry()
     registry.hook("acme", phase=PRE_CONTEXT)(returning(contribution))
-    payload = compile_turn(compiler, PromptCompileInput(workspace_root=home, profile=profile),
+    payload = compile_round(compiler, PromptCompileInput(workspace_root=home, profile=profile),
                            registry)
     (entry,) = payload.manifest.hook_sources
     assert entry.truncation == truncation
@@ -189,7 +189,7 @@ def test_hook_side_cut_is_applied_before_the_compiler(compiler: PromptCompiler,
                                                       base: PromptCompileInput) -> None:
     registry = HookRegistry()
     registry.hook("acme", phase=PRE_CONTEXT)(returning(section("0123456789abc", max_chars=10)))
-    payload = compile_turn(compiler, base, registry)
+    payload = compile_round(compiler, base, registry)
     assert payload.dynamic_system_text.endswith("## Dynamic: acme.notes\n0123456789")
 
 
@@ -202,7 +202,7 @@ def test_best_effort_hook_that_raises_lets_the_turn_go_on(compiler: PromptCompil
         raise RuntimeError("database is down")
 
     registry.hook("acme.ok", phase=PRE_CONTEXT, priority=-1)(returning(section("fine")))
-    payload = compile_turn(compiler, base, registry)
+    payload = compile_round(compiler, base, registry)
     assert "## Dynamic: acme.notes\nfine" in payload.dynamic_system_text
     failure = payload.manifest.diagnostics[-1]
     assert (failure.code, failure.message, failure.hook_source) == (
@@ -227,7 +227,7 @@ def test_best_effort_hook_that_overruns_is_abandoned(compiler: PromptCompiler,
 
     registry.hook("acme.ok", phase=PRE_COMPILE)(returning(section("on time", "acme.ok")))
     try:
-        payload = compile_turn(compiler, base, registry)
+        payload = compile_round(compiler, base, registry)
         assert not release.is_set()  # the turn finished while the hook was still stuck
     finally:
         release.set()
@@ -252,7 +252,7 @@ def test_deadline_hooks_of_a_phase_run_side_by_side(compiler: PromptCompiler,
 
         registry.hook(f"acme.h{index}", phase=PRE_CONTEXT, deadline_ms=30_000,
                       failure="best_effort")(hook)
-    payload = compile_turn(compiler, base, registry)
+    payload = compile_round(compiler, base, registry)
     assert payload.manifest.section_ids[-2:] == ["acme.h0", "acme.h1"]
 
 
@@ -260,7 +260,7 @@ def test_deadline_hook_that_finishes_in_time_contributes(compiler: PromptCompile
                                                          base: PromptCompileInput) -> None:
     registry = HookRegistry()
     registry.hook("acme", phase=PRE_CONTEXT, deadline_ms=30_000)(returning(section("quick")))
-    payload = compile_turn(compiler, base, registry)
+    payload = compile_round(compiler, base, registry)
     assert "## Dynamic: acme.notes\nquick" in payload.dynamic_system_text
 
 
@@ -273,7 +273,7 @@ def test_fail_closed_hook_that_raises_stops_the_turn(compiler: PromptCompiler,
         raise RuntimeError("database is down")
 
     with pytest.raises(HookError) as error:
-        compile_turn(compiler, base, registry)
+        compile_round(compiler, base, registry)
     assert str(error.value) == (
         "turn.pre_prompt_context → acme.db.turn.pre_prompt_context: hook \"acme.db\" failed: "
         "RuntimeError: database is down (fail-closed, the turn stops)"
@@ -287,7 +287,7 @@ def test_fail_closed_hook_that_overruns_stops_the_turn(compiler: PromptCompiler,
     registry.hook("acme.slow", phase=PRE_COMPILE, deadline_ms=20)(lambda c: release.wait(60))
     try:
         with pytest.raises(HookError) as error:
-            compile_turn(compiler, base, registry)
+            compile_round(compiler, base, registry)
     finally:
         release.set()
     assert str(error.value) == (
@@ -310,7 +310,7 @@ def test_wrong_return_type_is_a_hook_failure(compiler: PromptCompiler, base: Pro
                                              result: Any, detail: str) -> None:
     registry = HookRegistry()
     registry.hook("acme", phase=PRE_CONTEXT, failure="best_effort")(lambda c: result)
-    payload = compile_turn(compiler, base, registry)
+    payload = compile_round(compiler, base, registry)
     assert payload.manifest.diagnostics[-1].message == (
         f"hook `acme` at turn.pre_prompt_context failed: {detail}; the turn went on without it"
     )
@@ -321,7 +321,7 @@ def test_invalid_section_id_is_a_hook_failure(compiler: PromptCompiler,
     registry = HookRegistry()
     registry.hook("acme", phase=PRE_CONTEXT)(lambda c: section("x", "identity_base"))
     with pytest.raises(HookError) as error:
-        compile_turn(compiler, base, registry)
+        compile_round(compiler, base, registry)
     assert "'identity_base' is a built-in section id and cannot be used as a dynamic id" in str(
         error.value
     )
@@ -364,7 +364,7 @@ def test_entry_points_register_hooks(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.syspath_prepend(str(tmp_path))
     registry = HookRegistry()
     assert registry.load_entry_points() == ["acme"]
-    payload = compile_turn(compiler, base, registry)
+    payload = compile_round(compiler, base, registry)
     assert "## Dynamic: acme.plugin\nfrom a plugin" in payload.dynamic_system_text
     monkeypatch.delitem(sys.modules, "acme_hooks_ok")
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support import compile_round
 
 from pioneer import HookRegistry, InputError, PromptCompileInput, PromptCompiler
 from pioneer.cli import main
@@ -17,7 +18,6 @@ from pioneer.hooks.models import PromptSectionContribution
 from pioneer.hooks.registry import HookContext
 from pioneer.review.inspect import inspect_prompt, render_table
 from pioneer.sections.artifacts import ArtifactRef, ref_line, render_message
-from pioneer.turn.run import compile_turn
 
 REF = ArtifactRef("art-9", "plan.md", "document", version_id="v2", size_bytes=2048)
 
@@ -170,7 +170,7 @@ def test_truncation_comes_from_the_placement_not_the_text(tmp_path: Path,
     # search of the output text would call it complete.
     fillers = [RuntimeSectionInput(id=f"acme.filler{n}", content="f" * size)
                for n, size in enumerate((8000, 8000, 6000))]
-    payload = compile_turn(
+    payload = compile_round(
         compiler, PromptCompileInput(workspace_root=tmp_path, runtime_sections=fillers),
         _hooks("a" * 1000, "a" * 1000 + "b" * 1000),
     )
@@ -185,7 +185,7 @@ def test_truncation_comes_from_the_placement_not_the_text(tmp_path: Path,
 
 
 def test_a_placed_contribution_is_not_cut(tmp_path: Path, compiler: PromptCompiler) -> None:
-    payload = compile_turn(compiler, PromptCompileInput(workspace_root=tmp_path),
+    payload = compile_round(compiler, PromptCompileInput(workspace_root=tmp_path),
                            _hooks("Short.\r\nTwo lines."))
     assert [e.truncation for e in payload.manifest.hook_sources] == ["none"]
 
@@ -208,16 +208,17 @@ def test_policy_appears_for_refs_in_a_runtime_contribution(tmp_path: Path,
 def test_policy_follows_the_history_sent(tmp_path: Path, compiler: PromptCompiler,
                                          history: list[str], shown: bool) -> None:
     # A stale caller count does not decide it once the history is given.
-    payload = compile_turn(compiler, PromptCompileInput(workspace_root=tmp_path,
+    payload = compile_round(compiler, PromptCompileInput(workspace_root=tmp_path,
                                                         artifact_ref_count=3), history=history)
     assert ("artifact_references" in payload.manifest.section_ids) is shown
 
 
-#: The two ways into the compiler: a bare compile and a turn (hooks, then the compile).
+#: The two inputs of the compiler: a bare compile input, and a round's whole input
+#: (hooks, then the compile).
 PATHS = {
     "compile": lambda compiler, given, history: compiler.compile(given, history=history),
-    "compile_turn": lambda compiler, given, history: compile_turn(compiler, given,
-                                                                  history=history),
+    "round": lambda compiler, given, history: compile_round(compiler, given,
+                                                           history=history),
 }
 #: A history message the budgeter sends: the user's text and its artifact ref block.
 WITH_REF = render_message("See the plan.", [REF], "user") or ""
@@ -253,10 +254,12 @@ def test_the_policy_follows_what_the_request_carries(
 
 def test_compile_prompt_takes_the_history_too(tmp_path: Path, compiler: PromptCompiler) -> None:
     given = PromptCompileInput(workspace_root=tmp_path)
-    assert "artifact_references" in compile_prompt(
-        given, compiler=compiler, history=[WITH_REF]).manifest.section_ids
-    assert "artifact_references" not in compile_prompt(
-        given, compiler=compiler, history=["No refs here."]).manifest.section_ids
+    with pytest.warns(DeprecationWarning, match="compile_prompt is deprecated"):
+        assert "artifact_references" in compile_prompt(
+            given, compiler=compiler, history=[WITH_REF]).manifest.section_ids
+    with pytest.warns(DeprecationWarning, match="compile_prompt is deprecated"):
+        assert "artifact_references" not in compile_prompt(
+            given, compiler=compiler, history=["No refs here."]).manifest.section_ids
 
 
 def test_a_hook_contribution_with_refs_brings_the_policy(tmp_path: Path,
@@ -269,7 +272,7 @@ def test_a_hook_contribution_with_refs_brings_the_policy(tmp_path: Path,
             contribution_id="r", section_id="thread_context", domain="acme",
             content="Earlier:\n" + ref_line(REF))
 
-    payload = compile_turn(compiler, PromptCompileInput(workspace_root=tmp_path), registry)
+    payload = compile_round(compiler, PromptCompileInput(workspace_root=tmp_path), registry)
     assert "artifact_references" in payload.manifest.section_ids
 
 

@@ -16,13 +16,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support import run_script
+from support import compile_round, run_script
 
 from pioneer import HookError, HookRegistry, InputError, PromptCompileInput, PromptCompiler
 from pioneer.compile.ids import ID_PATTERN, check_dynamic_id, id_problem
 from pioneer.hooks.models import PromptSectionContribution
 from pioneer.hooks.registry import HookContext
-from pioneer.turn.run import compile_turn
 
 _RULE = "is not allowed: an id holds ASCII letters, digits, '_', '-', '.' and ':' only"
 
@@ -101,7 +100,7 @@ def test_a_hooks_contribution_with_a_look_alike_id_is_refused(home: Path) -> Non
                                          domain="acme", content="hi")
 
     with pytest.raises(HookError) as info:
-        compile_turn(PromptCompiler(), PromptCompileInput(workspace_root=home), registry)
+        compile_round(PromptCompiler(), PromptCompileInput(workspace_root=home), registry)
     said = f"'\u0455' (U+0455 CYRILLIC SMALL LETTER DZE) {_RULE} (got '\u0455oul')"
     assert said in str(info.value)
     with pytest.raises(InputError, match="U\\+200B ZERO WIDTH SPACE"):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from support import HOSTILE_LIMIT as LIMIT
-from support import hostile_compiler, within
+from support import compile_round, hostile_compiler, within
 
 from pioneer import PioneerError, PromptCompileInput, PromptCompiler, TemplateError
 from pioneer.compile.sandbox import INPUT_COPIES, MAX_OUTPUT
@@ -20,7 +20,6 @@ from pioneer.hooks.models import PromptSectionContribution
 from pioneer.hooks.registry import HookContext, HookRegistry
 from pioneer.sections.agents_md import agents_md_subscription
 from pioneer.sections.memory import MemoryItem, MemoryRecall, render_memory_recall
-from pioneer.turn.run import compile_turn
 
 #: A generous watchdog: these renders are refused at once; only a broken guard runs on.
 NEVER_HANGS = 60.0
@@ -358,7 +357,7 @@ def test_hook_and_agents_md_text_is_never_rendered(tmp_path: Path) -> None:
         return PromptSectionContribution(contribution_id="m", domain="memory",
                                          section_id="memory_recall", content=text or "")
 
-    payload = compile_turn(PromptCompiler(), PromptCompileInput(workspace_root=tmp_path),
+    payload = compile_round(PromptCompiler(), PromptCompileInput(workspace_root=tmp_path),
                            registry)
     text = payload.dynamic_system_text
     assert "<AGENTS_MD>\n" + POISON + "\n</AGENTS_MD>" in text

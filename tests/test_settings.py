@@ -125,8 +125,6 @@ def test_an_unknown_key_is_named_at_its_line_with_a_suggestion(tmp_path: Path) -
         "postgres_statement_timeout, "
         "postgres_idle_in_transaction_timeout, clock_granularity, model_path, locked, "
         "lock_file, "
-        "stable_cache_bytes, section_cache_bytes, bootstrap_cache_bytes, file_cache_bytes, "
-        "condition_cache_bytes, placement_cache_bytes, hint_cache_bytes, "
         "history_cache_bytes, token_cache_bytes, render_step_limit)\n"
         "error: 2 problems\n"
     ))

@@ -15,6 +15,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from support import compile_round
 
 from pioneer import (
     CompiledPromptPayload,
@@ -22,6 +23,7 @@ from pioneer import (
     PromptCompileInput,
     PromptCompiler,
     SamplingOptions,
+    TiktokenCounter,
     ToolSpec,
 )
 from pioneer.audit import HistorySnapshot, ReportedUsage, TurnAudit
@@ -29,7 +31,6 @@ from pioneer.compile.inputs import RuntimeSectionInput
 from pioneer.errors import InputError
 from pioneer.providers import ChatMessage, ChatRequest, build_request_body
 from pioneer.telemetry import CAPTURE_ENV
-from pioneer.turn.run import compile_turn
 
 _EXPORTER = InMemorySpanExporter()
 
@@ -68,7 +69,7 @@ def _input(home: Path) -> PromptCompileInput:
 def test_compile_turn_is_one_span_with_the_manifest_attributes(
     spans: InMemorySpanExporter, compiler: PromptCompiler, home: Path,
 ) -> None:
-    payload = compile_turn(compiler, _input(home), HookRegistry())
+    payload = compile_round(compiler, _input(home), HookRegistry())
     span = _one(spans, "pioneer.compile_turn")
     manifest = payload.manifest
     attributes = dict(span.attributes or {})
@@ -93,7 +94,7 @@ def test_with_capture_on_the_compile_span_carries_stable_and_dynamic_text(
     monkeypatch: pytest.MonkeyPatch, value: str,
 ) -> None:
     monkeypatch.setenv(CAPTURE_ENV, value)
-    payload = compile_turn(compiler, _input(home))
+    payload = compile_round(compiler, _input(home))
     instructions = json.loads(str(_one(spans, "pioneer.compile_turn").attributes[
         "gen_ai.system_instructions"]))  # type: ignore[index]
     assert instructions == [
@@ -108,7 +109,7 @@ def test_other_capture_values_keep_content_off_spans(
     monkeypatch: pytest.MonkeyPatch, value: str,
 ) -> None:
     monkeypatch.setenv(CAPTURE_ENV, value)
-    compile_turn(compiler, _input(home))
+    compile_round(compiler, _input(home))
     assert "gen_ai.system_instructions" not in (
         _one(spans, "pioneer.compile_turn").attributes or {})
 
@@ -117,7 +118,7 @@ def test_a_failing_compile_turn_span_records_the_error(
     spans: InMemorySpanExporter, compiler: PromptCompiler, home: Path,
 ) -> None:
     with pytest.raises(Exception, match="nope"):
-        compile_turn(compiler, PromptCompileInput(workspace_root=home, profile="nope"))
+        compile_round(compiler, PromptCompileInput(workspace_root=home, profile="nope"))
     span = _one(spans, "pioneer.compile_turn")
     assert span.status.status_code is trace.StatusCode.ERROR
     assert [event.name for event in span.events] == ["exception"]
@@ -280,9 +281,10 @@ def test_without_the_api_a_turn_compiles_and_records_without_spans(tmp_path: Pat
     loaded = _run(_BLOCK_OTEL + textwrap.dedent(f"""
         from pioneer import PromptCompileInput, PromptCompiler
         from pioneer.audit import TurnAudit
+        from pioneer.compile.round import RoundInput
         from pioneer.providers import ChatMessage, ChatRequest, build_request_body
-        from pioneer.turn.run import compile_turn
-        payload = compile_turn(PromptCompiler(), PromptCompileInput(workspace_root={home!r}))
+        payload = PromptCompiler().compile(RoundInput(PromptCompileInput(
+            workspace_root={home!r})))
         request = ChatRequest(model="m", compiled_prompt=payload,
                               messages=[ChatMessage.user("Hi")])
         audit = TurnAudit("u", "t", "chat")
@@ -351,19 +353,24 @@ def test_a_turn_is_one_trace_under_its_invoke_agent_span(
         assert reasons == [("tool_use",)] * (rounds - 1) + [("end_turn",)]
 
 
-def test_the_compile_span_carries_each_caches_counts(
+def test_the_compile_span_carries_the_token_counters_counts(
     spans: InMemorySpanExporter, home: Path,
 ) -> None:
-    compiler = PromptCompiler()
-    compile_turn(compiler, _input(home), HookRegistry())
-    compile_turn(compiler, _input(home), HookRegistry())
+    # The compiler keeps no cache of compiles: only a compiler that counts tokens has a
+    # cache (its counter's), and its counts ride on the span.
+    compile_round(PromptCompiler(), _input(home), HookRegistry())
+    plain = next(dict(s.attributes or {}) for s in spans.get_finished_spans()
+                 if s.name == "pioneer.compile_turn")
+    assert not any(key.startswith("pioneer.cache.") for key in plain)
+    spans.clear()
+    compiler = PromptCompiler(count_tokens=True, token_counter=TiktokenCounter())
+    compile_round(compiler, _input(home), HookRegistry())
+    compile_round(compiler, _input(home), HookRegistry())
     first, second = (dict(s.attributes or {}) for s in spans.get_finished_spans()
                      if s.name == "pioneer.compile_turn")
     stats = {s.name: s for s in compiler.cache_stats()}
-    assert first["pioneer.cache.stable_parts.misses"] == 1
-    assert first["pioneer.cache.stable_parts.hits"] == 0
-    assert second["pioneer.cache.stable_parts.hits"] == 1
-    assert second["pioneer.cache.sections.hits"] > first["pioneer.cache.sections.hits"]
+    assert list(stats) == ["token_counts"]
+    assert second["pioneer.cache.token_counts.hits"] > first["pioneer.cache.token_counts.hits"]
     for name, one in stats.items():
         assert (second[f"pioneer.cache.{name}.entries"], second[f"pioneer.cache.{name}.bytes"],
                 second[f"pioneer.cache.{name}.hits"], second[f"pioneer.cache.{name}.misses"],

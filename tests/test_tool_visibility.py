@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import compile_round
 
 from pioneer import PromptCompileInput, PromptCompiler, ToolSpec
 from pioneer.errors import InputError
@@ -19,7 +20,6 @@ from pioneer.tools import (
     TurnTools,
     request_tools_for,
 )
-from pioneer.turn.run import compile_turn
 
 HIDDEN = ("memory", "task", "artifact", "computer_use")
 SUMMARY_1 = "request_tools: 1 problem in the arguments; nothing was made visible"
@@ -211,7 +211,7 @@ def test_hidden_tool_domains_section_lists_exactly_the_still_hidden_domains(
     tools = TurnTools(catalog)
 
     def section(round_hidden: Any) -> str | None:
-        payload = compile_turn(compiler, PromptCompileInput(workspace_root=home),
+        payload = compile_round(compiler, PromptCompileInput(workspace_root=home),
                                hidden_tool_domains=round_hidden)
         texts = {s.id: s.text for s in payload.sections}
         return texts.get("request_tools.hidden_domains")
@@ -240,7 +240,7 @@ def test_a_hidden_tool_is_refused_whatever_the_prompt_says(
 ) -> None:
     tools = TurnTools(catalog)
     round_ = tools.next_round()
-    payload = compile_turn(PromptCompiler(), PromptCompileInput(
+    payload = compile_round(PromptCompiler(), PromptCompileInput(
         workspace_root=home, extra_system="You may call memory_search at any time."),
         hidden_tool_domains=round_.hidden)
     assert "memory_search" in payload.dynamic_system_text

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from doc_pages import example
+from support import compile_round
 
 from pioneer import HookRegistry, PromptCompileInput, PromptCompiler
 from pioneer.compile.inputs import RuntimeSectionInput
@@ -24,7 +25,6 @@ from pioneer.sections import (
 )
 from pioneer.sections.agents_md import agents_md_subscription
 from pioneer.sections.artifacts import ArtifactRef, render_message
-from pioneer.turn.run import compile_turn
 
 GOLDENS = Path(__file__).parent / "goldens" / "turn"
 REPORT = ArtifactRef("art-1", "report.pdf", "document", version_id="v1", size_bytes=2_500_000)
@@ -78,7 +78,7 @@ def _registry(root: Path, *, refs: bool = True) -> HookRegistry:
 
 def test_full_turn_golden(workspace: Path, compiler: PromptCompiler,
                           golden: Callable[[Path, str], None]) -> None:
-    payload = compile_turn(
+    payload = compile_round(
         compiler, PromptCompileInput(workspace_root=Path("home"), extra_system="Be brief."),
         _registry(workspace), turn=TurnContext(thread_folder="app"),
         permissions=PermissionProfile(mode="workspace_write", network="ask"),
@@ -96,7 +96,7 @@ def test_full_turn_golden(workspace: Path, compiler: PromptCompiler,
 
 def test_turn_is_deterministic(workspace: Path, compiler: PromptCompiler) -> None:
     def run() -> str:
-        return compile_turn(compiler, PromptCompileInput(workspace_root=Path("home")),
+        return compile_round(compiler, PromptCompileInput(workspace_root=Path("home")),
                             _registry(workspace), turn=TurnContext(thread_folder="app")).to_json()
 
     assert run() == run()
@@ -112,7 +112,7 @@ def test_artifact_policy_only_when_refs_are_present(workspace: Path, compiler: P
                                                     shown: bool) -> None:
     history = [render_message("See these.", [ArtifactRef(f"h-{n}", "a.md", "document")], "user")
                or "" for n in range(history_refs)]
-    payload = compile_turn(compiler, PromptCompileInput(workspace_root=Path("home")),
+    payload = compile_round(compiler, PromptCompileInput(workspace_root=Path("home")),
                            _registry(workspace, refs=refs), history=history)
     assert ("artifact_references" in payload.manifest.section_ids) is shown
     assert ("- artifactId=art-1" in payload.dynamic_system_text) is refs
@@ -121,7 +121,7 @@ def test_artifact_policy_only_when_refs_are_present(workspace: Path, compiler: P
 def test_caller_sections_win_over_built_ins(workspace: Path, compiler: PromptCompiler) -> None:
     given = [RuntimeSectionInput(id="current_permissions", content="Ask before anything."),
              RuntimeSectionInput(id="request_tools.hidden_domains", content="None today.")]
-    payload = compile_turn(
+    payload = compile_round(
         compiler, PromptCompileInput(workspace_root=Path("home"), runtime_sections=given),
         permissions=PermissionProfile(mode="read_only"), hidden_tool_domains={"task": ["t"]},
     )
@@ -132,7 +132,7 @@ def test_caller_sections_win_over_built_ins(workspace: Path, compiler: PromptCom
 
 def test_built_in_sections_only_where_the_profile_places_them(workspace: Path,
                                                               compiler: PromptCompiler) -> None:
-    payload = compile_turn(
+    payload = compile_round(
         compiler, PromptCompileInput(workspace_root=Path("home"), profile="minimal"),
         permissions=PermissionProfile(mode="read_only"), hidden_tool_domains=DEFAULT_TOOL_DOMAINS,
     )
@@ -140,7 +140,7 @@ def test_built_in_sections_only_where_the_profile_places_them(workspace: Path,
     assert "current_permissions" not in payload.manifest.section_ids
     assert "Hidden Tool Domains" not in payload.full_system_text
     assert "Current Permissions" not in payload.full_system_text
-    full = compile_turn(
+    full = compile_round(
         compiler, PromptCompileInput(workspace_root=Path("home")),
         permissions=PermissionProfile(mode="read_only"), hidden_tool_domains=DEFAULT_TOOL_DOMAINS,
     )
@@ -150,7 +150,7 @@ def test_built_in_sections_only_where_the_profile_places_them(workspace: Path,
 
 def test_plain_full_access_adds_no_permissions_section(workspace: Path,
                                                        compiler: PromptCompiler) -> None:
-    payload = compile_turn(compiler, PromptCompileInput(workspace_root=Path("home")),
+    payload = compile_round(compiler, PromptCompileInput(workspace_root=Path("home")),
                            permissions=PermissionProfile())
     assert "current_permissions" not in payload.manifest.section_ids
     assert payload.manifest.hook_sources == []
@@ -158,7 +158,7 @@ def test_plain_full_access_adds_no_permissions_section(workspace: Path,
 
 def test_without_hooks_it_is_a_plain_compile(workspace: Path, compiler: PromptCompiler) -> None:
     compile_input = PromptCompileInput(workspace_root=Path("home"), dynamic_context="Now.")
-    assert compile_turn(compiler, compile_input) == compiler.compile(compile_input)
+    assert compile_round(compiler, compile_input) == compiler.compile(compile_input)
 
 
 def test_docs_hooks_example_runs_and_prints_what_it_says(

@@ -10,6 +10,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "benchmarks" / "versus.py"
+KINDS = ["warm, only dynamic inputs changed", "warm, USER.md edited + new turn",
+         "warm whole round (Agent turn, next_body)"]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -23,12 +25,11 @@ def test_the_current_code_beside_a_revision_prints_both_versions_rows_and_ratios
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True, check=True).stdout.strip()
     for label in ("current", commit):
-        for kind in ("warm, only dynamic inputs changed", "warm, USER.md edited + new turn"):
+        for kind in KINDS:
             assert re.search(rf"^{re.escape(f'{label}: {kind}')} +[\d.]+ (µs|ms)", done.stdout,
                              re.MULTILINE), done.stdout
     ratios = re.findall(rf"^current / {commit}, (.+): (\d+\.\d{{3}})$", done.stdout, re.MULTILINE)
-    assert [kind for kind, _ in ratios] == ["warm, only dynamic inputs changed",
-                                            "warm, USER.md edited + new turn"]
+    assert [kind for kind, _ in ratios] == KINDS
 
 
 def test_a_revision_git_does_not_know_is_named_in_the_error() -> None:

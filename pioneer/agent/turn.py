@@ -49,23 +49,25 @@ from ..audit.record import (
 from ..audit.recorder import TurnAudit
 from ..compile.inputs import PromptCompileInput
 from ..compile.manifest import Diagnostic
+from ..compile.round import StructuredSection
 from ..episodic.recall import HISTORY_KEY
 from ..errors import InputError, Problem, ThreadConflictError, describe_exception
 from ..history.budget import HistoryDecision
 from ..history.models import HistoryEntry
 from ..history.store import check_id
 from ..hooks.models import TURN_PROMPT_PHASES, TurnContext
+from ..hooks.registry import HookRun
 from ..providers import PROVIDER_APIS, build_request_body, provider_api, read_response
 from ..providers.overflow import ContextOverflow
 from ..providers.replies import ModelReply
 from ..providers.request import ChatMessage, ChatRequest, ToolCall, ToolResult
+from ..sections.permissions import CurrentPermissions
 from ..sections.runtime import runtime_block
 from ..sections.skills import build_skills_prompt, resolve_skill_outcomes
-from ..sections.tool_domains import TASK_DOMAIN
+from ..sections.tool_domains import TASK_DOMAIN, HiddenToolDomains
 from ..tools.from_hooks import HOOK_TOOL_PHASE, HOOK_TOOL_TYPES, catalog_with_hook_tools
 from ..tools.permissions import forbidden_tools
 from ..tools.visibility import CallOutcome, ToolRound, TurnTools
-from ..turn.run import HookRun, compile_turn, run_hooks
 from .history import conversation, kept_rounds
 from .lifecycle import Abandoned, warn_abandoned
 from .rounds import RoundFacts, check_max_rounds, round_input
@@ -297,12 +299,17 @@ class Turn:
                 continuation=continue_generation,
                 task_tools=any(name in task_tools for name in round_.names),
             )
-            payload = compile_turn(
-                self.agent.compiler, round_input(self.agent.compiler, started.compile_input,
-                                                 facts),
-                hook_run=started.hook_run, permissions=started.audit.permissions,
-                hidden_tool_domains=round_.hidden, history=started.decision.messages,
-            )
+            permissions = started.audit.permissions
+            sections: list[StructuredSection] = []
+            if permissions is not None:
+                sections.append(CurrentPermissions(permissions))
+            if round_.hidden:
+                sections.append(HiddenToolDomains(round_.hidden))
+            payload = self.agent.compiler.compile(started.hook_run.round_input(
+                round_input(self.agent.compiler, started.compile_input, facts),
+                sections=sections,
+                history=[m.content for m in started.decision.messages],
+            ))
             fitted = self._fit(provider, payload, round_)
             request = fitted.request
             body = build_request_body(provider, request, system_role=self._system_role(provider))
@@ -528,9 +535,9 @@ class Turn:
                               user_text=self.user_text, touched_paths=self._touched,
                               data={HISTORY_KEY: decision, **self._data}, mode=self.mode)
         phases = TURN_PROMPT_PHASES if chat else (HOOK_TOOL_PHASE, *TURN_PROMPT_PHASES)
-        hook_run = run_hooks(agent.compiler, compile_input,
-                             agent.registry(thread_folder=self._folder), turn=context,
-                             phases=phases, accept={HOOK_TOOL_PHASE: HOOK_TOOL_TYPES})
+        hook_run = agent.registry(thread_folder=self._folder).run_hooks(
+            agent.compiler, compile_input, turn=context, phases=phases,
+            accept={HOOK_TOOL_PHASE: HOOK_TOOL_TYPES})
         hook_tools = catalog_with_hook_tools(() if chat else agent.tools, agent.domains,
                                              hook_run.offered)
         if hook_tools.diagnostics:

@@ -17,10 +17,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import telemetry
+from ..compile.spans import manifest_attributes
 from ..providers.replies import ModelReply
 from ..providers.request import ChatRequest
 from ..providers.system import prompt_parts
-from ..turn.run import manifest_attributes
 from .record import PROVIDER_NAMES, HistorySnapshot, ReportedUsage, RoundRecord
 
 if TYPE_CHECKING:

@@ -8,12 +8,11 @@ that is missing, unreadable, not a regular file, not UTF-8 or reached through a 
 (or ``..``) that leaves the workspace root becomes a diagnostic; compiling never fails
 because of one. Files are opened by :class:`~pioneer.files.Beneath`, relative to the
 root's descriptor and never following a link out of it, so a symlink swapped in
-mid-read cannot bring outside text in; a read is reused only while the path's signature
-is that of the file it opened. Reads stream through an incremental decoder, so a huge
-file costs no more memory than its budget, and counting stops after :data:`COUNT_LIMIT`
-bytes (or four bytes per budgeted char, if more), so a multi-gigabyte or sparse file
-costs no more time either: its truncation diagnostic then gives the count so far as a
-lower bound ("at least N -> kept chars").
+mid-read cannot bring outside text in. Every compile reads the files again. Reads stream
+through an incremental decoder, so a huge file costs no more memory than its budget, and
+counting stops after :data:`COUNT_LIMIT` bytes (or four bytes per budgeted char, if
+more), so a multi-gigabyte or sparse file costs no more time either: its truncation
+diagnostic then gives the count so far as a lower bound ("at least N -> kept chars").
 """
 
 from __future__ import annotations
@@ -23,29 +22,21 @@ import errno
 import os
 import stat
 import tempfile
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
 
-from ..caches import LruCache
 from ..errors import PioneerError, Problem
 from ..files import Beneath, Refused, os_reason
 from ..resources import builtin_dir
-from ..settings import BOOTSTRAP_CACHE_BYTES, FILE_CACHE_BYTES
 from .manifest import Diagnostic, SourceManifestEntry
 
 __all__ = [
     "SEED_FILES",
     "BootstrapFile",
-    "BootstrapLoader",
     "BootstrapResult",
-    "FileReader",
     "SeedResult",
     "ensure_runtime_home",
-    "file_probe",
-    "file_signature",
     "load_bootstrap",
     "sanitize",
 ]
@@ -55,12 +46,6 @@ SEED_FILES = ("SOUL.md", "IDENTITY.md")
 _CHUNK = 1 << 16
 #: Bytes read to count a file's characters before the count becomes a lower bound.
 COUNT_LIMIT = 16 << 20
-#: A file changed this recently (content or metadata, so by its ctime, which nobody can
-#: set back) may change again within one timestamp tick (up to 2 s on some filesystems)
-#: without its signature moving, so it is not trusted to be unchanged.
-RACY_NS = 2 * 10**9
-#: The signature of a path where no file exists.
-MISSING: tuple[int, ...] = ()
 
 
 def sanitize(text: str) -> str:
@@ -76,10 +61,6 @@ class _Read:
     chars: int
     #: False when counting stopped at the byte limit: ``chars`` is then a lower bound.
     complete: bool = True
-    #: The :func:`file_signature` of the file that was read, taken by ``fstat`` on the
-    #: open file (``None``: too new to trust): a cached read is reused only for a path
-    #: whose signature is this one, so a read made through a link never stands in for it.
-    identity: tuple[int, ...] | None = None
 
 
 class _ReadFailure(Exception):
@@ -155,11 +136,9 @@ _TAIL = 256
 _WHOLE_LIMIT = 1 << 20
 
 
-def _read_whole(fd: int, size: int, keep: int,
-                identity: tuple[int, ...] | None = None) -> _Read | None:
+def _read_whole(fd: int, size: int, keep: int) -> _Read | None:
     """The file read in one call, when that call returns exactly the ``size`` its stat
-    gave; ``None`` when it returns more (the file grew) or less, and it must be streamed.
-    ``identity``: the file's signature, kept on the read."""
+    gave; ``None`` when it returns more (the file grew) or less, and it must be streamed."""
     data = os.read(fd, size + 1)
     if len(data) != size:
         return None
@@ -171,8 +150,7 @@ def _read_whole(fd: int, size: int, keep: int,
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = text.strip()
     total = len(text)
-    return _Read(text if total <= keep else text[: max(keep + 1, 0)], total,
-                 identity=identity)
+    return _Read(text if total <= keep else text[: max(keep + 1, 0)], total)
 
 
 def _read(beneath: Beneath, name: str, keep: int) -> _Read:
@@ -192,133 +170,15 @@ def _read(beneath: Beneath, name: str, keep: int) -> _Read:
             raise _ReadFailure(False, "not a regular file")
         try:
             if info.st_size <= _WHOLE_LIMIT:
-                whole = _read_whole(fd, info.st_size, keep, _signature(info))
+                whole = _read_whole(fd, info.st_size, keep)
                 if whole is not None:
                     return whole
                 os.lseek(fd, 0, os.SEEK_SET)
-            return replace(_stream(fd, keep), identity=_signature(info))
+            return _stream(fd, keep)
         except OSError as error:
             raise _ReadFailure(False, os_reason(error)) from None
     finally:
         os.close(fd)
-
-
-def file_signature(path: str | Path) -> tuple[int, ...] | None:
-    """What a stat says about a file; equal signatures mean an unchanged file.
-
-    :data:`MISSING` when nothing is at ``path``; ``None`` when the file cannot be
-    trusted to be unchanged: not a regular file, not stat-able, changed within
-    :data:`RACY_NS` (a second write in the same tick could leave every field as it was),
-    or a symlink (whether it may be followed is decided again on every read).
-    """
-    return file_probe(path)[0]
-
-
-def file_probe(path: str | Path) -> tuple[tuple[int, ...] | None, bool]:
-    """:func:`file_signature`, and whether the same ``lstat`` saw a regular file (not a
-    symlink), which a file too new to trust still tells a reader."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return MISSING, False
-    except (OSError, ValueError):
-        return None, False
-    regular = stat.S_ISREG(info.st_mode)
-    return (_signature(info) if regular else None), regular
-
-
-def _signature(info: os.stat_result) -> tuple[int, ...] | None:
-    """A regular file's signature from its stat; ``None`` when changed too recently."""
-    if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < RACY_NS:
-        return None
-    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev)
-
-
-class FileReader:
-    """Reads bootstrap files, reusing a read while the file's signature is unchanged.
-
-    Its reads, the :class:`BootstrapFile` last made for each file and the source
-    manifest entries share one :class:`~pioneer.caches.LruCache` of ``budget`` bytes (the
-    ``file_cache_bytes`` setting), each entry counted as its text plus the overhead.
-    """
-
-    __slots__ = ("cache",)
-
-    def __init__(self, budget: int = FILE_CACHE_BYTES):
-        self.cache: LruCache[tuple[object, ...], Any] = LruCache("identity_files", budget)
-
-    def read(
-        self,
-        path: str | Path,
-        keep: int,
-        signature: tuple[int, ...] | None = None,
-        *,
-        probed: bool = False,
-        beneath: tuple[Beneath, str] | None = None,
-    ) -> _Read:
-        """Read (or reuse) the sanitised head of ``path``; raises ``_ReadFailure``.
-
-        ``beneath``: the root held open and the file's name under it, which is how the
-        file is opened (by default: its own folder and its base name). ``probed``:
-        ``signature`` is the file's :func:`file_signature`, just taken by the caller
-        (``None`` then means "not to be trusted"); otherwise it is taken here. A read is
-        kept for reuse only when the file it opened has that same signature.
-        """
-        key = ("read", str(path), keep)
-        if signature is None and not probed:
-            signature = file_signature(path)
-        if signature:
-            cached = self.cache.get(key)
-            if cached is not None and cached[0] == signature:
-                return cast(_Read, cached[1])
-        if beneath is None:
-            folder, name = os.path.split(os.fspath(path))
-            with Beneath(folder or ".") as own:
-                result = _read(own, name, keep)
-        else:
-            result = _read(*beneath, keep)
-        if signature and result.identity == signature:
-            self.cache.put(key, (signature, result))
-        return result
-
-    def file(
-        self, name: str, path: str, content: str, original: int, truncated: bool
-    ) -> BootstrapFile:
-        """The :class:`BootstrapFile` made last time for this content, or a new one.
-
-        A file read again with the same content (after a touch, or while it is too new
-        for its signature to be trusted) gives back the object made before, so the memos
-        keyed on it compare it by identity instead of comparing its whole text each turn.
-        The content string it was last matched with is kept too: a read reused from the
-        cache hands in that same string, which then costs no comparison of its text.
-        """
-        key = ("file", name, path, original, truncated)
-        found = self.cache.get(key)
-        if found is not None:
-            seen, made = found
-            if seen is content:
-                return cast(BootstrapFile, made)
-            if made.content == content:
-                self.cache.put(key, (content, made))
-                return cast(BootstrapFile, made)
-        made = BootstrapFile(name, path, content, original, truncated)
-        self.cache.put(key, (content, made))
-        return made
-
-    def entry(self, name: str, path: str, status: str, chars: int) -> SourceManifestEntry:
-        """A source manifest entry, shared between loads that record the same one."""
-        key = ("entry", name, path, status, chars)
-        found = self.cache.get(key)
-        if found is None:
-            found = SourceManifestEntry.model_validate(
-                {"file": name, "path": path, "status": status, "chars": chars}
-            )
-            self.cache.put(key, found)
-        return cast(SourceManifestEntry, found)
-
-
-#: Characters from each end of a bootstrap file's content that its hash covers.
-_HASHED_END = 256
 
 
 def fold_home(path: str) -> str:
@@ -339,12 +199,7 @@ def fold_home(path: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class BootstrapFile:
-    """A bootstrap file that survived budgeting.
-
-    It compares by every field, but hashes only the ends of its content: the memos key
-    on it, and hashing tens of thousands of new characters after each edit costs more
-    than comparing the rare neighbour whose ends and size are the same.
-    """
+    """A bootstrap file that survived budgeting."""
 
     name: str
     path: str
@@ -354,18 +209,9 @@ class BootstrapFile:
     #: ``path`` with the user's home folded to ``~`` (:func:`fold_home`): what the block
     #: heading shows, so every node of a deployment compiles the same stable text.
     heading_path: str = field(init=False, repr=False, compare=False)
-    _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "heading_path", fold_home(self.path))
-        content = self.content
-        object.__setattr__(self, "_hash", hash((
-            self.name, self.path, len(content), content[:_HASHED_END],
-            content[-_HASHED_END:], self.original_chars, self.truncated,
-        )))
-
-    def __hash__(self) -> int:
-        return self._hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,50 +236,19 @@ def load_bootstrap(
     *,
     max_chars_per_file: int,
     max_chars_total: int,
-    reader: FileReader | None = None,
-    probes: Sequence[tuple[tuple[int, ...] | None, bool]] | None = None,
-    paths: Sequence[str] | None = None,
 ) -> BootstrapResult:
-    """Read and budget ``files`` (name, keep_empty) from ``root`` in the order given.
-
-    ``probes`` holds each file's :func:`file_probe` when the caller has just taken them,
-    which spares the stats a read would take, and ``paths`` each file's
-    ``str(root / name)`` when the caller already has them.
-    """
-    return _load(root, files, max_chars_per_file=max_chars_per_file,
-                 max_chars_total=max_chars_total, reader=reader, probes=probes, paths=paths)[0]
-
-
-def _load(
-    root: Path,
-    files: Sequence[tuple[str, bool]],
-    *,
-    max_chars_per_file: int,
-    max_chars_total: int,
-    reader: FileReader | None,
-    probes: Sequence[tuple[tuple[int, ...] | None, bool]] | None,
-    paths: Sequence[str] | None,
-) -> tuple[BootstrapResult, bool]:
-    """:func:`load_bootstrap`, and whether every file read is the one its probe saw."""
-    reader = reader or FileReader()
+    """Read and budget ``files`` (name, keep_empty) from ``root`` in the order given."""
     load_diags: list[Diagnostic] = []
     budget_diags: list[Diagnostic] = []
     read: list[tuple[str, str, _Read]] = []
     status: dict[str, tuple[str, int]] = {}
-    as_probed = True
-    path_of = {name: path for (name, _), path in zip(
-        files, paths or [str(root / name) for name, _ in files], strict=True)}
+    path_of = {name: str(root / name) for name, _ in files}
     with Beneath(root) as beneath:
-        for index, (name, kept_when_empty) in enumerate(files):
+        for name, kept_when_empty in files:
             path = path_of[name]
-            signature = probes[index][0] if probes is not None else None
             try:
-                result = reader.read(path, max_chars_per_file, signature or None,
-                                     probed=probes is not None, beneath=(beneath, name))
-                as_probed = as_probed and result.identity == signature
-                read.append((name, path, result))
+                read.append((name, path, _read(beneath, name, max_chars_per_file)))
             except _ReadFailure as failure:
-                as_probed = as_probed and signature == (MISSING if failure.missing else None)
                 if failure.missing:
                     # A file whose section is left out when empty (USER.md) is optional.
                     load_diags.append(_diag("missing_file", name, path, "is missing",
@@ -480,62 +295,13 @@ def _load(
         if dropped:
             status[name] = ("truncated", 0) if truncated else ("missing", 0)
             continue
-        kept[name] = reader.file(name, path, content, original, truncated)
+        kept[name] = BootstrapFile(name, path, content, original, truncated)
         status[name] = ("truncated" if truncated else "loaded", len(content))
 
-    manifest = tuple(reader.entry(name, path_of[name], *status[name]) for name, _ in files)
-    return BootstrapResult(kept, manifest, tuple(load_diags + budget_diags)), as_probed
-
-
-class BootstrapLoader:
-    """:func:`load_bootstrap` with memory: one result per root, budgets and signatures.
-
-    While no file's :func:`file_signature` moves, a turn gets the very same
-    :class:`BootstrapResult` (same objects, so later memos compare it by identity). The
-    results are kept in an :class:`~pioneer.caches.LruCache` of ``budget`` bytes (each
-    counted as its kept texts plus the overhead per file), the reads in the reader's.
-    """
-
-    def __init__(self, budget: int = BOOTSTRAP_CACHE_BYTES,
-                 file_budget: int = FILE_CACHE_BYTES):
-        self.reader = FileReader(file_budget)
-        self.cache: LruCache[tuple[object, ...], BootstrapResult] = LruCache(
-            "bootstrap_results", budget)
-
-    def load(
-        self,
-        root: Path,
-        files: Sequence[tuple[str, bool]],
-        *,
-        max_chars_per_file: int,
-        max_chars_total: int,
-    ) -> BootstrapResult:
-        """Like :func:`load_bootstrap`, reusing the result while nothing changed."""
-        folder = os.fspath(root)
-        files = tuple(files)
-        # Each file's path as the manifest shows it, made once per root (pathlib's
-        # parsing was a tenth of a warm turn).
-        where = ("paths", folder, files)
-        paths = self.reader.cache.get(where)
-        if paths is None:
-            paths = tuple(str(Path(root) / name) for name, _ in files)
-            self.reader.cache.put(where, paths)
-        probes = tuple(map(file_probe, paths))
-        signatures = tuple(probe[0] for probe in probes)
-        key = (folder, files, max_chars_per_file, max_chars_total, signatures)
-        trusted = None not in signatures
-        if trusted:
-            found = self.cache.get(key)
-            if found is not None:
-                return found
-        result, as_probed = _load(
-            root, files, max_chars_per_file=max_chars_per_file,
-            max_chars_total=max_chars_total, reader=self.reader, probes=probes, paths=paths,
-        )
-        if trusted and as_probed:  # what was read is what the probes saw
-            self.cache.put(key, result)
-        return result
-
+    manifest = tuple(SourceManifestEntry.model_validate(
+        {"file": name, "path": path_of[name], "status": status[name][0],
+         "chars": status[name][1]}) for name, _ in files)
+    return BootstrapResult(kept, manifest, tuple(load_diags + budget_diags))
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,20 +3,23 @@
 ``PromptCompiler`` loads each profile (TOML → extends → schema → structural rules →
 templates and conditions; :mod:`~pioneer.compile.extends`, :mod:`~pioneer.compile.profile`,
 :mod:`~pioneer.compile.templates`) once into a :class:`~pioneer.compile.loaded.LoadedProfile`
-and keeps it for every later turn. ``compile`` is a straight chain:
+and keeps it for every later turn. ``compile`` takes a round's whole input
+(:class:`~pioneer.compile.round.RoundInput`) and is a straight chain:
 
+0. round: the hook contributions (higher priority first) and the structured sections
+   the profile places become runtime sections (:mod:`~pioneer.compile.round`);
 1. load: the profile, loaded once;
 2. plan: what each section reads, split at the cache boundary (:mod:`~pioneer.compile.plan`);
 3. bootstrap: the identity files, budgeted (:mod:`~pioneer.compile.bootstrap`);
 4. pools: the contributions each pool keeps (:mod:`~pioneer.compile.pools`);
-5. stable part: the stable sections, reused whole while nothing they read moved
-   (:mod:`~pioneer.compile.stable`);
+5. stable part: the stable sections (:mod:`~pioneer.compile.assemble`);
 6. dynamic part: the dynamic sections (:mod:`~pioneer.compile.render`, which renders
    every section, condition → source → render → budget → keep);
-7. manifest: the payload, its fingerprints and manifest (:mod:`~pioneer.compile.assemble`).
+7. manifest: the payload, its fingerprints and the whole manifest, ``hook_sources``
+   included (:mod:`~pioneer.compile.assemble`).
 
-Each stage's caches are :class:`~pioneer.caches.LruCache` instances the compiler owns,
-sized by the settings (docs/speed.md, "Caches").
+Nothing of one compile is kept for the next but the loaded profiles and their plans:
+every compile reads the identity files and renders every section again.
 """
 
 from __future__ import annotations
@@ -24,10 +27,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import telemetry
 from ..caches import CacheStats, LruCache
 from ..errors import (
     InputError,
@@ -41,8 +46,8 @@ from ..errors import (
 )
 from ..settings import PioneerSettings
 from ..tokens import TokenCounter, default_counter
-from .assemble import assemble
-from .bootstrap import BootstrapFile, BootstrapLoader, BootstrapResult
+from .assemble import assemble, stable_part
+from .bootstrap import BootstrapFile, BootstrapResult, load_bootstrap
 from .declared import (
     InputSpec,
     InputValue,
@@ -55,7 +60,7 @@ from .extends import ProfileSource, resolve_profile
 from .fingerprint import profile_fingerprint, template_digests
 from .inputs import PromptCompileInput, parse_compile_input
 from .loaded import LoadedProfile
-from .manifest import CompiledPromptPayload, Diagnostic, InputRecord, Omission, Placement, built
+from .manifest import CompiledPromptPayload, Diagnostic, InputRecord, Omission, built
 from .plan import ProfilePlan, plan_profile
 from .pools import Contribution, budget_pool
 from .profile import (
@@ -69,13 +74,12 @@ from .readonly import FrozenDict
 from .refs import count_ref_lines
 from .render import (
     NO_INPUTS,
-    PlacementKey,
-    Rendered,
     SectionRenderer,
     TrialRenderer,
     representative_input,
 )
-from .stable import StablePart, stable_part
+from .round import RoundInput, hook_sources, round_sections
+from .spans import SPAN, cache_attributes, compile_attributes
 from .templates import TemplateSet, build_environment
 
 __all__ = [
@@ -143,38 +147,18 @@ class PromptCompiler:
         self._counter = token_counter
         self._count_tokens = count_tokens
         self._profiles: dict[str, LoadedProfile] = {}
-        # Every cache is byte-bounded and least recently used, its budget a setting
-        # (docs/speed.md, "Caches").
-        self._id_hints: LruCache[tuple[str, str], str] = LruCache(
-            "contribution_hints", settings.hint_cache_bytes)
-        self._bootstrap_loader = BootstrapLoader(settings.bootstrap_cache_bytes,
-                                                 settings.file_cache_bytes)
         self._plans: dict[str, ProfilePlan] = {}
-        self._stable_memo: LruCache[tuple[object, ...], StablePart] = LruCache(
-            "stable_parts", settings.stable_cache_bytes)
-        self._section_memo: LruCache[tuple[object, ...], Rendered] = LruCache(
-            "sections", settings.section_cache_bytes)
-        self._conditions: LruCache[tuple[object, ...], bool] = LruCache(
-            "conditions", settings.condition_cache_bytes)
-        # A turn's placements are mostly last turn's: a frozen record is reused by value
-        # rather than validated again (ten of them were a tenth of a warm turn).
-        self._placements: LruCache[PlacementKey, Placement] = LruCache(
-            "placements", settings.placement_cache_bytes)
         if count_tokens and token_counter is None:
             self._counter = default_counter(settings.token_cache_bytes)
 
     def cache_stats(self) -> list[CacheStats]:
-        """Each of the compiler's caches: name, entries, bytes, budget, hits, misses,
-        evictions and hit rate (docs/speed.md, "Caches"); the token counter's too when
-        the compiler counts tokens."""
-        loader = self._bootstrap_loader
-        caches: list[LruCache[Any, Any]] = [
-            self._stable_memo, self._section_memo, loader.cache, loader.reader.cache,
-            self._conditions, self._placements, self._id_hints]
+        """The token counter's cache (name, entries, bytes, budget, hits, misses,
+        evictions and hit rate) when the compiler counts tokens with one; the compiler
+        itself keeps no cache of compiles (docs/speed.md)."""
         counter_cache = getattr(self._counter, "cache", None)
         if isinstance(counter_cache, LruCache):
-            caches.append(counter_cache)
-        return [cache.stats() for cache in caches]
+            return [counter_cache.stats()]
+        return []
 
     # -- loading ---------------------------------------------------------------
 
@@ -321,9 +305,7 @@ class PromptCompiler:
             renderer = TrialRenderer(
                 self.templates, representative_input(profile.spec.name), profile,
                 plan, BootstrapResult(files, (), ()), [], [],
-                inputs=FrozenDict(values, "inputs"),
-                memo=LruCache("trial", 0), conditions=LruCache("trial", 0), counter=None,
-                placements=LruCache("trial", 0),
+                inputs=FrozenDict(values, "inputs"), counter=None,
             )
             for section in profile.spec.sections:
                 reads = plan.input_reads.get(section.id)
@@ -346,36 +328,51 @@ class PromptCompiler:
     # -- compiling -------------------------------------------------------------
 
     def compile(
-        self, compile_input: PromptCompileInput | Mapping[str, Any], *,
+        self, round_input: RoundInput | PromptCompileInput | Mapping[str, Any], *,
         history: Iterable[str] | None = None,
     ) -> CompiledPromptPayload:
-        """Compile one turn's prompt; sections whose inputs did not change are reused.
+        """Compile one round's prompt; sections whose inputs did not change are reused.
 
-        ``compile_input`` may also be a mapping of its fields, validated as
-        :func:`~pioneer.compile.inputs.parse_compile_input` does (an
-        :class:`~pioneer.errors.InputError` listing every problem). ``history`` is the
-        text of the messages sent with the prompt: their artifact refs count, with those
-        of the sections, towards the Artifact References policy.
+        ``round_input`` is everything the round contributes (:class:`RoundInput`: the
+        compile input, the hook contributions, the structured sections and the history
+        texts), or a bare compile input: a :class:`PromptCompileInput` or a mapping of
+        its fields, validated as :func:`~pioneer.compile.inputs.parse_compile_input` does
+        (an :class:`~pioneer.errors.InputError` listing every problem). ``history`` is
+        the text of the messages sent with a bare compile input (a round input carries
+        its own): their artifact refs count, with those of the sections, towards the
+        Artifact References policy. The manifest is written whole here, the hooks'
+        ``hook_sources`` and diagnostics included.
         """
-        if not isinstance(compile_input, PromptCompileInput):
-            compile_input = as_compile_input(compile_input)
-        profile = self.load_profile(compile_input.profile)
+        if not isinstance(round_input, RoundInput):
+            return self._compile(RoundInput(as_compile_input(round_input), history=(
+                None if history is None else _history_texts(history))))
+        if history is not None:
+            raise InputError(Problem(
+                "a RoundInput carries its own history texts; pass them as "
+                "RoundInput(history=...), not as history=", path="history"))
+        with telemetry.span(SPAN) as current:
+            payload = self._compile(round_input)
+            if current is not None and current.is_recording():
+                telemetry.set_attributes(current, compile_attributes(payload))
+                telemetry.set_attributes(current, cache_attributes(self.cache_stats()))
+            return payload
+
+    def _compile(self, whole: RoundInput) -> CompiledPromptPayload:
+        profile = self.load_profile(whole.compile_input.profile)
+        compile_input, positions = round_sections(whole, profile.claimed, self.templates.env)
         inputs = self.input_values(profile, compile_input)
         plan = self._plan(profile)
         boot = self._bootstrap(profile, compile_input)
         contributions, pool_diagnostics, pool_omissions = _pools(profile, compile_input)
         renderer = SectionRenderer(
             self.templates, compile_input, profile, plan, boot, contributions, pool_omissions,
-            history_refs=_history_refs(history) if history is not None else 0,
+            history_refs=0 if whole.history is None else _history_refs(whole.history),
             inputs=inputs,
-            memo=self._section_memo,
-            conditions=self._conditions,
             counter=(self._counter or default_counter()) if self._count_tokens else None,
-            placements=self._placements,
         )
         # Only a contribution no section claims can carry an unknown id.
         pool_diagnostics += self._unknown_contributions(profile, renderer.unclaimed)
-        stable = stable_part(renderer, plan.stable, self._stable_memo)
+        stable = stable_part(renderer, plan.stable)
         dynamic = renderer.render_dynamic(plan.dynamic, stable.refs)
         if renderer.met != len(contributions):  # some contribution no section met
             dynamic += renderer.unplaced()
@@ -384,10 +381,13 @@ class PromptCompiler:
         diagnostics = [*_clamped_limits(profile, compile_input), *boot.diagnostics,
                        *pool_diagnostics, *stable.diagnostics]
         omissions = [*pool_omissions, *stable.omissions]
+        placements = renderer.placements()
         return assemble(profile, stable, dynamic, boot, diagnostics, omissions,
-                        renderer.placements(), ignored,
-                        [_ignored_diagnostic(name, profile.spec.name) for name in ignored],
-                        given_inputs(compile_input))
+                        placements, ignored,
+                        [*(_ignored_diagnostic(name, profile.spec.name) for name in ignored),
+                         *whole.hook_diagnostics],
+                        given_inputs(compile_input),
+                        hook_sources(whole, positions, placements))
 
     def input_values(self, profile: LoadedProfile | str, compile_input: PromptCompileInput,
                      *, locate: Locate | None = None) -> FrozenDict:
@@ -451,15 +451,9 @@ class PromptCompiler:
         for item in contributions:
             if item.id in known:
                 continue
-            # Searched once per profile and id (never cleared wholesale: the cache is
-            # least recently used).
-            key = (profile.fingerprint, item.id)
-            hint = self._id_hints.get(key)
-            if hint is None:
-                if known_ids is None:
-                    known_ids = profile.known_ids
-                hint = did_you_mean(item.id, known_ids, cutoff=0.85)
-                self._id_hints.put(key, hint)
+            if known_ids is None:
+                known_ids = profile.known_ids
+            hint = did_you_mean(item.id, known_ids, cutoff=0.85)
             if hint:
                 found.append(Diagnostic(
                     code="unknown_contribution",
@@ -483,8 +477,8 @@ class PromptCompiler:
         if not profile.bootstrap_files:
             return BootstrapResult({}, (), ())
         budgets, limits = profile.spec.budgets, compile_input.limits
-        return self._bootstrap_loader.load(
-            compile_input.workspace_root or self.settings.home,
+        return load_bootstrap(
+            Path(compile_input.workspace_root or self.settings.home),
             profile.bootstrap_files,
             max_chars_per_file=_lower(budgets.max_chars_per_file, limits.max_chars_per_file),
             max_chars_total=_lower(budgets.max_chars_total, limits.max_chars_total),
@@ -568,19 +562,25 @@ def _ignored_inputs(plan: ProfilePlan, compile_input: PromptCompileInput) -> lis
     return ignored
 
 
-def _history_refs(history: Iterable[str]) -> int:
-    """The artifact ref lines of the history texts; anything but texts is refused."""
+def _history_texts(history: Iterable[str]) -> tuple[str, ...]:
+    """The history texts as given; one string instead of a list is refused."""
     if isinstance(history, str):
         raise InputError(Problem(
             "expected the texts of the messages sent (a list of strings), got one string: "
             "wrap it in a list", path="history"))
-    texts = list(history)
-    for index, text in enumerate(texts):
+    return tuple(history)
+
+
+def _history_refs(history: Sequence[str]) -> int:
+    """The artifact ref lines of the history texts; anything but texts is refused."""
+    if isinstance(history, str):
+        return _history_refs(_history_texts(history))
+    for index, text in enumerate(history):
         if not isinstance(text, str):
             raise InputError(Problem(
                 f"expected a message text, got {type(text).__name__} (pass its content)",
                 path=f"history[{index}]"))
-    return count_ref_lines(texts)
+    return count_ref_lines(history)
 
 
 def ignored_reason(name: str, profile: str) -> str:
@@ -667,6 +667,10 @@ def compile_prompt(
     compile_input: PromptCompileInput | Mapping[str, Any], *,
     compiler: PromptCompiler | None = None, history: Iterable[str] | None = None,
 ) -> CompiledPromptPayload:
-    """Compile one prompt; pass a long-lived ``compiler`` to reuse loaded profiles, and
-    the ``history`` texts sent with it as :meth:`PromptCompiler.compile` takes them."""
+    """Deprecated (goes in the next release): ``PromptCompiler().compile(...)``, or a
+    long-lived compiler's :meth:`PromptCompiler.compile`, which takes the same input and
+    ``history``."""
+    warnings.warn("pioneer.compile_prompt is deprecated and goes in the next release: call "
+                  "PromptCompiler().compile(compile_input, history=...)",
+                  DeprecationWarning, stacklevel=2)
     return (compiler or PromptCompiler()).compile(compile_input, history=history)

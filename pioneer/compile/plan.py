@@ -1,12 +1,10 @@
 """The plan of a profile: what each section reads, split at the cache boundary.
 
-A template's output is a function of the context names it reads (found once per
-profile with jinja2's ``meta``, through includes and imports), so a rendered section
-can be reused whenever those values are equal to a previous turn's. The plan records,
-once per profile, which names each section's template and condition read, which
-sections are stable and which base names and identity files the stable part reads:
-what the caches' keys are made of (:mod:`pioneer.compile.render`,
-:mod:`pioneer.compile.stable`); :func:`freeze` makes a value part of a key.
+The plan records, once per profile, which context names each section's template and
+condition read (found with jinja2's ``meta``, through includes and imports): a template
+is handed only those names, an input no section reads is reported as ignored, and the
+sections that read the artifact ref count are rendered once the others' refs are
+counted (:mod:`pioneer.compile.render`).
 
 Templates must be deterministic functions of their context (no ``random`` filter, no
 ``lipsum``), which the determinism rule of the design already demands.
@@ -14,40 +12,19 @@ Templates must be deterministic functions of their context (no ``random`` filter
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .profile import SectionSpec
     from .templates import TemplateSet
 
-__all__ = ["ProfilePlan", "freeze", "plan_profile"]
+__all__ = ["ProfilePlan", "plan_profile"]
 
 #: The names a template reads the prompt's artifact ref count by (the second one is the
 #: deprecated compile-input field's, kept for the profiles that read it).
 _REF_NAMES = frozenset({"artifact_refs", "artifact_ref_count"})
-
-
-def freeze(value: Any) -> Hashable:
-    """A hashable value equal exactly when ``value`` is; ``TypeError`` when there is none.
-
-    Numbers carry their type (``True``, ``1`` and ``1.0`` are equal in Python but render
-    differently) and floats their repr (``0.0`` and ``-0.0`` too).
-    """
-    kind = type(value)
-    if kind is str or value is None:
-        return cast(Hashable, value)
-    if kind is bool or kind is int:
-        return (kind.__name__, value)
-    if kind is float:
-        return ("float", repr(value))
-    if isinstance(value, (list, tuple)):
-        return (type(value).__name__, *map(freeze, value))
-    if isinstance(value, Mapping):
-        return ("mapping", *((key, freeze(item)) for key, item in sorted(value.items())))
-    hash(value)  # frozen models and dataclasses hash their fields; anything else raises
-    return cast(Hashable, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +35,6 @@ class ProfilePlan:
     dynamic: tuple[SectionSpec, ...]
     #: Context names each section's template reads (``None``: possibly any name).
     reads: Mapping[str, tuple[str, ...] | None]
-    #: Context names each section's condition reads.
-    condition_reads: Mapping[str, tuple[str, ...]]
-    #: Base-context names (compile input and profile) the stable part depends on.
-    stable_names: tuple[str, ...]
-    #: Bootstrap files the stable part renders (contributions are never stable).
-    stable_files: tuple[str, ...]
     #: Compile-input names some section's template, condition or input source reads
     #: (every name, when a template's reads cannot be known).
     read_names: frozenset[str] = frozenset()
@@ -76,8 +47,6 @@ class ProfilePlan:
     ref_readers: frozenset[str] = frozenset()
     #: Whether a stable section is one of ``ref_readers``.
     stable_reads_refs: bool = False
-    #: Sections whose template reads only ``content`` (most contribution and input ones).
-    content_only: frozenset[str] = frozenset()
     #: The declared inputs each section's template or condition reads (``None``: possibly
     #: every one: the template reads ``inputs`` whole, or its reads cannot be known).
     input_reads: Mapping[str, frozenset[str] | None] = field(default_factory=dict)
@@ -124,18 +93,13 @@ def plan_profile(
         return found
 
     read = base_reads(ordered)
-    needed = base_reads(stable)
     return ProfilePlan(
         stable=stable,
         dynamic=tuple(s for s in ordered if s.stability == "dynamic"),
         reads=reads,
-        condition_reads=conditions,
-        stable_names=tuple(sorted(needed)),
-        stable_files=tuple(s.file for s in stable if s.source == "bootstrap" and s.file),
         read_names=frozenset(read),
         unreported=frozenset(read) | consumed,
         ref_readers=ref_readers,
         stable_reads_refs=any(s.id in ref_readers for s in stable),
-        content_only=frozenset(s.id for s in ordered if reads[s.id] == ("content",)),
         input_reads=input_reads,
     )

@@ -29,8 +29,7 @@ __all__ = [
 class Contribution(NamedTuple):
     """A contribution that survived its pool's budget, ready to be placed by the profile.
 
-    A named tuple: a turn makes one per kept input, so it is built cheaply, and it is
-    hashable and compares by value (the stable-part memo keys on it).
+    A named tuple: a turn makes one per kept input, so it is built cheaply.
     """
 
     id: str

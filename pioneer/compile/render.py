@@ -1,9 +1,8 @@
-"""The section renderer: one turn's declared sections, each rendered or reused.
+"""The section renderer: one turn's declared sections, each rendered.
 
 For each declared section, in order: its ``when`` condition → its source (text, an
 identity file, an input field, the contributions it claims or the slot's) → the render
-(or the entry of the sections cache whose key is every value its template reads) → the
-profile's per-section limit. A section that emits nothing records why (an
+→ the profile's per-section limit. A section that emits nothing records why (an
 :class:`~pioneer.compile.manifest.Omission`); each contribution gets its
 :class:`~pioneer.compile.manifest.Placement`. :class:`TrialRenderer` renders every
 section once against a representative input, for ``pioneer check``.
@@ -12,14 +11,12 @@ section once against a representative input, for ``pioneer check``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from itertools import repeat
 from operator import attrgetter, contains
 from pathlib import Path
-from sys import getsizeof
-from typing import TYPE_CHECKING, Any, NamedTuple, cast, get_origin
+from typing import TYPE_CHECKING, Any, NamedTuple, get_origin
 
-from ..caches import SHARED_TEXT, LruCache, entry_bytes
 from ..errors import TemplateError
 from ..text import utf8_text
 from ..tokens import TokenCounter
@@ -41,7 +38,7 @@ from .manifest import (
     Placement,
     built,
 )
-from .plan import ProfilePlan, freeze
+from .plan import ProfilePlan
 from .pools import Contribution, omitted_diagnostic
 from .profile import SectionSpec
 from .readonly import FrozenDict, FrozenList
@@ -54,12 +51,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NO_INPUTS",
-    "PlacementKey",
     "Rendered",
     "SectionRenderer",
     "TrialRenderer",
     "representative_input",
-    "section_bytes",
 ]
 
 #: The compile-input fields that hold a list (templates see them as read-only views).
@@ -71,8 +66,6 @@ _REF_SOURCES = ("runtime:", "hook:", "input:")
 _REF_TEXT_FIELDS = ("skills_prompt", "retry_instruction", "dynamic_context", "extra_system")
 _REFS = attrgetter("refs")
 _CR = repeat("\r")  # for ``map(contains, parts, _CR)``: a part holds a carriage return
-#: A placement's fields (id, pool, index, the section that placed it, chars, cut).
-PlacementKey = tuple[str, str, int, "str | None", int, bool]
 #: A contribution a section met and left out (its placement says nowhere).
 _MET = object()
 #: What templates see as ``inputs`` for a profile that declares none.
@@ -97,18 +90,11 @@ class Rendered(NamedTuple):
 
 
 class SectionRenderer:
-    """Renders one turn's declared sections, reusing those whose reads are unchanged.
-
-    A section's key is the profile fingerprint, the section and the frozen values of
-    every context name its template reads; the memo shared by all turns is checked, and
-    only a miss renders. A ``when`` condition's result is kept the same way, keyed on
-    the condition and the values it reads (``conditions``).
-    """
+    """Renders one turn's declared sections; each template is handed the names it reads."""
 
     __slots__ = (
-        "at", "base", "boot", "conditions", "content_only", "contributions", "counter",
-        "deployment_text",
-        "fingerprint", "history_refs", "input", "known_placements", "locator", "memo", "met",
+        "at", "base", "boot", "contributions", "counter", "deployment_text",
+        "history_refs", "input", "locator", "met",
         "placed", "placed_count", "plan", "pool_left", "profile_name", "refs_first",
         "sections", "templates", "unclaimed",
     )
@@ -125,10 +111,7 @@ class SectionRenderer:
         *,
         history_refs: int = 0,
         inputs: FrozenDict | None = None,
-        memo: LruCache[tuple[object, ...], Rendered],
-        conditions: LruCache[tuple[object, ...], bool],
         counter: TokenCounter | None,
-        placements: LruCache[PlacementKey, Placement],
     ):
         self.templates = templates
         # A pydantic model keeps its field values in ``__dict__``: one C-level copy. The
@@ -168,7 +151,6 @@ class SectionRenderer:
         self.base["inputs"] = inputs if inputs is not None else NO_INPUTS
         self.input = compile_input
         self.profile_name = profile.spec.name
-        self.fingerprint = profile.fingerprint
         self.locator = profile.source.locator
         self.sections = profile.spec.sections
         self.deployment_text = profile.deployment_text
@@ -187,26 +169,7 @@ class SectionRenderer:
         }
         self.met = 0  # contributions a section met, placed or left out
         self.placed_count = 0  # contributions a section placed
-        self.known_placements = placements
-        self.memo = memo
-        self.content_only = plan.content_only
-        self.conditions = conditions
         self.counter = counter
-
-    def stable_key(self) -> tuple[object, ...] | None:
-        """Everything the stable sections read this turn; ``None`` when not hashable."""
-        plan = self.plan
-        try:
-            return (
-                self.fingerprint,
-                tuple(map(freeze, map(self.base.__getitem__, plan.stable_names))),
-                tuple(map(self.boot.files.get, plan.stable_files)),
-                # Why a file's section is left out (missing, empty, cut by the budget)
-                # is part of the stable part's record.
-                self.boot.diagnostics,
-            )
-        except TypeError:
-            return None
 
     def render(self, sections: Sequence[SectionSpec]) -> list[Rendered]:
         """Every section's emissions, in declared order."""
@@ -239,7 +202,7 @@ class SectionRenderer:
         return out
 
     def visit(self, section: SectionSpec, out: list[Rendered]) -> None:
-        """Condition → source → render (or reuse) for one declared section; a section
+        """Condition → source → render for one declared section; a section
         that emits nothing records why."""
         if section.when is not None and not self._condition(section):
             detail = f'condition "{section.when}" is false'
@@ -256,7 +219,7 @@ class SectionRenderer:
                 self._contributions(section, out)
             case "text":
                 kind = "text" if section.id in self.deployment_text else "builtin"
-                rendered = self._emit(section, section.id, section.title, {}, kind, False)
+                rendered = self._render(section, section.id, section.title, {}, kind, False)
                 out.append(rendered)  # _keep, inline
                 if rendered.section is None:
                     out.append(_left_out(section.id, "rendered_empty", "rendered empty"))
@@ -266,7 +229,7 @@ class SectionRenderer:
                     out.append(_left_out(section.id, *self._why_no_file(section)))
                     return
                 extra = {"file": found, "reminder": section.reminder}
-                self._keep(section, out, self._emit(
+                self._keep(section, out, self._render(
                     section, section.id, section.title, extra, f"file:{found.name}",
                     found.truncated))
             case "input":
@@ -276,8 +239,8 @@ class SectionRenderer:
                                          f"input {section.field} is empty"))
                     return
                 content = value.strip() if isinstance(value, str) else value
-                rendered = self._emit_content(section, section.id, section.title, content,
-                                              f"input:{section.field}", False)
+                rendered = self._render(section, section.id, section.title,
+                                      {"content": content}, f"input:{section.field}", False)
                 out.append(rendered)  # _keep, inline: four or more of these each turn
                 if rendered.section is None:
                     out.append(_left_out(section.id, "rendered_empty", "rendered empty"))
@@ -293,21 +256,14 @@ class SectionRenderer:
         refused = section.refuse
         taken = 0
         at = self.at
-        fast = section.id in self.content_only
-        fingerprint, section_id = self.fingerprint, section.id
         for item in items:
             if refused and item.id in refused:
                 self._met(item)
                 detail = f"refused by section `{section.id}` of profile `{self.profile_name}`"
                 out.append(_item_left_out(item, "refused", detail, diagnostic=True))
                 continue
-            # Everything the render depends on (its source is pool and id), for a
-            # template that reads only ``content``: the key _key would build.
-            memo_key: tuple[object, ...] | None = (
-                (fingerprint, section_id, item.id, item.title, item.pool, item.truncated,
-                 (item.content,)) if fast else None)
-            rendered = self._emit(section, item.id, item.title, {"content": item.content},
-                                  f"{item.pool}:{item.id}", item.truncated, memo_key)
+            rendered = self._render(section, item.id, item.title, {"content": item.content},
+                                  f"{item.pool}:{item.id}", item.truncated)
             out.append(rendered)
             if rendered.section is None:
                 self._met(item)
@@ -318,8 +274,8 @@ class SectionRenderer:
             cut = item.original_chars > chars or (
                 rendered.diagnostic is not None and rendered.diagnostic.code == "section_truncated"
             )
-            key = (item.id, item.pool, item.position, section.id, chars, cut)
-            at[item.pool][item.position] = self._placement(key)
+            at[item.pool][item.position] = _placement(item.id, item.pool, item.position,
+                                                      section.id, chars, cut)
         if taken:
             self.met += taken
             self.placed_count += taken
@@ -339,16 +295,6 @@ class SectionRenderer:
         """``item`` was met by a section and left out: its placement says nowhere."""
         self.met += 1
         self.at[item.pool][item.position] = _MET
-
-    def _placement(self, key: PlacementKey) -> Placement:
-        """The placement record with these fields, reused when an earlier turn made it."""
-        known = self.known_placements
-        found = known.get(key)
-        if found is None:
-            found = built(Placement, id=key[0], pool=key[1], index=key[2], section=key[3],
-                          chars=key[4], cut=key[5])
-            known.put(key, found)
-        return found
 
     def _keep(self, section: SectionSpec, out: list[Rendered], rendered: Rendered) -> None:
         out.append(rendered)
@@ -392,24 +338,13 @@ class SectionRenderer:
             for index, found in enumerate(self.at[pool]):
                 if found is None or found is _MET:
                     item = inputs[index]
-                    found = self._placement(
-                        (item.id, pool, index, None, 0, bool(item.content.strip())))
+                    found = _placement(item.id, pool, index, None, 0,
+                                       bool(item.content.strip()))
                 out.append(found)  # type: ignore[arg-type]
         return out
 
     def _condition(self, section: SectionSpec) -> bool:
-        when = section.when or ""
-        try:
-            names = self.plan.condition_reads[section.id]
-            key: tuple[object, ...] | None = (
-                when, tuple(freeze(self.base[name]) for name in names if name in self.base)
-            )
-        except TypeError:
-            key = None
-        found = self.conditions.get(key) if key is not None else None
-        if found is not None:
-            return found
-        expression = self.templates.condition(when)
+        expression = self.templates.condition(section.when or "")
         try:
             with render_scope(lambda: text_size(self.base.values()),
                               self.templates.env.step_limit):  # type: ignore[attr-defined]
@@ -419,83 +354,10 @@ class SectionRenderer:
                 ["sections", self._index(section), "when"],
                 f"condition failed: {describe(error)}",
             )) from None
-        if key is not None:
-            self.conditions.put(key, result)
         return result
 
     def _index(self, section: SectionSpec) -> int:
         return next(i for i, s in enumerate(self.sections) if s is section)
-
-    def _emit_content(
-        self,
-        section: SectionSpec,
-        section_id: str,
-        title: str,
-        content: Any,
-        source: str,
-        truncated: bool,
-    ) -> Rendered:
-        """:meth:`_emit` with ``{"content": content}``; for a template that reads only
-        ``content`` (most do) with the key :meth:`_key` would build, made here in one
-        step: ten or more sections take this path on every turn."""
-        key = None
-        if type(content) is str and section.id in self.content_only:
-            key = (self.fingerprint, section.id, section_id, title, source, truncated,
-                   (content,))
-        return self._emit(section, section_id, title, {"content": content}, source, truncated,
-                          key)
-
-    def _emit(
-        self,
-        section: SectionSpec,
-        section_id: str,
-        title: str,
-        extra: dict[str, Any],
-        source: str,
-        truncated: bool,
-        key: tuple[object, ...] | None = None,
-    ) -> Rendered:
-        """The section rendered, or reused from the memo (``key``: the one :meth:`_key`
-        gives, when the caller has made it)."""
-        if key is None:
-            key = self._key(section, section_id, title, extra, source, truncated)
-        if key is None:
-            return self._render(section, section_id, title, extra, source, truncated)
-        found = self.memo.get(key)
-        if found is None:
-            found = self._render(section, section_id, title, extra, source, truncated)
-            self.memo.put(key, found, section_bytes(key, found))
-        return found
-
-    def _key(
-        self,
-        section: SectionSpec,
-        section_id: str,
-        title: str,
-        extra: dict[str, Any],
-        source: str,
-        truncated: bool,
-    ) -> tuple[object, ...] | None:
-        names = self.plan.reads[section.id]
-        if names is None:
-            names = tuple(sorted({*self.base, *extra}))
-        # ``section`` is (section_id, title), already in the key; any other name is an
-        # environment global, the same on every turn.
-        base = self.base
-        values: list[Hashable] = []
-        try:
-            for name in names:
-                if name in extra:
-                    value = extra[name]
-                elif name in base:
-                    value = base[name]
-                else:
-                    continue
-                values.append(value if type(value) is str else freeze(value))
-        except TypeError:
-            return None
-        return (self.fingerprint, section.id, section_id, title, source, truncated,
-                tuple(values))
 
     def _render(
         self,
@@ -508,8 +370,8 @@ class SectionRenderer:
     ) -> Rendered:
         template = self.templates.template(section.template)
         names = {"id": section_id, "title": title}
-        # The template is handed the names it reads (the memo keys on the same names);
-        # every name, when those cannot be known. Its allowance grows with that text,
+        # The template is handed the names it reads; every name, when those cannot be
+        # known. Its allowance grows with that text,
         # measured only if the render gets that far.
         reads = self.plan.reads[section.id]
         if reads is None:
@@ -578,38 +440,10 @@ class SectionRenderer:
         return Rendered(compiled, record, diagnostic, data, None, refs)
 
 
-#: The fixed part of a kept section's entry (its tuples, records, numbers and the
-#: records' field names), by the entry's shape: measured once for each shape.
-_FIXED: dict[tuple[object, ...], int] = {}
-
-
-def section_bytes(key: tuple[object, ...], rendered: Rendered) -> int:
-    """What a kept section costs, as :func:`~pioneer.caches.entry_bytes` counts it (a
-    test holds the two equal), without walking it: a section that emitted text, keyed
-    on texts only, has the same tuples and records every time, so their fixed part is
-    measured once for each shape and only its texts are added. A warm turn stores its
-    new dynamic sections, and walking each cost about a tenth of the turn."""
-    section, record = rendered.section, rendered.record
-    values = key[-1]
-    if (section is None or record is None or rendered.diagnostic is not None
-            or rendered.omission is not None or type(values) is not tuple):
-        return entry_bytes(key, rendered)
-    text = section.text
-    short = (*cast("tuple[str, ...]", key[:5]), section.id, section.title,
-             section.stability, section.fingerprint, section.source, record.id,
-             record.stability, record.sha256, record.source)
-    # A long text held twice is counted once by the walk: leave such an entry to it.
-    if (any(type(value) is not str or value is text for value in values)
-            or max(map(len, short)) >= SHARED_TEXT
-            or len(set(map(id, values))) < len(values)):
-        return entry_bytes(key, rendered)
-    variable = (sum(map(getsizeof, short)) + sum(map(getsizeof, values)) + getsizeof(text)
-                + getsizeof(rendered.data))
-    shape = (len(values), record.tokens is None)
-    fixed = _FIXED.get(shape)
-    if fixed is None:
-        fixed = _FIXED[shape] = entry_bytes(key, rendered) - variable
-    return fixed + variable
+def _placement(item_id: str, pool: str, index: int, section: str | None, chars: int,
+               cut: bool) -> Placement:
+    return built(Placement, id=item_id, pool=pool, index=index, section=section, chars=chars,
+                 cut=cut)
 
 
 def _left_out(section_id: str, reason: OmissionReason, detail: str) -> Rendered:

@@ -147,7 +147,7 @@ class TemplateSet:
         """Every ``include``, ``import``, ``from`` or ``extends`` whose template name is
         not written as a literal, in the template and in all it reaches.
 
-        The lock, the fingerprint and the memo's record of what a section reads all come
+        The lock, the fingerprint and the plan's record of what a section reads all come
         from the names a template references; a name computed at render time would reach
         a template none of them know about, so it is refused here (docs/failure-behaviour.md).
         """

@@ -21,7 +21,7 @@ are re-exported here.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -30,6 +30,7 @@ from pydantic import BaseModel
 
 from ..compile.manifest import Diagnostic, HookSourceEntry
 from ..compile.readonly import read_only
+from ..compile.round import HookSection, RoundInput, StructuredSection
 from ..deadline import Outcome, Running, call
 from ..errors import HookError, PioneerError, Problem, describe_exception
 from .models import (
@@ -54,6 +55,7 @@ from .models import (
 if TYPE_CHECKING:
     import jinja2
 
+    from ..compile.compiler import PromptCompiler
     from ..compile.inputs import PromptCompileInput
 
 __all__ = [
@@ -66,6 +68,7 @@ __all__ = [
     "HookContext",
     "HookFunction",
     "HookRegistry",
+    "HookRun",
     "Offered",
     "PhaseOutcome",
     "Subscription",
@@ -184,6 +187,82 @@ class HookRegistry:
             collector.add(subscription, result)
         return PhaseOutcome(phase, tuple(collector.records), tuple(collector.diagnostics),
                             tuple(collector.offered))
+
+    def run_hooks(
+        self,
+        compiler: PromptCompiler,
+        compile_input: PromptCompileInput | Mapping[str, Any],
+        *,
+        turn: TurnContext | None = None,
+        phases: Sequence[str] = TURN_PROMPT_PHASES,
+        accept: Mapping[str, tuple[type, ...]] | None = None,
+    ) -> HookRun:
+        """Run ``phases`` for one turn, in order (each with :meth:`run_phase`, later
+        phases seeing the earlier contributions); ``accept`` maps a phase to the further
+        types its hooks may return. A turn with several provider rounds runs its phases
+        once and compiles every round from the one :class:`HookRun`
+        (:meth:`HookRun.round_input`)."""
+        from ..compile.compiler import as_compile_input
+
+        accept = accept or {}
+        compile_input = as_compile_input(compile_input)
+        turn = turn or TurnContext()
+        env = compiler.templates.env
+        collected: list[CollectedContribution] = []
+        records: list[CollectedContribution | HookSourceEntry] = []
+        diagnostics: list[Diagnostic] = []
+        offered: list[Offered] = []
+        for phase in phases:
+            outcome = self.run_phase(phase, turn=turn, compile_input=compile_input, env=env,
+                                     earlier=tuple(collected), accept=accept.get(phase, ()))
+            collected.extend(outcome.contributions)
+            records.extend(outcome.records)
+            diagnostics.extend(outcome.diagnostics)
+            offered.extend(outcome.offered)
+        return HookRun(tuple(collected), tuple(records), tuple(diagnostics), tuple(offered))
+
+
+@dataclass(frozen=True, slots=True)
+class HookRun:
+    """What the hook phases of one turn produced, for each compile of the turn."""
+
+    #: Contributions, in phase and subscription order.
+    contributions: tuple[CollectedContribution, ...] = ()
+    #: Contributions and ready manifest entries (diagnostics, failures), in order.
+    records: tuple[CollectedContribution | HookSourceEntry, ...] = ()
+    #: Manifest diagnostics of the hooks, after the compiler's own.
+    diagnostics: tuple[Diagnostic, ...] = ()
+    #: Values of the accepted types (tool definitions), with their subscriptions.
+    offered: tuple[Offered, ...] = ()
+
+    def round_input(
+        self,
+        compile_input: PromptCompileInput,
+        *,
+        sections: Sequence[StructuredSection] = (),
+        history: Sequence[str] | None = None,
+    ) -> RoundInput:
+        """One round's whole input to :meth:`PromptCompiler.compile`: ``compile_input``,
+        these contributions with their sources and priorities, the structured
+        ``sections`` and the ``history`` texts sent with the prompt."""
+        return RoundInput(
+            compile_input,
+            hooks=tuple(_hook_section(r) if isinstance(r, CollectedContribution) else r
+                        for r in self.records),
+            hook_diagnostics=self.diagnostics,
+            sections=tuple(sections),
+            history=history,
+        )
+
+
+def _hook_section(record: CollectedContribution) -> HookSection:
+    output = record.output
+    return HookSection(
+        section_id=record.section_id, content=record.content, priority=output.priority,
+        source=record.subscription.source(output.contribution_id, record.content_hash),
+        kind=record.kind, title=record.title, hook_truncated=record.hook_truncated,
+        source_count=len(output.source_refs),
+    )
 
 
 def read_only_input(compile_input: PromptCompileInput) -> PromptCompileInput:

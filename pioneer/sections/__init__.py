@@ -11,7 +11,7 @@ should not appear. The words live in
 from __future__ import annotations
 
 from .memory import MemoryItem, MemoryRecall, render_memory_recall
-from .permissions import PermissionProfile, render_current_permissions
+from .permissions import CurrentPermissions, PermissionProfile, render_current_permissions
 from .skills import ActiveSkill, Skill, SkillsPrompt, build_skills_prompt
 from .thread_context import (
     RenderedThreadContext,
@@ -20,11 +20,13 @@ from .thread_context import (
     snippet_artifacts,
     thread_context_contribution,
 )
-from .tool_domains import DEFAULT_TOOL_DOMAINS, render_hidden_tool_domains
+from .tool_domains import DEFAULT_TOOL_DOMAINS, HiddenToolDomains, render_hidden_tool_domains
 
 __all__ = [
     "DEFAULT_TOOL_DOMAINS",
     "ActiveSkill",
+    "CurrentPermissions",
+    "HiddenToolDomains",
     "MemoryItem",
     "MemoryRecall",
     "PermissionProfile",

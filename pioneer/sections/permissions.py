@@ -13,6 +13,7 @@ come from
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 import jinja2
@@ -22,8 +23,8 @@ from ..text import EDGE_CONFIG, CheckedModel
 from ._macros import call_macro
 
 __all__ = [
-    "AXES", "GUIDANCE_AXES", "Behavior", "PermissionProfile", "enforced_rules",
-    "render_current_permissions",
+    "AXES", "GUIDANCE_AXES", "Behavior", "CurrentPermissions", "PermissionProfile",
+    "enforced_rules", "render_current_permissions",
 ]
 
 TEMPLATE = "renderers/current_permissions.md.j2"
@@ -85,6 +86,20 @@ def render_current_permissions(
             if getattr(profile, axis) != "allow"]
     lists = [(name, list(getattr(profile, name))) for name in _LISTS if getattr(profile, name)]
     return call_macro(env, TEMPLATE, "section", profile.mode, axes, lists, enforced_rules(profile))
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentPermissions:
+    """The Current Permissions section as a round's structured input
+    (:class:`~pioneer.compile.round.RoundInput`): placed where the profile places
+    ``current_permissions``, rendered by its template."""
+
+    profile: PermissionProfile
+    id: str = "current_permissions"
+
+    def render(self, env: jinja2.Environment) -> str | None:
+        """The section body (:func:`render_current_permissions`)."""
+        return render_current_permissions(self.profile, env)
 
 
 def enforced_rules(profile: PermissionProfile) -> list[str]:

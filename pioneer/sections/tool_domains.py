@@ -11,13 +11,15 @@ end (docs/hooks-and-sections.md, "Built-in structured sections"). The words come
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import jinja2
 
 from ._macros import call_macro
 
 __all__ = [
-    "DEFAULT_TOOL_DOMAINS", "MAX_CHARS", "SECTION_ID", "TASK_DOMAIN", "render_hidden_tool_domains",
+    "DEFAULT_TOOL_DOMAINS", "MAX_CHARS", "SECTION_ID", "TASK_DOMAIN", "HiddenToolDomains",
+    "render_hidden_tool_domains",
 ]
 
 TEMPLATE = "renderers/hidden_tool_domains.md.j2"
@@ -37,6 +39,20 @@ DEFAULT_TOOL_DOMAINS: Mapping[str, tuple[str, ...]] = {
     "artifact": ("artifact_read", "artifact_prepare", "artifact_register"),
     "computer_use": ("computer_use",),
 }
+
+
+@dataclass(frozen=True, slots=True)
+class HiddenToolDomains:
+    """The Hidden Tool Domains section as a round's structured input
+    (:class:`~pioneer.compile.round.RoundInput`): placed where the profile places
+    :data:`SECTION_ID`, rendered by its template."""
+
+    domains: Mapping[str, Sequence[str]]
+    id: str = SECTION_ID
+
+    def render(self, env: jinja2.Environment) -> str | None:
+        """The section body (:func:`render_hidden_tool_domains`)."""
+        return render_hidden_tool_domains(self.domains, env) if self.domains else None
 
 
 def render_hidden_tool_domains(
