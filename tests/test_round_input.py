@@ -24,12 +24,11 @@ from pioneer import (
     InputError,
     PromptCompileInput,
     PromptCompiler,
-    PromptSectionContribution,
-    RoundInput,
     ensure_runtime_home,
 )
 from pioneer.compile.manifest import Diagnostic, HookSourceEntry, HookSourceRef
-from pioneer.compile.round import HookSection
+from pioneer.compile.round import HookSection, RoundInput
+from pioneer.hooks.models import PromptSectionContribution
 from pioneer.sections import CurrentPermissions, HiddenToolDomains, PermissionProfile
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
@@ -141,8 +140,7 @@ def test_a_round_input_carries_its_own_history(home: Path) -> None:
 
 
 def test_the_deprecated_spellings_warn_and_give_the_same_payload(home: Path) -> None:
-    from pioneer import compile_turn
-    from pioneer.turn.run import run_hooks
+    from pioneer.turn.run import compile_turn, run_hooks
 
     hooks = HookRegistry()
 

@@ -23,7 +23,6 @@ from pioneer import (
     PromptCompileInput,
     PromptCompiler,
     SamplingOptions,
-    TiktokenCounter,
     ToolSpec,
 )
 from pioneer.audit import HistorySnapshot, ReportedUsage, TurnAudit
@@ -31,6 +30,7 @@ from pioneer.compile.inputs import RuntimeSectionInput
 from pioneer.errors import InputError
 from pioneer.providers import ChatMessage, ChatRequest, build_request_body
 from pioneer.telemetry import CAPTURE_ENV
+from pioneer.tokens import TiktokenCounter
 
 _EXPORTER = InMemorySpanExporter()
 
