@@ -331,7 +331,6 @@ def audit(event, args):
 from pioneer import PioneerError, PromptCompileInput, PromptCompiler, ensure_runtime_home
 from pioneer.sections.agents_md import agents_md_subscription
 from pioneer.hooks.registry import HookRegistry, TurnContext
-from support import compile_round
 compiler = PromptCompiler()
 compiler.load_profile("full")
 home, workspace = Path(sys.argv[1]), Path(sys.argv[2])
@@ -345,8 +344,9 @@ def recording_open(path, flags, *args, **kwargs):
     return fd
 os.open = recording_open  # after the imports, as a caller's own wrapper would be
 sys.addaudithook(audit)
-payload = compile_round(compiler, PromptCompileInput(workspace_root=home), registry,
-                       turn=TurnContext(thread_folder="web/leak"))
+given = PromptCompileInput(workspace_root=home)
+hook_run = registry.run_hooks(compiler, given, turn=TurnContext(thread_folder="web/leak"))
+payload = compiler.compile(hook_run.round_input(given))
 print(json.dumps({"opened": opened, "text": payload.full_system_text}))
 """
 
