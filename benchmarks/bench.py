@@ -358,6 +358,7 @@ class _PlainInput(BaseModel):
     dynamic_context: str | None = None
     extra_system: str | None = None
     limits: _PlainLimits = Field(default_factory=_PlainLimits)
+    inputs: dict[str, Any] = Field(default_factory=dict)
 
 
 def pioneer_warm_dict_floor(work: Workload) -> Row:
@@ -427,7 +428,7 @@ def peer_variables(work: Workload, turn: int) -> dict[str, Any]:
                      "continue_generation_hint")
     }
     # The policy's condition reads the refs the sections carry, as pioneer counts them.
-    variables["artifact_ref_count"] = count_ref_lines(
+    variables["artifact_ref_count"] = variables["artifact_refs"] = count_ref_lines(
         section.content for section in work.inputs[turn].runtime_sections)
     variables["boundary"] = BOUNDARY_MARKER
     for _stability, title, _name, context in work.plan(turn):
