@@ -17,13 +17,14 @@ import pytest
 from conftest import StoreTarget
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from stores import HOSTILE_TEXTS, make_store
+from stores import HOSTILE_TEXTS, admin, make_store, with_database
 
 from pioneer import Agent, AsyncAgent, InputError, StoreError, ensure_runtime_home
 from pioneer.audit import TurnRecords
 from pioneer.episodic import EpisodicIndex
 from pioneer.history import ArtifactRef
-from pioneer.history.postgres_store import escape_text, restore_text
+from pioneer.history.postgres_migrations import MIGRATIONS as POSTGRES_MIGRATIONS
+from pioneer.history.postgres_store import PostgresStore, escape_text, restore_text
 from pioneer.history.sql_store import SqlStore
 from pioneer.history.store import MAX_ID_CHARS
 
@@ -232,6 +233,48 @@ def test_the_runner_refuses_a_long_thread_id_before_anything_is_sent(home: Path)
             agent.turn(HUGE_ID, "hello")
         with pytest.raises(InputError, match=r"^Agent.turn → turn_id: an id is at most 256"):
             agent.turn("t", "hello", turn_id=HUGE_ID)
+
+
+# -- PostgreSQL: text stored before the escape ---------------------------------------------
+
+def test_text_stored_before_the_escape_reads_back_as_written(pg_server: Any) -> None:
+    # A store at version 10 wrote text as given: its U+0001 (here in ids and texts, beside
+    # what would read as the escape pairs) must not read back as NUL or lose a character.
+    schema, url = pg_server.new_schema()
+    old_version = next(step.version for step in POSTGRES_MIGRATIONS
+                       if step.description.startswith("escaped text")) - 1
+    try:
+        with PostgresStore(url, migrations=POSTGRES_MIGRATIONS[:old_version]) as old:
+            old.ensure_thread("old@id")
+            old.add_turn("old@id", user_text="a@b", assistant_text="@@ c @\x02 d @",
+                         turn_id="turn@1")
+        # The old code's rows, written behind the store's back: "@" becomes U+0001.
+        pg_server.execute(
+            schema,
+            "INSERT INTO threads (thread_id, model, created_at) "
+            "SELECT replace(thread_id, '@', chr(1)), model, created_at FROM threads",
+            "UPDATE turns SET thread_id = replace(thread_id, '@', chr(1)), "
+            "turn_id = replace(turn_id, '@', chr(1)), "
+            "user_text = replace(user_text, '@', chr(1)), "
+            "assistant_text = replace(assistant_text, '@', chr(1))",
+            "DELETE FROM threads WHERE strpos(thread_id, '@') > 0")
+        keys = ("SELECT count(*) FROM pg_constraint con JOIN pg_namespace space "
+                "ON space.oid = con.connamespace WHERE con.contype = 'f' "
+                "AND space.nspname = current_schema()")
+        with admin(with_database(pg_server.url, pg_server.database, schema)) as conn:
+            before = conn.execute(keys).fetchone()
+        with make_store(url) as store:
+            [entry] = store.get_thread_conversation_history("old\x01id")
+            assert (entry.turn_id, entry.user_text, entry.assistant_text) == (
+                "turn\x011", "a\x01b", "\x01\x01 c \x01\x02 d \x01")
+            later = store.add_turn("old\x01id", user_text="\x00\x01", assistant_text="x")
+            assert store.get_thread_conversation_history("old\x01id") == (entry, later)
+        with admin(with_database(pg_server.url, pg_server.database, schema)) as conn:
+            assert conn.execute(keys).fetchone() == before != (0,)  # the keys made again
+            assert conn.execute("SELECT version FROM pioneer_schema").fetchone() == (
+                len(POSTGRES_MIGRATIONS),)
+    finally:
+        pg_server.drop_schema(schema)
 
 
 # -- PostgreSQL: errors that cannot succeed are not retried ---------------------------------

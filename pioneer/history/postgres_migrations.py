@@ -14,10 +14,56 @@ from __future__ import annotations
 
 from .migrations import ABANDONED_TURNS, Migration
 
-__all__ = ["MIGRATIONS", "MIGRATION_LOCK"]
+__all__ = ["ESCAPE_OLD_TEXT", "MIGRATIONS", "MIGRATION_LOCK"]
 
 #: Key of the advisory lock held while migrating (any 64-bit number, fixed).
 MIGRATION_LOCK = 0x70696F6E656572  # "pioneer"
+
+#: The tables of the store before its text was escaped (version 10). Their text was
+#: written as it was given, so a U+0001 in it would read back as the start of an escape
+#: pair (:func:`~pioneer.history.postgres_store.restore_text`).
+_UNESCAPED_TABLES = ("threads", "turns", "artifact_refs", "turn_records", "turn_rounds",
+                     "episodic_snippets", "episodic_task_summaries", "token_calibration",
+                     "abandoned_turns")
+
+#: Every U+0001 in every text column of those tables written as its escape pair, U+0001
+#: U+0002 (no old row holds NUL: PostgreSQL refused it). An id is a key other tables
+#: refer to, so the foreign keys between the tables are dropped while the ids change and
+#: made again after (which checks every row against them once).
+ESCAPE_OLD_TEXT = """DO $migration$
+DECLARE
+    tables TEXT[] := ARRAY['""" + "', '".join(_UNESCAPED_TABLES) + """'];
+    keys TEXT[] := ARRAY[]::TEXT[];
+    found RECORD;
+BEGIN
+    FOR found IN
+        SELECT format('ALTER TABLE %I DROP CONSTRAINT %I', rel.relname, con.conname) AS drop,
+               format('ALTER TABLE %I ADD CONSTRAINT %I %s', rel.relname, con.conname,
+                      pg_get_constraintdef(con.oid)) AS make
+        FROM pg_constraint con JOIN pg_class rel ON rel.oid = con.conrelid
+            JOIN pg_namespace space ON space.oid = rel.relnamespace
+        WHERE con.contype = 'f' AND space.nspname = current_schema()
+            AND rel.relname = ANY (tables)
+        ORDER BY rel.relname, con.conname
+    LOOP
+        keys := keys || found.make;
+        EXECUTE found.drop;
+    END LOOP;
+    FOR found IN
+        SELECT table_name, column_name FROM information_schema.columns
+        WHERE table_schema = current_schema() AND data_type = 'text'
+            AND table_name = ANY (tables)
+        ORDER BY table_name, ordinal_position
+    LOOP
+        EXECUTE format('UPDATE %I SET %I = replace(%I, chr(1), chr(1) || chr(2)) '
+                       'WHERE strpos(%I, chr(1)) > 0', found.table_name, found.column_name,
+                       found.column_name, found.column_name);
+    END LOOP;
+    FOR found IN SELECT unnest(keys) AS make LOOP
+        EXECUTE found.make;
+    END LOOP;
+END
+$migration$"""
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -173,5 +219,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         10,
         "abandoned turns: the record of a turn dropped without finish(), kept out of history",
         (ABANDONED_TURNS,),
+    ),
+    Migration(
+        11,
+        "escaped text: each U+0001 already stored becomes its escape pair, so every old "
+        "row reads back as it was written",
+        (ESCAPE_OLD_TEXT,),
     ),
 )
