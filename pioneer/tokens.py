@@ -235,6 +235,8 @@ class TiktokenCounter:
             return 0
         tokenizer = self.tokenizer
         encoding = _encoding(tokenizer)
+        if len(text) < LONG_SPACE:  # no long white-space run: one piece
+            return len(encoding.encode(text, allowed_special="all"))
         specials = tuple(encoding.special_tokens_set)
         whole_spaces = not _spec(tokenizer).spaces_end_whole
         total = 0

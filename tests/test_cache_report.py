@@ -7,9 +7,13 @@ blocks; OpenAI: 1,024 tokens, 128-token steps).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pioneer import (
     CompiledPromptPayload,
@@ -19,6 +23,7 @@ from pioneer import (
     ensure_runtime_home,
 )
 from pioneer.audit import CacheBlock, plan_cache, request_blocks
+from pioneer.audit.cache_report import _block_texts, _strip_marks
 from pioneer.providers import (
     PROVIDERS,
     CacheOptions,
@@ -163,3 +168,30 @@ def test_anthropic_reads_only_what_an_earlier_mark_wrote_within_20_blocks() -> N
     assert far.cached_tokens == 0  # block 11 is more than 20 blocks before the mark
     unmarked = plan_cache("anthropic", "claude-sonnet-4-6", blocks(30, {29}), [blocks(12, set())])
     assert unmarked.cached_tokens == 0
+
+
+# -- a block's texts ---------------------------------------------------------------------
+
+_KEYS = st.sampled_from(["cache_control", "prompt_cache_breakpoint", "text", "type", "id",
+                         '"cache_control"', "x"])
+_LEAVES = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.lists(
+    st.sampled_from(['"', "\\", "a", " ", ",", ":", "é", "cache_control"])).map("".join)
+_BLOCKS = st.recursive(_LEAVES, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    _KEYS, inner, max_size=4), max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(content=_BLOCKS)
+def test_a_block_is_counted_and_digested_with_its_marks_left_out(content: Any) -> None:
+    # The JSON of a block without marks is used as it is; with a mark at any depth (or a
+    # text that looks like one), the marks are left out first: the texts are those of the
+    # content with every mark removed, whichever way is taken.
+    stripped = _strip_marks(content)
+    text, canonical = _block_texts(content)
+    assert canonical == json.dumps(stripped, ensure_ascii=False, sort_keys=True,
+                                   separators=(",", ":"))
+    if isinstance(stripped, dict) and set(stripped) <= {"type", "text"} \
+            and isinstance(stripped.get("text"), str):
+        assert text == stripped["text"]
+    elif not isinstance(stripped, str):
+        assert text == json.dumps(stripped, ensure_ascii=False, sort_keys=True)

@@ -61,8 +61,11 @@ def round_input(compiler: PromptCompiler, turn_input: PromptCompileInput,
             compiler, "final_answer",
             reason=f"this is request {facts.final_of} of at most {facts.final_of} in this turn"))
     else:
-        texts += [retry_instruction(compiler, "tool_retry", tool=tool, reason=_head(error))
-                  for tool, error in facts.failed]
+        # Each distinct failure rendered once: thousands of parallel calls often fail alike.
+        rendered = {failure: retry_instruction(compiler, "tool_retry", tool=failure[0],
+                                               reason=_head(failure[1]))
+                    for failure in dict.fromkeys(facts.failed)}
+        texts += [rendered[failure] for failure in facts.failed]
     update: dict[str, object] = {
         "include_task_orchestration_policy":
             turn_input.include_task_orchestration_policy or facts.task_tools,

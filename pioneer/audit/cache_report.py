@@ -168,13 +168,38 @@ def _strip_marks(value: Any) -> Any:
     return value
 
 
-def _text_of(content: Any) -> str:
+#: A block's JSON as it is counted, and as it is digested (``json.dumps`` with these
+#: options; one encoder each, made once).
+_COUNTED_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+_DIGESTED_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+#: How a mark's key appears in a block's JSON (neither key has a character JSON escapes).
+_MARKED = tuple(f'"{mark}"' for mark in sorted(_MARKS))
+
+
+def _text_of(content: Any, *, unmarked: bool = False) -> str:
+    """The text a block is counted from: its text when it is a text part, else its JSON
+    with cache marks left out (``unmarked``: ``content`` is known to carry none)."""
     if isinstance(content, Mapping) and set(content) <= {"type", "text", "cache_control"} \
             and isinstance(content.get("text"), str):
         return str(content["text"])
     if isinstance(content, str):
         return content
-    return json.dumps(_strip_marks(content), ensure_ascii=False, sort_keys=True)
+    return _COUNTED_JSON.encode(content if unmarked else _strip_marks(content))
+
+
+def _block_texts(content: Any) -> tuple[str, str]:
+    """(the text a block is counted from, its canonical JSON for the digest), both with
+    cache marks left out. The marks are looked for in the JSON first: most blocks carry
+    none, and those are not copied to leave them out."""
+    try:
+        canonical = _DIGESTED_JSON.encode(content)
+        marked = any(mark in canonical for mark in _MARKED)
+    except TypeError:  # a mapping that is not a dict: stripping makes it one
+        marked = True
+    if marked:
+        content = _strip_marks(content)
+        canonical = _DIGESTED_JSON.encode(content)
+    return _text_of(content, unmarked=True), canonical
 
 
 def _content_text(content: Any) -> Any:
@@ -185,9 +210,9 @@ def _content_text(content: Any) -> Any:
     return content
 
 
-def _digest(previous: str, content: Any) -> str:
-    canonical = json.dumps(_strip_marks(content), ensure_ascii=False, sort_keys=True,
-                           separators=(",", ":"))
+def _digest(previous: str, canonical: str) -> str:
+    """The digest of a prefix: the one before it (``previous``) and the canonical JSON of
+    its last block."""
     return hashlib.sha256(f"{previous}\n{canonical}".encode()).hexdigest()[:16]
 
 
@@ -228,15 +253,17 @@ def request_blocks(
     # prefix from the first message on.
     choice = body.get("tool_choice") if api.tool_choice_in_prefix else None
     for position, raw in enumerate([*head, *conversation]):
-        text = _text_of(raw.content)
+        text, canonical = _block_texts(raw.content)
         kind = _kind(raw, position - len(head), text, plan.stable, plan.dynamic, plan.cache_first,
                      history_count)
         if position == len(head) and choice is not None:
-            digest = _digest(digest, {"tool_choice": choice})
-        digest = _digest(digest, raw.content)
+            digest = _digest(digest, _block_texts({"tool_choice": choice})[1])
+        digest = _digest(digest, canonical)
+        # The status given as plan_cache gives it, which then copies only the blocks whose
+        # status changes.
         blocks.append(CacheBlock(
             index=position, kind=kind, label=raw.label, tokens=count(text), chars=len(text),
-            digest=digest, marked=raw.marked,
+            digest=digest, marked=raw.marked, status="uncached",
             sections=sections if kind in ("stable", "prompt") else [],
         ))
     return blocks
@@ -331,7 +358,8 @@ def plan_cache(
     for block, end in zip(blocks, ends, strict=True):
         status: BlockStatus = "cached" if end <= cached_end else (
             "written" if end <= written_end else "uncached")
-        statuses.append(block.model_copy(update={"status": status}))
+        statuses.append(block if block.status == status
+                        else block.model_copy(update={"status": status}))
     return CachePlan(
         provider=provider, model=model, minimum_tokens=minimum, step_tokens=step,
         total_tokens=total, cached_tokens=cached_end, written_tokens=written_end - cached_end,

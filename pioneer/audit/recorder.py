@@ -154,7 +154,9 @@ class TurnAudit:
         hidden = tools.hidden if tools is not None else {}
         blocks = request_blocks(provider, request, body, manifest=manifest)
         cache = plan_cache(provider, request.model, blocks, self._earlier)
-        self._earlier.append(blocks)
+        # The plan's blocks are these with their status (which later plans do not read):
+        # kept instead, so each block is held once.
+        self._earlier.append(cache.blocks)
         record = RoundRecord(
             round=number,
             manifest=manifest,
