@@ -35,6 +35,8 @@ class ProfilePlan:
     dynamic: tuple[SectionSpec, ...]
     #: Context names each section's template reads (``None``: possibly any name).
     reads: Mapping[str, tuple[str, ...] | None]
+    #: Context names each section's condition reads (a condition is handed only those).
+    condition_reads: Mapping[str, tuple[str, ...]]
     #: Compile-input names some section's template, condition or input source reads
     #: (every name, when a template's reads cannot be known).
     read_names: frozenset[str] = frozenset()
@@ -97,6 +99,7 @@ def plan_profile(
         stable=stable,
         dynamic=tuple(s for s in ordered if s.stability == "dynamic"),
         reads=reads,
+        condition_reads=conditions,
         read_names=frozenset(read),
         unreported=frozenset(read) | consumed,
         ref_readers=ref_readers,

@@ -348,7 +348,10 @@ class SectionRenderer:
         try:
             with render_scope(lambda: text_size(self.base.values()),
                               self.templates.env.step_limit):  # type: ignore[attr-defined]
-                result = bool(evaluate(expression, self.base))
+                base = self.base
+                result = bool(evaluate(expression, {
+                    name: base[name] for name in self.plan.condition_reads[section.id]
+                    if name in base}))
         except Exception as error:  # the sandbox's refusals and any runtime error alike
             raise TemplateError(self.locator.problem(
                 ["sections", self._index(section), "when"],
