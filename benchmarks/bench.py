@@ -58,10 +58,10 @@ from pioneer.compile.inputs import (
     parse_compile_input,
 )
 from pioneer.compile.refs import count_ref_lines
+from pioneer.files import builtin_dir
 from pioneer.history import HistoryBudgeter, HistoryLimits, HistoryWindow, SqliteStore
-from pioneer.resources import builtin_dir
-from pioneer.sections.artifacts import render_message
-from pioneer.terminal import progress
+from pioneer.history.artifacts import render_message
+from pioneer.review.terminal import progress
 from pioneer.tokens import TiktokenCounter, message_tokens
 
 #: A fixed past mtime for the workload files (whole seconds, so no filesystem rounds it).

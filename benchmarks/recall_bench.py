@@ -42,7 +42,7 @@ from pioneer.episodic import (
 from pioneer.history import ArtifactRef
 from pioneer.history.open import open_store
 from pioneer.hooks.registry import TurnContext
-from pioneer.terminal import progress
+from pioneer.review.terminal import progress
 
 _COMMON = """the a to of and in is it you that for on with this be are as have not at
 your we can do if or but will my from so what about all one there up out would like

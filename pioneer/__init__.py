@@ -79,7 +79,7 @@ _MOVED = {
     "ToolContribution": "pioneer.tools",
     "ToolResult": "pioneer.providers",
     "ToolRound": "pioneer.tools",
-    "TurnAudit": "pioneer.audit",
+    "TurnAudit": "pioneer.turn",
     "TurnContext": "pioneer.hooks.registry",
     "TurnRecord": "pioneer.audit",
     "TurnRecords": "pioneer.audit",

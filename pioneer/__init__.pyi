@@ -7,14 +7,6 @@ to import each name on first use, so ``import pioneer`` and the CLI load only th
 they touch; type checkers read it as the package.
 """
 
-from .agent import Agent as Agent
-from .agent import AsyncAgent as AsyncAgent
-from .agent import AsyncTurn as AsyncTurn
-from .agent import FinishedTurn as FinishedTurn
-from .agent import ProviderName as ProviderName
-from .agent import Step as Step
-from .agent import ThreadMode as ThreadMode
-from .agent import Turn as Turn
 from .audit import ExecutionSecurity as ExecutionSecurity
 from .audit import RoundRecord as RoundRecord
 from .compile.bootstrap import ensure_runtime_home as ensure_runtime_home
@@ -46,5 +38,13 @@ from .sections.permissions import PermissionProfile as PermissionProfile
 from .sections.skills import Skill as Skill
 from .settings import HistoryToolRounds as HistoryToolRounds
 from .settings import PioneerSettings as PioneerSettings
+from .turn import Agent as Agent
+from .turn import AsyncAgent as AsyncAgent
+from .turn import AsyncTurn as AsyncTurn
+from .turn import FinishedTurn as FinishedTurn
+from .turn import ProviderName as ProviderName
+from .turn import Step as Step
+from .turn import ThreadMode as ThreadMode
+from .turn import Turn as Turn
 
 __version__: str

@@ -33,7 +33,7 @@ from .errors import (
     did_you_mean,
     report_lines,
 )
-from .terminal import colour_enabled, needs_escape, visible
+from .review.terminal import colour_enabled, needs_escape, visible
 
 __all__ = [
     "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "EXIT_USER", "Output",
@@ -96,7 +96,7 @@ class Output(io.TextIOBase):
     """A text stream that never crashes the command that writes to it.
 
     Every character a terminal would act on (ESC sequences, other controls, bidirectional
-    overrides) is written as a visible escape (:func:`pioneer.terminal.visible`), whatever
+    overrides) is written as a visible escape (:func:`pioneer.review.terminal.visible`), whatever
     the command and wherever the text came from: this is the one place the CLI's text
     leaves the process. JSON stays valid and decodes to the same text. A character the
     underlying stream's encoding cannot hold is written as a backslash escape; a closed
@@ -107,7 +107,8 @@ class Output(io.TextIOBase):
 
     def __init__(self, stream: TextIO | None, name: str, *, quiet_failure: bool = False):
         self._stream, self._name, self._quiet = stream, name, quiet_failure
-        #: ``--color``: auto, always or never (read by :func:`pioneer.terminal.colour_enabled`).
+        #: ``--color``: auto, always or never (read by
+        #: :func:`pioneer.review.terminal.colour_enabled`).
         self.colour = "auto"
 
     def writable(self) -> bool:

@@ -1,6 +1,12 @@
-"""Opening a file beneath a root folder, so that no symlink can lead the open out of it.
+"""Files: where the package's own files live, and opening a user's file beneath a root.
 
-The identity files of the runtime home and AGENTS.md are read from folders other people
+The built-in profiles, templates, schemas and model table are in ``pioneer/_data/`` in a
+wheel and in the repository's top-level ``profiles/``, ``templates/``, ``schemas/`` and
+``models/`` folders in a source checkout (or an editable install): :func:`builtin_dir` is
+the only place that knows both layouts.
+
+A user's file is opened beneath a root folder, so that no symlink can lead the open out
+of it. The identity files of the runtime home and AGENTS.md are read from folders other people
 can write to. Checking a path and then opening it leaves a window in which a symlink to
 any file can be swapped in; :class:`Beneath` closes it by never opening a path by name
 from the top. It holds the root open as a directory and resolves a relative path one
@@ -22,12 +28,34 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import stat
 from collections.abc import Sequence
-from typing import Literal, NamedTuple
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
 
-__all__ = ["MAX_LINKS", "Beneath", "Opened", "Refused", "os_reason"]
+__all__ = ["MAX_LINKS", "Beneath", "Opened", "Refused", "builtin_dir", "load_schema",
+           "os_reason"]
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+@cache
+def builtin_dir(kind: str) -> Path:
+    """Return the folder of built-in ``profiles``, ``templates``, ``schemas`` or ``models``."""
+    for candidate in (_PACKAGE / "_data" / kind, _PACKAGE.parent / kind):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"built-in {kind}/ folder is missing from the pioneer installation")
+
+
+@cache
+def load_schema(name: str) -> dict[str, Any]:
+    """Load a JSON Schema shipped in ``schemas/`` by file name."""
+    data: dict[str, Any] = json.loads((builtin_dir("schemas") / name).read_text("utf-8"))
+    return data
 
 #: Symlinks one open may follow (Linux's own limit) before it is a loop.
 MAX_LINKS = 40

@@ -2,7 +2,7 @@
 
 Two spans describe a turn: ``pioneer.compile_turn`` when :func:`~pioneer.turn.compile_turn`
 compiles the prompt, and ``chat {model}`` (a client span) for each provider round the
-audit records (:mod:`pioneer.audit.telemetry`). This module is the part both share, and
+audit records (:mod:`pioneer.turn._round_spans`). This module is the part both share, and
 knows nothing of prompts. Attribute names follow the conventions
 (``gen_ai.*``) where one exists and use ``pioneer.*`` otherwise; docs/telemetry.md lists
 them. Prompt text goes into ``gen_ai.system_instructions`` only when the convention's

@@ -16,7 +16,6 @@ from pydantic import BaseModel
 from support import run_cli
 
 import pioneer
-import pioneer.agent
 import pioneer.audit
 import pioneer.compile.inputs
 import pioneer.compile.manifest
@@ -26,6 +25,7 @@ import pioneer.hooks.models
 import pioneer.providers
 import pioneer.sections
 import pioneer.tools
+import pioneer.turn
 from pioneer import (
     Agent,
     AsyncAgent,
@@ -115,7 +115,7 @@ NOT_INPUTS = {"SeedResult.__init__.created", "SeedResult.__init__.existing"}
 
 #: Where a public callable that takes a path lives: ``pioneer`` and the subpackages'
 #: tables, and the functions the docs import from a module of a subpackage.
-PATH_TABLES = ["pioneer", "pioneer.agent", "pioneer.audit", "pioneer.episodic",
+PATH_TABLES = ["pioneer", "pioneer.turn", "pioneer.audit", "pioneer.episodic",
                "pioneer.history", "pioneer.providers", "pioneer.sections", "pioneer.tools"]
 PATH_FUNCTIONS = {"pioneer.compile.inputs": ["load_compile_input"],
                   "pioneer.history.open": ["open_store"],
@@ -212,7 +212,7 @@ def _public_models() -> list[type[BaseModel]]:
     return list(found)
 
 
-PUBLIC_MODULES = [pioneer, pioneer.agent, pioneer.audit, pioneer.episodic, pioneer.history,
+PUBLIC_MODULES = [pioneer, pioneer.turn, pioneer.audit, pioneer.episodic, pioneer.history,
                   pioneer.hooks.models, pioneer.compile.inputs, pioneer.compile.manifest,
                   pioneer.providers, pioneer.sections, pioneer.tools]
 MODELS = _public_models()
@@ -279,8 +279,8 @@ def test_input_dataclasses_refuse_wrong_types_with_a_pioneer_error(
 
 
 def test_public_functions_refuse_wrong_types_with_a_pioneer_error(tmp_path: Path) -> None:
-    from pioneer.audit import TurnAudit
     from pioneer.providers import read_response
+    from pioneer.turn import TurnAudit
 
     calls: list[Callable[[], object]] = [
         lambda: read_response("anthropic", 5),  # type: ignore[arg-type]

@@ -9,8 +9,8 @@ import jsonschema
 
 from pioneer import PromptCompileInput, PromptCompiler
 from pioneer.compile.inputs import RuntimeSectionInput
+from pioneer.history.artifacts import ArtifactRef, ref_line
 from pioneer.sections import DEFAULT_TOOL_DOMAINS
-from pioneer.sections.artifacts import ArtifactRef, ref_line
 from pioneer.tools import ToolCatalog, TurnTools, artifact_read_tool
 
 GOLDENS = Path(__file__).parent / "goldens" / "artifacts"

@@ -33,7 +33,7 @@ import pytest
 from conftest import StoreTarget
 from test_history_summarizer import REQUEST, ChatServer, completion
 
-import pioneer.deadline
+import pioneer.hooks.deadline
 from pioneer import Agent, AsyncAgent, AsyncTurn, PioneerSettings, Turn
 from pioneer.history import HistoryLimits
 from pioneer.history.loop import LoopBridgeError
@@ -208,7 +208,7 @@ def test_no_blocking_call_runs_on_the_loop(store_target: StoreTarget, server: Ch
     watch = LoopWatch(monkeypatch)
     watch.blocking(SqlStore, "_run")
     watch.blocking(time, "sleep")
-    watch.blocking(pioneer.deadline.Running, "wait")
+    watch.blocking(pioneer.hooks.deadline.Running, "wait")
     watch.blocking(OpenAIChatSummarizer, "_post", never=True)  # the sync HTTP client
     watch.blocking(psycopg.Connection, "execute", never=True)  # the sync driver
     watch.blocking(psycopg_pool.ConnectionPool, "getconn", never=True)

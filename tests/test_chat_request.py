@@ -286,7 +286,7 @@ def test_a_payload_may_come_as_any_mapping(home: Path) -> None:
 def test_a_written_request_validates_against_the_committed_schema(home: Path) -> None:
     import jsonschema
 
-    from pioneer.resources import load_schema
+    from pioneer.files import load_schema
 
     request = parse_chat_request({"model": "m", "compiled_prompt": _compiled(home)})
     jsonschema.Draft202012Validator(load_schema("chat_request.schema.json")).validate(

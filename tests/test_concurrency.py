@@ -23,8 +23,8 @@ from stores import Target, make_store
 
 from pioneer import ensure_runtime_home
 from pioneer.compile.bootstrap import SEED_FILES
+from pioneer.files import builtin_dir
 from pioneer.history.models import summary_message_text
-from pioneer.resources import builtin_dir
 from pioneer.tokens import MESSAGE_OVERHEAD, default_counter
 
 # fork: the children only touch files and their own connections, and start in

@@ -28,7 +28,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from support import compile_round, run_cli
 
 from pioneer import HistoryLimits, InputError, PromptCompileInput, PromptCompiler, ToolSpec
-from pioneer.audit import HistorySnapshot, ReportedUsage, TurnAudit, TurnRecord, TurnRecords
+from pioneer.audit import HistorySnapshot, ReportedUsage, TurnRecord, TurnRecords
 from pioneer.audit.cache_report import CacheBlock, CachePlan, plan_cache, request_blocks
 from pioneer.compile.inputs import load_compile_input
 from pioneer.compile.manifest import PromptManifest
@@ -43,6 +43,7 @@ from pioneer.providers import (
 from pioneer.providers.models import model_facts
 from pioneer.review import context_map, map_page
 from pioneer.tools import ToolCatalog, TurnTools
+from pioneer.turn import TurnAudit
 
 CASE = Path(__file__).parent / "context_map"
 GOLDENS = Path(__file__).parent / "goldens" / "context_map"

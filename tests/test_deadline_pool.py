@@ -1,4 +1,4 @@
-"""Deadline hooks run on the process's bounded worker pool (pioneer.deadline).
+"""Deadline hooks run on the process's bounded worker pool (pioneer.hooks.deadline).
 
 Each test gives the process a fresh pool of a few workers, so the bounds it checks are
 the pool's and not what earlier tests left running.
@@ -15,7 +15,7 @@ import pytest
 from support import compile_round
 
 from pioneer import HookError, HookRegistry, PromptCompileInput, PromptCompiler
-from pioneer import deadline as pool_module
+from pioneer.hooks import deadline as pool_module
 from pioneer.hooks.models import PromptSectionContribution
 from pioneer.hooks.registry import HookContext
 

@@ -20,7 +20,6 @@ from pioneer.audit import (
     ReportedUsage,
     SkillsSnapshot,
     ToolRecord,
-    TurnAudit,
     TurnRecord,
     TurnRecords,
 )
@@ -41,6 +40,7 @@ from pioneer.sections import (
 )
 from pioneer.sections.skills import resolve_skill_outcomes
 from pioneer.tools import ToolCatalog, TurnTools
+from pioneer.turn import TurnAudit
 
 GOLDENS = Path(__file__).parent / "goldens" / "explain"
 STEPS = ["mode", "history", "manifest", "skills", "memory", "tools", "permissions",

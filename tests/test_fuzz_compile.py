@@ -28,9 +28,9 @@ from support import assert_same_as_validated, compile_round
 from pioneer import InputError, PioneerError, PromptCompileInput, PromptCompiler
 from pioneer.compile.boundary import BOUNDARY_MARKER, QUOTED_MARKER, split_prompt_cache_boundary
 from pioneer.compile.inputs import parse_compile_input
+from pioneer.files import builtin_dir
 from pioneer.hooks.models import PromptSectionContribution
 from pioneer.hooks.registry import HookContext, HookRegistry
-from pioneer.resources import builtin_dir
 from pioneer.text import scrub
 
 FUZZ = settings(max_examples=int(os.environ.get("PIONEER_FUZZ_EXAMPLES", "100")), deadline=None,

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from pioneer import PioneerError, PromptCompileInput, PromptCompiler
 from pioneer.compile.boundary import BOUNDARY_MARKER, split_prompt_cache_boundary
-from pioneer.resources import builtin_dir
+from pioneer.files import builtin_dir
 
 FUZZ = settings(max_examples=int(os.environ.get("PIONEER_FUZZ_EXAMPLES", "120")), deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

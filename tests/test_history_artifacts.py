@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pioneer.history import ArtifactRef, render_message
-from pioneer.sections.artifacts import human_size, ref_line
+from pioneer.history.artifacts import human_size, ref_line
 
 
 @pytest.mark.parametrize(

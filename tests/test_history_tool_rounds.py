@@ -14,12 +14,12 @@ from conftest import StoreTarget
 from sdk_wire import send
 
 from pioneer import Agent, InputError, PioneerSettings, StoreError, Turn
-from pioneer.agent import ProviderName
 from pioneer.history import HistoryBudgeter, HistoryLimits, HistoryMessage
 from pioneer.history.models import StoredCall
 from pioneer.history.open import open_store
 from pioneer.history.summarizer import SummaryRequest
 from pioneer.providers import ToolCall
+from pioneer.turn import ProviderName
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import agent_loop
@@ -233,7 +233,7 @@ def test_the_summarizer_reads_the_tool_rounds() -> None:
 
 
 def test_call_ids_two_stored_turns_share_are_told_apart() -> None:
-    from pioneer.agent.history import conversation
+    from pioneer.turn._history import conversation
 
     def turn(n: int) -> list[HistoryMessage]:
         return [HistoryMessage("user", f"Q{n}"),

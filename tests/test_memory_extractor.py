@@ -19,8 +19,8 @@ from pioneer.episodic.extractor import (
     parse_memory_extraction,
     store_extraction,
 )
+from pioneer.files import builtin_dir
 from pioneer.history.models import HistoryEntry
-from pioneer.resources import builtin_dir
 from pioneer.sections.tool_domains import DEFAULT_TOOL_DOMAINS
 
 

@@ -14,6 +14,7 @@ from support import run_cli as run
 
 from pioneer import InputError
 from pioneer.audit import plan_cache, request_blocks
+from pioneer.files import builtin_dir, load_schema
 from pioneer.providers import (
     ChatMessage,
     ChatRequest,
@@ -24,7 +25,6 @@ from pioneer.providers import (
     using_model_table,
 )
 from pioneer.providers.models import builtin_model_table
-from pioneer.resources import builtin_dir, load_schema
 from pioneer.tokens import TOKENIZERS, counter_for
 
 TABLE = builtin_dir("models") / "models.toml"

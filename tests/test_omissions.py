@@ -14,10 +14,10 @@ from pioneer import HookRegistry, InputError, PromptCompileInput, PromptCompiler
 from pioneer.cli import main
 from pioneer.compile.compiler import compile_prompt
 from pioneer.compile.inputs import RuntimeSectionInput
+from pioneer.history.artifacts import ArtifactRef, ref_line, render_message
 from pioneer.hooks.models import PromptSectionContribution
 from pioneer.hooks.registry import HookContext
 from pioneer.review.inspect import inspect_prompt, render_table
-from pioneer.sections.artifacts import ArtifactRef, ref_line, render_message
 
 REF = ArtifactRef("art-9", "plan.md", "document", version_id="v2", size_bytes=2048)
 

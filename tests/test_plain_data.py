@@ -38,7 +38,7 @@ from pioneer.compile.inputs import PromptLimits
 from pioneer.compile.readonly import PLAIN_TYPES, FrozenDict, FrozenList, plain
 from pioneer.compile.sandbox import JINJA_HELPERS, PLAIN_METHODS, Sandbox, render_parts
 from pioneer.compile.templates import build_environment
-from pioneer.resources import builtin_dir
+from pioneer.files import builtin_dir
 from pioneer.sections import (
     DEFAULT_TOOL_DOMAINS,
     MemoryItem,

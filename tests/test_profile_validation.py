@@ -21,7 +21,7 @@ from pioneer import PromptCompiler, documents
 from pioneer.compile.compiler import CONDITION_NAMES
 from pioneer.compile.derived import DerivedProfileSpec
 from pioneer.compile.profile import ProfileSpec, TextLocator, schema_problems
-from pioneer.resources import load_schema
+from pioneer.files import load_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 VALIDATOR = jsonschema.Draft202012Validator(load_schema("profile.schema.json"))

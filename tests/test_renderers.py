@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pioneer import PromptCompiler, TemplateError
+from pioneer.history.artifacts import ArtifactRef
 from pioneer.sections import (
     DEFAULT_TOOL_DOMAINS,
     MemoryItem,
@@ -25,7 +26,6 @@ from pioneer.sections import (
     thread_context_contribution,
 )
 from pioneer.sections._caps import take_lines
-from pioneer.sections.artifacts import ArtifactRef
 
 GOLDENS = Path(__file__).parent / "goldens" / "renderers"
 ALL_TOOLS = ["memory_search", "memory_list", "memory_get", "memory_remember", "memory_forget"]

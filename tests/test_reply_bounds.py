@@ -17,11 +17,11 @@ import pytest
 from test_replies import reply, sdk_response
 
 from pioneer import Agent, PioneerSettings, ensure_runtime_home
-from pioneer.agent import ProviderName
 from pioneer.documents import MAX_DEPTH
 from pioneer.providers import read_response
 from pioneer.providers.replies import MAX_CALL_ID_CHARS
 from pioneer.text import REPLACEMENT, scrub
+from pioneer.turn import ProviderName
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import agent_loop

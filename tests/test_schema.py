@@ -12,7 +12,7 @@ from doc_pages import example
 from support import run_cli, run_script
 
 from pioneer import PromptCompileInput, PromptCompiler
-from pioneer.resources import builtin_dir, load_schema
+from pioneer.files import builtin_dir, load_schema
 from pioneer.review.schemas import SCHEMA_MODELS, render
 
 SCHEMAS = builtin_dir("schemas")

@@ -13,9 +13,10 @@ from stores import Server, make_store, with_database
 from support import RECALL_TURNS, add_recall_turns, run_cli
 
 from pioneer import PromptCompileInput, PromptCompiler, StoreError
-from pioneer.audit import TurnAudit, TurnRecord, TurnRecords
+from pioneer.audit import TurnRecord, TurnRecords
 from pioneer.episodic import EpisodicIndex
 from pioneer.providers import ChatMessage, ChatRequest, build_request_body
+from pioneer.turn import TurnAudit
 
 GOLDENS = Path(__file__).parent / "goldens" / "episodic"
 def _record(home: Path) -> TurnRecord:

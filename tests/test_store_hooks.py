@@ -10,9 +10,10 @@ from conftest import StoreTarget
 from stores import make_store
 
 from pioneer import StoreError
-from pioneer.audit import TurnAudit, TurnRecord, TurnRecords
+from pioneer.audit import TurnRecord, TurnRecords
 from pioneer.history.sql_store import SqlStore
 from pioneer.history.store import StoreEvent, StoreTransaction, TurnWritten
+from pioneer.turn import TurnAudit
 
 
 def _store(where: StoreTarget) -> SqlStore:

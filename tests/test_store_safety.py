@@ -17,7 +17,7 @@ from stores import Server
 from support import run_cli, sqlite_exec
 
 from pioneer import PromptCompileInput, PromptCompiler, StoreError
-from pioneer.audit import TurnAudit, TurnRecords
+from pioneer.audit import TurnRecords
 from pioneer.episodic import EpisodicIndex
 from pioneer.history import (
     MIGRATIONS,
@@ -28,6 +28,7 @@ from pioneer.history import (
 )
 from pioneer.history.open import open_store
 from pioneer.providers import ChatMessage, ChatRequest, build_request_body
+from pioneer.turn import TurnAudit
 
 READ_COMMANDS = {
     "history": ("history", "t1"),

@@ -25,12 +25,13 @@ from pioneer import (
     SamplingOptions,
     ToolSpec,
 )
-from pioneer.audit import HistorySnapshot, ReportedUsage, TurnAudit
+from pioneer.audit import HistorySnapshot, ReportedUsage
 from pioneer.compile.inputs import RuntimeSectionInput
 from pioneer.errors import InputError
 from pioneer.providers import ChatMessage, ChatRequest, build_request_body
 from pioneer.telemetry import CAPTURE_ENV
 from pioneer.tokens import TiktokenCounter
+from pioneer.turn import TurnAudit
 
 _EXPORTER = InMemorySpanExporter()
 
@@ -280,7 +281,7 @@ def test_without_the_api_a_turn_compiles_and_records_without_spans(tmp_path: Pat
     home = str(tmp_path / "home")
     loaded = _run(_BLOCK_OTEL + textwrap.dedent(f"""
         from pioneer import PromptCompileInput, PromptCompiler
-        from pioneer.audit import TurnAudit
+        from pioneer.turn import TurnAudit
         from pioneer.compile.round import RoundInput
         from pioneer.providers import ChatMessage, ChatRequest, build_request_body
         payload = PromptCompiler().compile(RoundInput(PromptCompileInput(

@@ -16,7 +16,7 @@ from support import run_cli, run_script
 
 from pioneer.episodic import EpisodicIndex
 from pioneer.history import SqliteStore
-from pioneer.terminal import colour_enabled, painter, plain, progress
+from pioneer.review.terminal import colour_enabled, painter, plain, progress
 
 ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -122,7 +122,7 @@ def test_reindex_reports_each_turn(store: Path) -> None:
 
 
 def test_off_a_terminal_progress_draws_nothing_and_imports_nothing() -> None:
-    code = ("import io, sys\nfrom pioneer.terminal import progress\n"
+    code = ("import io, sys\nfrom pioneer.review.terminal import progress\n"
             "with progress(io.StringIO(), 'work', 3) as update:\n    update(1, 3)\n"
             "assert not [m for m in sys.modules if m.startswith('rich')]")
     subprocess.run([sys.executable, "-c", code], check=True, env=_environment())

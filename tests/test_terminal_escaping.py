@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from support import run_cli, run_script
 
 from pioneer.history import SqliteStore
-from pioneer.terminal import STYLES, visible
+from pioneer.review.terminal import STYLES, visible
 
 EVIL = "\x1b]52;c;b3duZWQ=\x07\x1b]0;owned\x07\x1b[2J\u202eevil\x9b\x7f"
 #: How it is printed.

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from pioneer import CompiledPromptPayload, PromptCompileInput, PromptCompiler
-from pioneer.audit import TurnAudit
 from pioneer.caches import entry_bytes
 from pioneer.providers import ChatMessage, ChatRequest, build_request_body
 from pioneer.tokens import TiktokenCounter
+from pioneer.turn import TurnAudit
 
 
 class Tally:

@@ -13,11 +13,11 @@ import pytest
 from sdk_wire import send
 
 from pioneer import Agent, ToolSpec, Turn, ensure_runtime_home
-from pioneer.agent import ProviderName
 from pioneer.providers import ToolCall
 from pioneer.sections import PermissionProfile
 from pioneer.tools import forbidden_tools
 from pioneer.tools.visibility import ToolCatalog
+from pioneer.turn import ProviderName
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import agent_loop

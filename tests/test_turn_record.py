@@ -23,7 +23,6 @@ from pioneer.audit import (
     ExecutionSecurity,
     HistorySnapshot,
     SkillsSnapshot,
-    TurnAudit,
     TurnRecord,
     TurnRecords,
     provider_shape,
@@ -37,6 +36,7 @@ from pioneer.providers import CacheOptions, ChatMessage, ChatRequest, ToolCall, 
 from pioneer.sections import PermissionProfile, Skill
 from pioneer.sections.skills import resolve_skill_outcomes
 from pioneer.tools import ToolCatalog, TurnTools
+from pioneer.turn import TurnAudit
 
 SYSTEM = CacheOptions(dynamic_placement="system")
 GOLDENS = Path(__file__).parent / "goldens" / "explain"

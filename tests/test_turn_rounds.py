@@ -13,9 +13,9 @@ import pytest
 from sdk_wire import send
 
 from pioneer import Agent, InputError, ToolSpec, Turn, ensure_runtime_home
-from pioneer.agent import ProviderName
 from pioneer.audit import RoundRecord
 from pioneer.providers import ToolCall
+from pioneer.turn import ProviderName
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import agent_loop

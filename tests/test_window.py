@@ -27,11 +27,11 @@ from pioneer import (
     SamplingOptions,
     ensure_runtime_home,
 )
-from pioneer.agent import ProviderName
 from pioneer.audit import TurnRecord, WindowRecord
 from pioneer.cli import main
 from pioneer.history import HistoryBudgeter, HistoryLimits
 from pioneer.providers import ContextOverflow, ToolCall
+from pioneer.turn import ProviderName
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import agent_loop

@@ -2,11 +2,10 @@
 
 :mod:`.record` holds the stored models (:class:`TurnRecord` and its parts),
 :mod:`.provider_shape` reads the shape of a sent provider body, :mod:`.cache_report` plans
-what a round should read from the provider's cache, :mod:`.recorder` collects a turn's
-rounds while it runs, :mod:`.store` keeps records in the conversation store's database
-(:class:`TurnRecords`, on SQLite or PostgreSQL) and :mod:`.telemetry` turns each round
-into an OpenTelemetry span. ``pioneer explain`` reads the record back
-(:mod:`pioneer.audit.explain`).
+what a round should read from the provider's cache and :mod:`.store` keeps records in the
+conversation store's database (:class:`TurnRecords`, on SQLite or PostgreSQL). The runner
+collects a turn's rounds while it runs (:mod:`pioneer.turn.recorder`); ``pioneer explain``
+reads the record back (:mod:`pioneer.audit.explain`).
 """
 
 from __future__ import annotations
@@ -41,7 +40,6 @@ from .record import (
     TurnRecord,
     WindowRecord,
 )
-from .recorder import TurnAudit
 from .store import TurnRecords
 
 __all__ = [
@@ -67,7 +65,6 @@ __all__ = [
     "ThreadMode",
     "ToolCallRecord",
     "ToolRecord",
-    "TurnAudit",
     "TurnRecord",
     "TurnRecords",
     "WindowRecord",

@@ -9,7 +9,7 @@ from typing import TextIO
 
 from ..errors import UsageError
 from ..review.diff import diff_manifests, read_compiled, render_json, render_text, text_diffs
-from ..terminal import painter
+from ..review.terminal import painter
 
 NAME = "diff"
 HELP = "compare two manifests or payloads: changed sections and whether the prompt cache breaks"

@@ -17,7 +17,7 @@ from ..compile.inputs import PromptCompileInput, read_compile_input
 from ..documents import read_document
 from ..errors import InputError, PioneerError, Problem, UsageError
 from ..review.inspect import inspect_prompt, render_json, render_table
-from ..terminal import painter
+from ..review.terminal import painter
 from ._common import add_compiler_options, add_var_option, make_compiler, with_vars
 from ._provider import PROVIDER_NAMES
 

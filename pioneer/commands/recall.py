@@ -10,8 +10,8 @@ from typing import Any, TextIO
 from ..episodic.index import MAX_CANDIDATES, SMALL_INDEX, EpisodicIndex, Retained
 from ..episodic.recall import MIN_SCORE, MIN_SHARE_OF_BEST, Recall, recall
 from ..errors import InputError, StoreError, counted
-from ..sections.artifacts import ref_line
-from ..terminal import progress
+from ..history.artifacts import ref_line
+from ..review.terminal import progress
 from ._common import add_store_options, make_settings, open_command_store
 
 NAME = "recall"

@@ -15,7 +15,7 @@ import json
 from typing import TextIO
 
 from ..errors import UsageError
-from ..resources import builtin_dir
+from ..files import builtin_dir
 from ._common import add_config_option, make_settings
 
 NAME = "schema"

@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import PioneerError, Problem
-from ..files import Beneath, Refused, os_reason
-from ..resources import builtin_dir
+from ..files import Beneath, Refused, builtin_dir, os_reason
 from .manifest import Diagnostic, SourceManifestEntry
 
 __all__ = [

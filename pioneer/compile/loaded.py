@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Problem
-from ..resources import builtin_dir
+from ..files import builtin_dir
 from .extends import ProfileSource
 from .ids import BUILT_IN_SECTION_IDS, RUNTIME_BUILT_IN_IDS
 from .manifest import ManifestSection

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ..documents import TomlLines
 from ..errors import Problem, ProfileError, did_you_mean, format_path, row_labels, schema_message
-from ..resources import builtin_dir, load_schema
+from ..files import builtin_dir, load_schema
 from ..text import EDGE_CONFIG
 from .declared import InputName, InputSpec, declaration_problems
 from .ids import ID_PATTERN, ID_RULE, PROFILE_ALIASES, id_problem

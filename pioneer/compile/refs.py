@@ -4,7 +4,7 @@ The Artifact References policy belongs in a prompt exactly when the request carr
 refs (docs/hooks-and-sections.md, "When the policy appears"): in a contribution (thread
 context with the artifacts of a recalled message), in an input text, or in the history
 messages sent with the prompt.
-A ref is one line in the format :func:`pioneer.sections.artifacts.ref_line` writes; this
+A ref is one line in the format :func:`pioneer.history.artifacts.ref_line` writes; this
 module knows only how such a line starts, so the compiler can count them without
 depending on the renderer.
 """

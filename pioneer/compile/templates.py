@@ -21,7 +21,7 @@ from jinja2 import meta, nodes
 from jinja2.sandbox import SandboxedEnvironment
 
 from ..errors import Problem, TemplateError, describe_exception, did_you_mean
-from ..resources import builtin_dir
+from ..files import builtin_dir
 from .allowance import MAX_STEPS
 from .declared import input_uses
 from .sandbox import Sandbox

@@ -25,9 +25,9 @@ import jsonschema
 from pydantic import Field, ValidationError
 
 from ..errors import format_path, quoted_key, schema_message
+from ..files import load_schema
 from ..history.models import HistoryEntry
 from ..history.summarizer import TRUNCATION_MARK
-from ..resources import load_schema
 from ..sections._macros import call_macro
 from ..text import EDGE_CONFIG, EdgeModel
 

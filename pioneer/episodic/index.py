@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import StoreError
+from ..history.artifacts import ArtifactRef
 from ..history.budget import HistoryDecision
 from ..history.sql_store import check_row
 from ..history.sqlite_store import SqliteStore
@@ -44,7 +45,6 @@ from ..history.store import (
     StoreTransaction,
     check_id,
 )
-from ..sections.artifacts import ArtifactRef
 from ..sections.thread_context import ThreadSnippet, snippet_artifacts
 from ..text import utf8_text
 from .chunks import CONTEXTS, Snippet, task_summary_snippets, turn_snippets

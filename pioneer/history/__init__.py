@@ -9,7 +9,7 @@ adapter consumes is a tuple of :class:`HistoryMessage` values.
 
 from __future__ import annotations
 
-from ..sections.artifacts import ArtifactRef, render_message
+from .artifacts import ArtifactRef, render_message
 from .budget import HistoryBudgeter, HistoryDecision, HistoryLimits, keep_newest
 from .calibration import Calibrator, TokenRatio
 from .migrations import MIGRATIONS, Migration

@@ -1,4 +1,4 @@
-"""The PostgreSQL store on psycopg's async pool, for :class:`~pioneer.agent.AsyncAgent`.
+"""The PostgreSQL store on psycopg's async pool, for :class:`~pioneer.turn.AsyncAgent`.
 
 :class:`AsyncPostgresStore` is :class:`~pioneer.history.postgres_store.PostgresStore` with
 its sessions taken from a :class:`psycopg_pool.AsyncConnectionPool` instead of the sync

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ..deadline import run_with_deadline
 from ..errors import InputError, Problem, counted
+from ..hooks.deadline import run_with_deadline
 from ..settings import PioneerSettings
 from ..tokens import TokenCounter, default_counter, message_tokens
 from .models import (

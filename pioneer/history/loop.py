@@ -1,6 +1,6 @@
 """Waiting on an event loop from a worker thread: how the async twin shares the sync code.
 
-:class:`~pioneer.agent.AsyncAgent` runs the same turn code as :class:`~pioneer.agent.Agent`
+:class:`~pioneer.turn.AsyncAgent` runs the same turn code as :class:`~pioneer.turn.Agent`
 (docs/agent.md, "The async twin: `AsyncAgent`"), on worker threads, so the event loop is never
 blocked by it. What that code waits on the network for runs on the loop itself: the
 PostgreSQL store's statements on psycopg's async pool

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..sections.artifacts import ArtifactRef, render_message, unique_refs
+from .artifacts import ArtifactRef, render_message, unique_refs
 
 __all__ = [
     "SUMMARY_PREFIX",

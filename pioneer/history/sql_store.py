@@ -34,9 +34,9 @@ from typing import Any, TypeVar
 from ..caches import CacheStats, LruCache
 from ..compile.manifest import PromptManifest
 from ..errors import StoreError
-from ..sections.artifacts import ArtifactRef, Side, render_message
 from ..text import utf8_text
 from ..tokens import TokenCounter, default_counter, message_tokens
+from .artifacts import ArtifactRef, Side, render_message
 from .cache import TurnCache
 from .models import (
     HistoryCut,

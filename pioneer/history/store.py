@@ -37,7 +37,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from ..compile.manifest import PromptManifest
 from ..errors import InputError, Problem, StoreError
-from ..sections.artifacts import ArtifactRef
+from .artifacts import ArtifactRef
 from .models import (
     HistoryCut,
     HistoryEntry,

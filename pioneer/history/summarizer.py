@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..deadline import Running
 from ..errors import PioneerError
+from ..hooks.deadline import Running
 from ..settings import PioneerSettings
 from .models import HistoryMessage
 from .tool_rounds import counted_text
@@ -333,7 +333,7 @@ def _reply_text(raw: bytes, url: str) -> str:
 
 class AsyncSummarizer(Protocol):
     """Compresses conversation history into a shorter text, as a coroutine (for
-    :class:`~pioneer.agent.AsyncAgent`)."""
+    :class:`~pioneer.turn.AsyncAgent`)."""
 
     async def summarize(self, request: SummaryRequest) -> str:
         """The summary text; raise (any exception) on failure."""
@@ -362,7 +362,7 @@ class AsyncOpenAIChatSummarizer:
     def like(cls, summarizer: OpenAIChatSummarizer, *,
              transport: Any = None) -> AsyncOpenAIChatSummarizer:
         """The async summarizer with ``summarizer``'s endpoint, model, key and limits (what
-        :class:`~pioneer.agent.AsyncAgent` makes of :func:`summarizer_from_settings`)."""
+        :class:`~pioneer.turn.AsyncAgent` makes of :func:`summarizer_from_settings`)."""
         made = cls.__new__(cls)
         made.http, made.transport = summarizer, transport
         return made

@@ -8,7 +8,7 @@ to its own ``max_chars`` on the hook side), the manifest diagnostics and the man
 entries for diagnostics and failures.
 
 Deadline hooks of a phase are handed together to the process's deadline pool
-(:mod:`pioneer.deadline`), and each is waited for no longer than its own deadline counted
+(:mod:`pioneer.hooks.deadline`), and each is waited for no longer than its own deadline counted
 from that hand-over; a hook that overruns is abandoned (Python cannot stop a thread) and
 its late result is discarded. A hook that raises or
 overruns is handled by its failure policy: ``fail_closed`` raises :class:`HookError`,
@@ -31,8 +31,8 @@ from pydantic import BaseModel
 from ..compile.manifest import Diagnostic, HookSourceEntry
 from ..compile.readonly import read_only
 from ..compile.round import HookSection, RoundInput, StructuredSection
-from ..deadline import Outcome, Running, call
 from ..errors import HookError, PioneerError, Problem, describe_exception
+from .deadline import Outcome, Running, call
 from .models import (
     PHASES,
     PROMPT_PHASES,

@@ -35,7 +35,7 @@ from ..errors import (
     row_labels,
     schema_message,
 )
-from ..resources import builtin_dir, load_schema
+from ..files import builtin_dir, load_schema
 from ..text import EDGE_CONFIG, EdgeModel
 from ..tokens import Tokenizer
 from .names import TABLE_FAMILIES, TableProvider

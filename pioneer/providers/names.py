@@ -1,6 +1,6 @@
 """The four provider APIs' names, spelled out here and nowhere else.
 
-A name is how ``--provider``, an :class:`~pioneer.agent.Agent` and a turn record spell an
+A name is how ``--provider``, an :class:`~pioneer.turn.Agent` and a turn record spell an
 API. Everything an API does differently (its body builder, reply reader, usage mapping,
 cache rules, context-length errors) is asked of its object in the registry
 (:func:`pioneer.providers.api.provider_api`), never decided by comparing names.

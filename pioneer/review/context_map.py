@@ -33,6 +33,7 @@ from ..audit.record import ReportedUsage, RoundRecord, TurnRecord
 from ..compile.compiler import LoadedProfile, PromptCompiler
 from ..compile.manifest import CompiledPromptPayload, Diagnostic, ManifestSection
 from ..errors import InputError, Problem, counted
+from ..files import builtin_dir
 from ..providers import build_request_body
 from ..providers.api import PROVIDER_APIS
 from ..providers.caching import DEFAULT_MINIMUM_TOKENS
@@ -41,7 +42,6 @@ from ..providers.models import model_facts
 from ..providers.request import ChatMessage, ChatRequest
 from ..providers.rules import previewing
 from ..providers.window import context_window
-from ..resources import builtin_dir
 from ..tokens import TokenCounter, default_counter
 
 __all__ = [

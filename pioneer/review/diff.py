@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from ..compile.manifest import InputRecord, ManifestSection, PromptManifest
 from ..documents import read_document
 from ..errors import InputError, Problem, format_path
-from ..terminal import Painter, plain
+from .terminal import Painter, plain
 
 __all__ = ["Change", "Compiled", "InputChange", "ManifestDiff", "TextDiff", "diff_manifests",
            "read_compiled", "read_manifest", "render_json", "render_text", "text_diffs"]

@@ -23,8 +23,8 @@ from ..compile.inputs import PromptCompileInput
 from ..compile.manifest import CompiledPromptPayload, ManifestSection, Omission
 from ..compile.profile import SectionSpec
 from ..errors import counted
-from ..terminal import Painter, plain
 from ..tokens import TokenCounter, default_counter
+from .terminal import Painter, plain
 
 __all__ = [
     "Inspection", "PoolUse", "Row", "Totals", "inspect_prompt", "render_json", "render_table",
@@ -223,7 +223,7 @@ _HEAD = ("SECTION", "STABILITY", "CHARS", "TOKENS", "SOURCE", "TEMPLATE", "STATU
 def render_table(inspection: Inspection, paint: Painter = plain) -> str:
     """The inspection as an aligned table with totals, for people.
 
-    ``paint`` colours the stability and status cells (see :mod:`pioneer.terminal`); the
+    ``paint`` colours the stability and status cells (see :mod:`pioneer.review.terminal`); the
     default leaves the text plain.
     """
     declared = any(row.inputs is not None for row in inspection.rows)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..resources import builtin_dir
+from ..files import builtin_dir
 
 if TYPE_CHECKING:
     from ..compile.compiler import LoadedProfile, PromptCompiler

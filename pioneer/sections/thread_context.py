@@ -18,10 +18,10 @@ from typing import Literal
 
 import jinja2
 
+from ..history.artifacts import ArtifactRef, escape_controls, ref_line, unique_refs
 from ..hooks.models import PromptContextContribution, SourceRef
 from ._caps import take_lines
 from ._macros import call_macro
-from .artifacts import ArtifactRef, escape_controls, ref_line, unique_refs
 
 __all__ = [
     "CONTRIBUTION_ID",

@@ -5,20 +5,14 @@ starts with its hideable domains hidden; :mod:`.request_tools` is the tool that 
 them and the check of its arguments; :mod:`.artifact_read` defines the tool that reads an
 artifact the conversation refers to; :mod:`.visibility` keeps the per-turn state, builds
 each round's tool list and refuses calls to tools the round did not offer;
-:mod:`.from_hooks` adds the tools hooks register to a turn's catalog; :mod:`.permissions`
+:mod:`.contribution` is what a hook returns to register a tool; :mod:`.permissions`
 names the tools a permission profile forbids, which a turn never offers.
 """
 
 from __future__ import annotations
 
 from .artifact_read import ARTIFACT_READ, artifact_read_tool
-from .from_hooks import (
-    HOOK_TOOL_PHASE,
-    HOOK_TOOL_TYPES,
-    HookTools,
-    ToolContribution,
-    catalog_with_hook_tools,
-)
+from .contribution import ToolContribution
 from .permissions import forbidden_tools
 from .request_tools import (
     REASON_MAX_CHARS,
@@ -32,12 +26,9 @@ from .visibility import CallOutcome, ToolCatalog, ToolRound, TurnTools, Verdict
 
 __all__ = [
     "ARTIFACT_READ",
-    "HOOK_TOOL_PHASE",
-    "HOOK_TOOL_TYPES",
     "REASON_MAX_CHARS",
     "REQUEST_TOOLS",
     "CallOutcome",
-    "HookTools",
     "RequestTools",
     "RequestedDomains",
     "ToolArgumentsError",
@@ -47,7 +38,6 @@ __all__ = [
     "TurnTools",
     "Verdict",
     "artifact_read_tool",
-    "catalog_with_hook_tools",
     "forbidden_tools",
     "request_tools_for",
 ]

@@ -1,7 +1,7 @@
 """``artifact_read``: the tool the Artifact References policy tells the model to call.
 
 History messages carry artifact refs as metadata lines only
-(:mod:`pioneer.sections.artifacts`); a file's contents reach the model only through this
+(:mod:`pioneer.history.artifacts`); a file's contents reach the model only through this
 tool, which sits in the hidden ``artifact`` domain, so the model first asks for that
 domain with ``request_tools`` (docs/hooks-and-sections.md, "The artifact_read tool").
 pioneer gives the definition (:func:`artifact_read_tool`); the application checks the

@@ -43,7 +43,7 @@ from ..providers.window import (
 )
 from ..settings import PioneerSettings
 from ..tokens import TokenCounter, counter_for, message_tokens
-from .history import conversation
+from ._history import conversation
 
 if TYPE_CHECKING:
     from .parts import AgentParts

@@ -1,11 +1,11 @@
 """What a turn is made with: the agent's parts, fixed when the turn is made.
 
-:class:`AgentParts` is how a :class:`~pioneer.agent.turn.Turn` sees its agent: the store,
+:class:`AgentParts` is how a :class:`~pioneer.turn.turn.Turn` sees its agent: the store,
 the compiler, the hooks, the provider and model and everything else the agent was
-configured with, as a frozen record :meth:`Agent.turn <pioneer.agent.Agent.turn>` takes.
-A turn never holds the :class:`~pioneer.agent.Agent`, so the runner's modules import one
+configured with, as a frozen record :meth:`Agent.turn <pioneer.turn.Agent.turn>` takes.
+A turn never holds the :class:`~pioneer.turn.Agent`, so the runner's modules import one
 way only (the agent makes turns; a turn and its window and span know the parts), and a
-turn keeps the parts it started with (:meth:`Agent.reload <pioneer.agent.Agent.reload>`
+turn keeps the parts it started with (:meth:`Agent.reload <pioneer.turn.Agent.reload>`
 is for the turns made after it).
 """
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..providers.request import CacheOptions, SamplingOptions, ToolSpec
     from ..sections.skills import Skill
     from ..settings import HistoryToolRounds, PioneerSettings
-    from .lifecycle import AbandonedWriter, ThreadGuard
+    from ._lifecycle import AbandonedWriter, ThreadGuard
 
 __all__ = ["AgentParts", "ThreadMode"]
 

@@ -18,7 +18,7 @@ once for the turn (tools registered at ``turn.pre_tool_materialization``, then t
 prompt phases, thread episodic recall among them) and reads the cache plans of the
 thread's previous turn record. Every call then compiles the round with the history's
 artifact refs, fixes the round's visible tools, fits the whole request to the model's
-context window (:mod:`pioneer.agent.window`: this turn's oldest tool results cleared,
+context window (:mod:`pioneer.turn.window`: this turn's oldest tool results cleared,
 then the history cut, else :class:`~pioneer.errors.ContextWindowError` before
 sending), builds the provider body and audits the round (its cache plan against the
 thread's earlier requests, its window). :meth:`Turn.receive` reads
@@ -46,7 +46,6 @@ from ..audit.record import (
     ToolRecord,
     TurnRecord,
 )
-from ..audit.recorder import TurnAudit
 from ..compile.inputs import PromptCompileInput
 from ..compile.manifest import Diagnostic
 from ..compile.round import StructuredSection
@@ -65,13 +64,14 @@ from ..sections.permissions import CurrentPermissions
 from ..sections.runtime import runtime_block
 from ..sections.skills import build_skills_prompt, resolve_skill_outcomes
 from ..sections.tool_domains import TASK_DOMAIN, HiddenToolDomains
-from ..tools.from_hooks import HOOK_TOOL_PHASE, HOOK_TOOL_TYPES, catalog_with_hook_tools
 from ..tools.permissions import forbidden_tools
 from ..tools.visibility import CallOutcome, ToolRound, TurnTools
-from .history import conversation, kept_rounds
-from .lifecycle import Abandoned, warn_abandoned
-from .rounds import RoundFacts, check_max_rounds, round_input
-from .telemetry import end_agent_span, start_agent_span
+from ._history import conversation, kept_rounds
+from ._lifecycle import Abandoned, warn_abandoned
+from ._rounds import RoundFacts, check_max_rounds, round_input
+from ._telemetry import end_agent_span, start_agent_span
+from .hook_tools import HOOK_TOOL_PHASE, HOOK_TOOL_TYPES, catalog_with_hook_tools
+from .recorder import TurnAudit
 from .window import Fitted, TurnWindow
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ permissions and the execution security snapshot, skills decision), calls
 round, the request and the provider body) and
 :meth:`TurnAudit.record` at the end with the judged tool calls; the store keeps the
 resulting :class:`~pioneer.audit.record.TurnRecord`. With OpenTelemetry installed each
-round is also a GenAI client span (:mod:`pioneer.audit.telemetry`), open from
+round is also a GenAI client span (:mod:`pioneer.turn._round_spans`), open from
 ``add_round`` until :meth:`TurnAudit.report_usage` gives the provider's usage or the turn
 is recorded. ``add_round`` refuses a request
 whose tools are not exactly the round's visible tools, so the record can never claim a
@@ -27,14 +27,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, get_args
 
-from ..compile.manifest import PromptManifest
-from ..errors import InputError, Problem
-from ..providers.replies import ModelReply
-from ..providers.request import ChatRequest
-from ..sections.permissions import PermissionProfile
-from .cache_report import CacheBlock, CachePlan, plan_cache, request_blocks
-from .provider_shape import provider_shape
-from .record import (
+from ..audit.cache_report import CacheBlock, CachePlan, plan_cache, request_blocks
+from ..audit.provider_shape import provider_shape
+from ..audit.record import (
     ExecutionSecurity,
     HiddenDomain,
     HistorySnapshot,
@@ -48,7 +43,12 @@ from .record import (
     TurnRecord,
     WindowRecord,
 )
-from .telemetry import end_round_span, start_round_span
+from ..compile.manifest import PromptManifest
+from ..errors import InputError, Problem
+from ..providers.replies import ModelReply
+from ..providers.request import ChatRequest
+from ..sections.permissions import PermissionProfile
+from ._round_spans import end_round_span, start_round_span
 
 if TYPE_CHECKING:
     from ..history.budget import HistoryDecision

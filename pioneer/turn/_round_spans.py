@@ -1,6 +1,6 @@
 """The provider round as an OpenTelemetry GenAI client span (``chat {model}``).
 
-:class:`~pioneer.audit.recorder.TurnAudit` starts one span per round in ``add_round``
+:class:`~pioneer.turn.recorder.TurnAudit` starts one span per round in ``add_round``
 (the request is about to be sent) and ends it when the application reports the provider's
 usage (``TurnAudit.report_usage``) or, at the latest, when the turn is recorded. The span
 carries the request side at once (``gen_ai.request.model``, the provider, pioneer's
@@ -17,11 +17,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import telemetry
+from ..audit.record import PROVIDER_NAMES, HistorySnapshot, ReportedUsage, RoundRecord
 from ..compile.spans import manifest_attributes
 from ..providers.replies import ModelReply
 from ..providers.request import ChatRequest
 from ..providers.system import prompt_parts
-from .record import PROVIDER_NAMES, HistorySnapshot, ReportedUsage, RoundRecord
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span

@@ -4,7 +4,7 @@
 URL, a path or :class:`~pioneer.settings.PioneerSettings`, or given), the compiler, the
 hooks, the provider and model, the tool catalog, the summarizer, the permission profile
 and the skills. It holds nothing of one turn: :meth:`Agent.turn` makes a
-:class:`~pioneer.agent.turn.Turn`, which keeps its own state, so many turns of many
+:class:`~pioneer.turn.turn.Turn`, which keeps its own state, so many turns of many
 threads run at once over one agent (from threads, or from one asyncio loop through
 ``asyncio.to_thread``). Model I/O is never done here: a turn hands out request bodies and
 takes the provider's replies.
@@ -46,9 +46,9 @@ from ..sections.skills import Skill
 from ..sections.tool_domains import DEFAULT_TOOL_DOMAINS
 from ..settings import HistoryToolRounds, PioneerSettings
 from ..tools.visibility import ToolCatalog, checked_shapes
-from .lifecycle import AbandonedWriter, ThreadGuard
+from ._lifecycle import AbandonedWriter, ThreadGuard
+from ._rounds import check_max_rounds
 from .parts import AgentParts, ThreadMode
-from .rounds import check_max_rounds
 from .turn import Turn
 
 __all__ = ["Agent", "AgentParts", "ProviderName", "ThreadMode"]

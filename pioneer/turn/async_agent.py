@@ -1,8 +1,8 @@
 """The async twin of the runner: :class:`AsyncAgent` and its :class:`AsyncTurn`.
 
-An :class:`AsyncAgent` takes :class:`~pioneer.agent.Agent`'s arguments and drives a sync
-:class:`~pioneer.agent.Agent` of its own (:attr:`AsyncAgent.sync_agent`); each
-:class:`AsyncTurn` drives a sync :class:`~pioneer.agent.Turn`. The turn's work is the sync
+An :class:`AsyncAgent` takes :class:`~pioneer.turn.Agent`'s arguments and drives a sync
+:class:`~pioneer.turn.Agent` of its own (:attr:`AsyncAgent.sync_agent`); each
+:class:`AsyncTurn` drives a sync :class:`~pioneer.turn.Turn`. The turn's work is the sync
 runner's code, called on the agent's worker threads, so the two give the same bodies and
 the same records and whatever the sync runner learns reaches the async one. What that work
 waits on the network for is awaited on the event loop instead (through a
@@ -105,7 +105,7 @@ class _SyncAgent(Agent):
 
 
 class AsyncAgent:
-    """:class:`~pioneer.agent.Agent` for asyncio: the same arguments, turns whose methods
+    """:class:`~pioneer.turn.Agent` for asyncio: the same arguments, turns whose methods
     are coroutines, and nothing that blocks the event loop (see the module doc).
 
     ``agent.turn(...)`` makes a turn and reads nothing (use it as ``async with
@@ -196,7 +196,7 @@ class AsyncAgent:
 
 class AsyncTurn:
     """One turn of a thread, as coroutines; made by :meth:`AsyncAgent.turn`. Each method is
-    the sync :class:`~pioneer.agent.Turn`'s of the same name (:attr:`sync_turn`)."""
+    the sync :class:`~pioneer.turn.Turn`'s of the same name (:attr:`sync_turn`)."""
 
     def __init__(self, agent: AsyncAgent, turn: Turn) -> None:
         self.agent = agent

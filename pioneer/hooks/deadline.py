@@ -51,7 +51,7 @@ T = TypeVar("T")
 PASSES_THROUGH: tuple[type[BaseException], ...] = (KeyboardInterrupt, SystemExit)
 
 #: How many deadline calls the process runs at once (its pool's size). Read whenever the
-#: pool considers a new worker, so a program may set ``pioneer.deadline.WORKERS`` before
+#: pool considers a new worker, so a program may set ``pioneer.hooks.deadline.WORKERS`` before
 #: its first turn (docs/hooks-and-sections.md, "Deadlines and the worker pool").
 WORKERS = 32
 #: How many stuck workers (running a call abandoned at its deadline) the pool replaces at

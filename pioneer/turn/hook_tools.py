@@ -1,53 +1,28 @@
 """Tools from hooks: what hooks register at ``turn.pre_tool_materialization`` joins the catalog.
 
 A hook at that phase may return :class:`~pioneer.providers.ToolSpec` values (their
-domain is the domain map's, when it names them) or :class:`ToolContribution` values (a
-tool and the domain it belongs to). :func:`catalog_with_hook_tools` adds them to the
-application's tools under the same visibility rules (a tool in a hidden domain stays
-hidden until ``request_tools`` asks for it; docs/explain.md, "Tool visibility") and says
-which hook registered each, so the turn record and ``pioneer explain`` can tell. A tool
-the turn cannot take (its name is taken, or is ``request_tools``) is left out with a
-``hook_diagnostic``, never a failed turn.
+domain is the domain map's, when it names them) or
+:class:`~pioneer.tools.ToolContribution` values (a tool and the domain it belongs to).
+:func:`catalog_with_hook_tools` adds them to the application's tools under the same
+visibility rules (a tool in a hidden domain stays hidden until ``request_tools`` asks for
+it; docs/explain.md, "Tool visibility") and says which hook registered each, so the turn
+record and ``pioneer explain`` can tell. A tool the turn cannot take (its name is taken,
+or is ``request_tools``) is left out with a ``hook_diagnostic``, never a failed turn.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated
-
-from pydantic import AfterValidator, Field
 
 from ..compile.manifest import Diagnostic
 from ..hooks.models import Offered
-from ..providers.request import TOOL_NAME_PATTERN, ToolSpec
-from ..text import EDGE_CONFIG, EdgeModel
-from .request_tools import REQUEST_TOOLS
-from .visibility import ToolCatalog
+from ..providers.request import ToolSpec
+from ..tools.contribution import ToolContribution
+from ..tools.request_tools import REQUEST_TOOLS
+from ..tools.visibility import ToolCatalog
 
-__all__ = [
-    "HOOK_TOOL_PHASE", "HOOK_TOOL_TYPES", "HookTools", "ToolContribution",
-    "catalog_with_hook_tools",
-]
-
-
-def _domain(value: str) -> str:
-    if not re.fullmatch(TOOL_NAME_PATTERN, value):
-        raise ValueError(f"must match {TOOL_NAME_PATTERN} (got {value!r})")
-    return value
-
-
-class ToolContribution(EdgeModel):
-    """A tool a hook registers for the turn, and the domain that hides it."""
-
-    model_config = EDGE_CONFIG
-    tool: ToolSpec = Field(description="The tool definition the model is sent.")
-    domain: Annotated[str, AfterValidator(_domain)] | None = Field(
-        default=None,
-        description="The hideable domain it belongs to (memory, task, ... or a new one); "
-        "None: the domain map's, or always visible when the map does not name it.",
-    )
+__all__ = ["HOOK_TOOL_PHASE", "HOOK_TOOL_TYPES", "HookTools", "catalog_with_hook_tools"]
 
 
 #: The phase whose hooks register tools, and what they may return there.

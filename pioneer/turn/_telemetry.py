@@ -1,6 +1,6 @@
 """The turn as an OpenTelemetry GenAI span: ``invoke_agent``, parent of the turn's spans.
 
-A :class:`~pioneer.agent.turn.Turn` starts its span when its first round is built and
+A :class:`~pioneer.turn.turn.Turn` starts its span when its first round is built and
 ends it when the turn is stored (or left unfinished). The compile spans and the ``chat
 {model}`` span of every round start while it is the current span, so a turn is one
 trace. It carries the conventions' agent attributes (``gen_ai.operation.name =
