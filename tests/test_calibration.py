@@ -21,6 +21,7 @@ from stores import make_store
 
 from pioneer import Agent, PioneerSettings, StoreError, ensure_runtime_home
 from pioneer.history import Calibrator, SqliteStore, TokenCalibration, TokenRatio
+from pioneer.history.calibration import KINDS as TEXT_KINDS
 from pioneer.history.calibration import (
     MAX_MARGIN,
     MAX_OVERHEAD,
@@ -29,7 +30,9 @@ from pioneer.history.calibration import (
     PRIOR_MARGIN,
     RATIO_RANGE,
     RECENT,
+    fit_kinds,
     fit_samples,
+    text_kind,
 )
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
@@ -352,3 +355,126 @@ def test_two_agents_on_one_database_share_the_calibration(
     finally:
         first.close()
         second.close()
+
+
+# -- one ratio per kind of text ----------------------------------------------------------
+
+PROSE_TEXT = ("The team reviewed the deployment plan and agreed that the migration should "
+              "run during the quiet hours, while the old nodes keep serving reads.\n") * 5
+CODE_TEXT = "def load(path: str) -> int:\n    value = read(path)[0] * 2\n    return value\n" * 5
+DATA_TEXT = '[{"id": 1, "name": "load", "score": 12.5, "tags": ["a", "b"]}, ' \
+    '{"id": 2, "name": "store", "score": 3.0, "tags": []}]'
+SCRIPT_TEXT = "команда проверила план развёртывания 数据库迁移在夜间进行 " * 10
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    (PROSE_TEXT, "prose"), (CODE_TEXT, "code"), (DATA_TEXT, "data"), (SCRIPT_TEXT, "script"),
+    ("", "prose"), ("ok", "prose"), ("if (a) { b = c; }", "code"),
+    ("emoji 🎉🎉🎉🎉🎉🎉 🚀🚀🚀🚀", "script"), ("key: value\nother: 2\n", "prose"),  # YAML: prose
+])
+def test_the_kind_of_a_text_comes_from_its_characters(text: str, kind: str) -> None:
+    assert TEXT_KINDS[text_kind(text)] == kind
+
+
+TRUE_KINDS = (1.15, 1.35, 1.8, 0.6)
+
+
+def _kinds_body(rng: random.Random) -> list[int]:
+    """A body's local counts by kind: mostly one kind (a large tool result or paste) over
+    a common base of prose."""
+    counts = [rng.randint(500, 3_000), rng.randint(0, 800), rng.randint(0, 800),
+              rng.randint(0, 800)]
+    counts[rng.randrange(4)] += rng.randint(1_000, 20_000)
+    return counts
+
+
+def _true(counts: list[int], ratios: tuple[float, ...] = TRUE_KINDS) -> int:
+    return round(sum(r * x for r, x in zip(ratios, counts, strict=True)))
+
+
+def test_one_ratio_per_kind_converges_where_one_ratio_cannot(calibrator: Calibrator) -> None:
+    rng = random.Random(3)
+    for _ in range(RECENT):
+        body = _kinds_body(rng)
+        calibrator.observe("anthropic", "claude", sum(body), _true(body), Facts(), body)
+    ratio = calibrator.ratio("anthropic", "claude", Facts())
+    assert ratio.kinds == pytest.approx(TRUE_KINDS, rel=0.03)
+    assert ratio.margin <= 1.05
+    errors, single = [], []
+    for _ in range(50):
+        body = _kinds_body(rng)
+        errors.append(abs(ratio.estimate(sum(body), body) / _true(body) - 1))
+        single.append(abs(ratio.estimate(sum(body)) / _true(body) - 1))
+    assert max(errors) < 0.02
+    assert sorted(single)[25] > 0.05  # the one ratio misses by the mix
+
+
+def test_the_kinds_wait_for_three_samples_and_stay_at_the_one_ratio_when_collinear() -> None:
+    body = [2_000, 6_000, 0, 0]
+    two = [(sum(body), _true(body), *body)] * 2
+    assert fit_samples(two, 1.0, 2).kinds == ()
+    # Every sample the same mix: the data cannot tell code from prose; the pull keeps
+    # both near the one ratio, and the body's estimate is still right.
+    same = [(k * 8_000, _true([k * 2_000, k * 6_000, 0, 0]), k * 2_000, k * 6_000, 0, 0)
+            for k in (1, 2, 3, 4)]
+    fitted = fit_samples(same, 1.0, 4)
+    assert fitted.kinds, "fitted"
+    assert fitted.kinds[2] == pytest.approx(fitted.ratio, rel=1e-3)  # data: not seen
+    assert fitted.estimate(8_000, body) == pytest.approx(_true(body), rel=0.01)
+    # A pair-only sample (no kinds) is fitted by the one ratio alone.
+    assert fit_kinds([(1_000, 1_200)] * 5, 1.2, 0) == ()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    ratios=st.tuples(*[st.floats(0.6, 1.8)] * 4),
+    seen=st.lists(st.tuples(*[st.integers(0, 30_000)] * 4), min_size=3, max_size=16),
+    prior=st.floats(0.5, 2.5),
+)
+def test_fitted_kinds_stay_sane_and_the_margin_covers_every_recent_sample(
+    ratios: tuple[float, ...], seen: list[tuple[int, ...]], prior: float,
+) -> None:
+    recent = [(sum(c), _true(list(c), ratios), *c) for c in seen if sum(c) >= 500]
+    if len(recent) < MIN_SAMPLES:
+        return
+    fitted = fit_samples(recent, prior, len(recent))
+    assert all(RATIO_RANGE[0] <= r <= RATIO_RANGE[1] for r in (fitted.ratio, *fitted.kinds))
+    assert fitted.kinds == () or len(fitted.kinds) == len(TEXT_KINDS)
+    assert MIN_MARGIN <= fitted.margin <= MAX_MARGIN
+    for sample in recent:
+        assert fitted.estimate(sample[0], sample[2:]) <= fitted.budgeted(sample[0], sample[2:])
+        if fitted.margin < MAX_MARGIN:
+            assert fitted.budgeted(sample[0], sample[2:]) >= sample[1]
+
+
+def test_a_row_of_the_first_shape_still_reads_and_takes_kinds_after(
+    store_target: StoreTarget,
+) -> None:
+    """A row written before the samples kept their kinds ([local, reported] pairs) reads
+    as the one ratio; new samples keep their kinds beside the old pairs, and once three do
+    the kinds are fitted."""
+    store = make_store(store_target.target)
+    try:
+        store_target.sql(
+            "INSERT INTO token_calibration (provider, model, ratio, overhead, samples, margin, "
+            "recent, updated_at) VALUES ('anthropic', 'old', 1.3, 0, 4, 1.1, "
+            "'[[1000,1300],[2000,2600],[3000,3900],[4000,5200]]', '2026-01-01')")
+        calibrator = Calibrator(store)
+        ratio = calibrator.ratio("anthropic", "old", Facts())
+        assert (ratio.ratio, ratio.samples, ratio.margin, ratio.kinds) == (1.3, 4, 1.1, ())
+        rng = random.Random(5)
+        for count in range(3):
+            body = _kinds_body(rng)
+            ratio = calibrator.observe("anthropic", "old", sum(body), _true(body), Facts(),
+                                       body)
+            assert bool(ratio.kinds) == (count == 2)
+        row = store.get_token_calibration("anthropic", "old")
+        assert row is not None
+        assert [len(sample) for sample in row.recent] == [2] * 4 + [6] * 3
+        assert calibrator.ratio("anthropic", "old", Facts()) == ratio
+        # counts by kind that do not add up to the local count are not kept
+        calibrator.observe("anthropic", "old", 1_000, 1_200, Facts(), [1, 2, 3, 4])
+        row = store.get_token_calibration("anthropic", "old")
+        assert row is not None and row.recent[-1] == (1_000, 1_200)
+    finally:
+        store.close()

@@ -30,6 +30,7 @@ from pioneer import (
 from pioneer.audit import TurnRecord, WindowRecord
 from pioneer.cli import main
 from pioneer.history import HistoryBudgeter, HistoryLimits
+from pioneer.history.calibration import PRIOR_MARGIN
 from pioneer.providers import ContextOverflow, ToolCall
 from pioneer.turn import ProviderName
 
@@ -166,7 +167,9 @@ def test_summarising_starts_at_80_percent_of_the_historys_share(home: Path) -> N
     assert fit is not None and history is not None
     assert total < HistoryLimits.from_tokens(window, 16_000).threshold
     assert history.mode == "summarise" and history.summary_sent
-    assert history.threshold == history.budget * 8 // 10 < total
+    # 80% of the share as estimated, but no more than the budget the prior's margin
+    # leaves (the margin is 1.25 before three replies: both are the same then)
+    assert history.threshold <= history.budget and history.threshold < total
     # the budget the budgeter had is the share the round's fit found, but for the prompt
     # it could not count before compiling on the thread's first recorded turn...
     assert _share(fit, window) <= history.budget <= _share(fit, window) + 1_500
@@ -174,6 +177,54 @@ def test_summarising_starts_at_80_percent_of_the_historys_share(home: Path) -> N
     fit, history = later.rounds[0].window, later.history
     assert fit is not None and history is not None
     assert abs(history.budget - _share(fit, window)) <= 20
+
+
+def test_the_summarise_threshold_is_80_percent_of_the_share_this_turn_leaves(
+    home: Path,
+) -> None:
+    """Once calibrated, summarising starts at 80% of the history's share in the provider's
+    tokens as estimated, without the margin, and the share is what this turn's own user
+    message leaves (here a paste of 8,000 tokens the previous turn did not have)."""
+    window = 60_000
+    with _agent(home, window=window) as agent:
+        _seed(agent, 5, 1_000)
+        for n in range(3):
+            _turn(agent, [500], turn_id=f"warm-{n}", true_ratio=1.2)
+        turn = agent.turn(THREAD, "Here is the log:" + _words(8_000, "line"), turn_id="paste")
+        turn.next_body()
+        fit, history = turn.rounds[-1].window, turn.history
+        assert fit is not None and history is not None
+        turn.receive(_reply(agent, fit, [], "Done.", 1.2))
+        turn.finish()
+    assert fit.ratio_samples >= 3 and fit.margin < 1.1
+    rest = fit.estimated_input_tokens - fit.history_tokens
+    history_ratio = fit.history_tokens / fit.local_history_tokens
+    share = window - fit.reserve_tokens - rest
+    expected = 0.8 * share / history_ratio
+    assert history.mode == "keep"
+    assert abs(history.limits.threshold - expected) <= 0.005 * expected
+    # the budget (what truncation keeps to) is the share with the margin
+    assert history.limits.budget == pytest.approx(
+        ((window - fit.reserve_tokens) / fit.margin - rest) / history_ratio, rel=0.005)
+
+
+def test_a_request_that_fits_without_the_margin_is_sent_not_refused(home: Path) -> None:
+    """Before any reply the prior's margin is 1.25: a request whose estimate fits the window
+    but not with the margin is sent with no history, not refused."""
+    window = 40_000
+    with _agent(home, window=window, sampling=SamplingOptions(max_tokens=4_000)) as agent:
+        _seed(agent, 3, 1_000)
+        turn = agent.turn(THREAD, "Summarise this:" + _words(27_000), turn_id="big")
+        body = turn.next_body()
+        fit, history = turn.rounds[-1].window, turn.history
+        assert fit is not None and history is not None
+        turn.receive(_reply(agent, fit, [], "Done.", 1.0))
+        turn.finish()
+    assert fit.margin == PRIOR_MARGIN
+    assert fit.estimated_input_tokens + fit.reserve_tokens <= window
+    assert math.ceil(fit.estimated_input_tokens * fit.margin) + fit.reserve_tokens > window
+    assert history.sent_tokens == fit.local_history_tokens == 0
+    assert "Summarise this:" in json.dumps(body)  # sent, with the user's text
 
 
 def _share(fit: WindowRecord, window: int) -> int:

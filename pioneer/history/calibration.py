@@ -32,13 +32,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from .models import TokenCalibration
 from .store import CrudStore
 
 __all__ = [
     "HALF_LIFE",
+    "KINDS",
+    "KIND_PULL",
     "MAX_MARGIN",
     "MAX_OVERHEAD",
     "MAX_TOKENS",
@@ -50,6 +53,7 @@ __all__ = [
     "Calibrator",
     "TokenRatio",
     "fit_samples",
+    "text_kind",
 ]
 
 #: Provider tokens per local token a calibration may hold. Measured ratios between
@@ -79,6 +83,17 @@ RECENT = 16
 HALF_LIFE = 4.0
 #: A count past this (tokens) is not a real request's and is ignored.
 MAX_TOKENS = 50_000_000
+#: The kinds of text a body is counted by (:func:`text_kind`), in the order a sample keeps
+#: its local counts: tokenizers differ from each other by the kind of text (Claude against
+#: cl100k: about 1.16 on English, 1.3 on code; o200k against cl100k: far fewer on Russian
+#: and CJK), so one ratio per kind follows a body's mix where one ratio per model cannot.
+KINDS = ("prose", "code", "data", "script")
+PROSE, CODE, DATA, SCRIPT = range(len(KINDS))
+#: How hard the per-kind fit is pulled toward the one-ratio fit: the pull weighs like a
+#: sample holding this share of the mean body in every kind. Small enough that a kind the
+#: recent samples show in different amounts gets its own ratio; large enough that a kind
+#: they barely show (or always show in the same proportion as another) keeps the one ratio.
+KIND_PULL = 0.02
 # The overhead is kept only when the line's weighted squared error is at most this share
 # of the ratio-only fit's, and the samples' sizes span at least this share of the largest:
 # with one size, or noise, an intercept is a guess.
@@ -86,23 +101,90 @@ _OVERHEAD_GAIN = 0.25
 _SIZE_SPAN = 0.25
 
 
+# -- the kind of a text ------------------------------------------------------------------
+
+# Characters that mark code and structured data: brackets, operators, separators.
+_CODE_MARKS = "=(){};<>"
+_DATA_MARKS = '{}[]",:'
+
+
+@lru_cache(maxsize=2048)
+def text_kind(text: str) -> int:
+    """The kind of ``text`` (an index into :data:`KINDS`), guessed from its characters
+    alone, whatever it came from (docs/history.md, "Token calibration"):
+
+    * ``script``: more than 30% of the characters are outside ASCII (Cyrillic, CJK,
+      Arabic, emoji...);
+    * ``data``: structured data, JSON-like: a quoted key (``":``) at least every 60
+      characters, or brackets, quotes, commas and colons over a quarter of the text;
+    * ``code``: more than 30% of the lines indented or ending in ``:`` ``{`` ``;`` ``)``,
+      or code's operators and brackets over 6% of the characters;
+    * ``prose``: anything else, and the empty text.
+
+    A few passes of the string's own C methods over the text (no Python loop per
+    character), cached per text: a history message is classified once per process."""
+    size = len(text)
+    if not size:
+        return PROSE
+    outside = 0 if text.isascii() else size - len(text.encode("ascii", "ignore"))
+    if outside > 0.3 * size:
+        return SCRIPT
+    if (text.count('":') + text.count("':")) * 60 > size \
+            or sum(text.count(ch) for ch in _DATA_MARKS) > 0.25 * size:
+        return DATA
+    lines = text.count("\n") + 1
+    marked = (text.count("\n    ") + text.count("\n\t") + text.count(":\n")
+              + text.count("{\n") + text.count(";\n") + text.count(")\n"))
+    if marked > 0.3 * lines or sum(text.count(ch) for ch in _CODE_MARKS) > 0.06 * size:
+        return CODE
+    return PROSE
+
+
+def no_kinds() -> list[int]:
+    """Local counts by kind, all zero (one slot per :data:`KINDS`)."""
+    return [0] * len(KINDS)
+
+
+# -- the ratio ---------------------------------------------------------------------------
+
+
 @dataclass(frozen=True, slots=True)
 class TokenRatio:
     """How a local count becomes the provider's: ``ratio * local + overhead``, and the
-    ``margin`` a budget multiplies that by; ``samples`` is how many replies taught it."""
+    ``margin`` a budget multiplies that by; ``samples`` is how many replies taught it.
+
+    ``kinds`` holds one ratio per kind of text (:data:`KINDS`) once the samples tell the
+    kinds apart (empty before): a count split by kind is then ``sum(kinds[k] * local[k])
+    + overhead``; ``ratio`` stays the one-ratio fit, for a count not split by kind."""
 
     ratio: float
     overhead: int
     samples: int
     margin: float
+    kinds: tuple[float, ...] = ()
 
-    def estimate(self, local_tokens: int) -> int:
-        """The provider's count of a body we count as ``local_tokens`` (no margin)."""
-        return _ceil(self.ratio * max(0, local_tokens) + self.overhead)
+    def convert(self, by_kind: Sequence[int] | None = None, local_tokens: int = 0) -> float:
+        """The provider's tokens of a part of a body (no overhead, no margin, not rounded):
+        ``by_kind`` its local counts by kind, else ``local_tokens`` at the one ratio."""
+        if by_kind is None:
+            return self.ratio * max(0, local_tokens)
+        if len(self.kinds) == len(by_kind):
+            return sum(r * max(0, x) for r, x in zip(self.kinds, by_kind, strict=True))
+        return self.ratio * sum(max(0, x) for x in by_kind)
 
-    def budgeted(self, local_tokens: int) -> int:
+    def estimate(self, local_tokens: int, by_kind: Sequence[int] | None = None) -> int:
+        """The provider's count of a body we count as ``local_tokens`` (split by kind as
+        ``by_kind`` when given), no margin."""
+        return _ceil(self.convert(by_kind, local_tokens) + self.overhead)
+
+    def budgeted(self, local_tokens: int, by_kind: Sequence[int] | None = None) -> int:
         """The estimate times the margin: what a budget must leave room for."""
-        return _ceil(self.estimate(local_tokens) * self.margin)
+        return _ceil(self.estimate(local_tokens, by_kind) * self.margin)
+
+    def scaled(self, factor: float) -> TokenRatio:
+        """Every ratio times ``factor`` (a floor a context-length error set)."""
+        return replace(self, ratio=self.ratio * factor,
+                       kinds=tuple(r * factor for r in self.kinds))
 
 
 def _ceil(value: float) -> int:
@@ -119,46 +201,165 @@ def _prior(facts: object) -> float:
     return min(max(float(value), RATIO_RANGE[0]), RATIO_RANGE[1])
 
 
-def _sample(local_tokens: object, reported_tokens: object) -> tuple[int, int] | None:
-    """The pair to keep, the report clamped to the sane range; ``None`` to ignore it."""
+Sample = tuple[int, ...]
+"""One reply: ``(local, reported)``, or ``(local, reported, *local by kind)`` (a row
+written before the kinds were kept holds pairs: they serve the one-ratio fit only)."""
+
+
+def _sample(local_tokens: object, reported_tokens: object,
+            by_kind: Sequence[object] | None = None) -> Sample | None:
+    """The sample to keep, the report clamped to the sane range; ``None`` to ignore it.
+    The counts by kind are kept when they are one count per kind adding up to
+    ``local_tokens``."""
     for value in (local_tokens, reported_tokens):
         if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_TOKENS:
             return None
     assert isinstance(local_tokens, int) and isinstance(reported_tokens, int)
     low = math.floor(RATIO_RANGE[0] * local_tokens)
     high = math.ceil(RATIO_RANGE[1] * local_tokens) + MAX_OVERHEAD
-    return local_tokens, min(max(reported_tokens, low), high)
+    pair = (local_tokens, min(max(reported_tokens, low), high))
+    if by_kind is None or len(by_kind) != len(KINDS) or not all(
+            isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in by_kind):
+        return pair
+    counts = tuple(x for x in by_kind if isinstance(x, int))
+    return (*pair, *counts) if sum(counts) == local_tokens else pair
 
 
 def _weights(count: int) -> list[float]:
     return [0.5 ** ((count - 1 - index) / HALF_LIFE) for index in range(count)]
 
 
-def fit_samples(recent: Sequence[tuple[int, int]], prior: float, samples: int) -> TokenRatio:
-    """The :class:`TokenRatio` of ``recent`` (local, reported) pairs, oldest first, after
-    ``samples`` samples in all; the ``prior`` ratio with its margin until there are
-    enough."""
-    if samples < MIN_SAMPLES or not recent:
-        seen = max((reported / local for local, reported in recent), default=prior)
+def fit_samples(recent: Sequence[Sample], prior: float, samples: int) -> TokenRatio:
+    """The :class:`TokenRatio` of ``recent`` samples (local, reported and, when kept, the
+    local count by kind), oldest first, after ``samples`` samples in all; the ``prior``
+    ratio with its margin until there are enough."""
+    pairs = [(sample[0], sample[1]) for sample in recent]
+    if samples < MIN_SAMPLES or not pairs:
+        seen = max((reported / local for local, reported in pairs), default=prior)
         ratio = min(max(prior, seen), RATIO_RANGE[1])
         return TokenRatio(ratio, 0, samples, PRIOR_MARGIN)
-    weights = _weights(len(recent))
+    weights = _weights(len(pairs))
     total = sum(weights)
-    sum_x = sum(w * x for w, (x, _) in zip(weights, recent, strict=True))
-    sum_y = sum(w * y for w, (_, y) in zip(weights, recent, strict=True))
+    sum_x = sum(w * x for w, (x, _) in zip(weights, pairs, strict=True))
+    sum_y = sum(w * y for w, (_, y) in zip(weights, pairs, strict=True))
     ratio, overhead = sum_y / sum_x, 0.0
-    line = _line(recent, weights, total)
-    if line is not None and _error(recent, weights, *line) <= \
-            _OVERHEAD_GAIN * _error(recent, weights, ratio, 0.0):
+    line = _line(pairs, weights, total)
+    if line is not None and _error(pairs, weights, *line) <= \
+            _OVERHEAD_GAIN * _error(pairs, weights, ratio, 0.0):
         ratio, overhead = line
     ratio = min(max(ratio, RATIO_RANGE[0]), RATIO_RANGE[1])
     overhead_tokens = round(overhead)
+    fitted = TokenRatio(ratio, overhead_tokens, samples, 1.0,
+                        fit_kinds(recent, ratio, overhead_tokens))
     # The margin covers every recent sample's tokens past the overhead at its own ratio:
     # then a body whose content is no costlier per token than a recent one fits, at any
-    # size (the overhead is fixed; the rest scales with the body).
-    above = max((reported - overhead_tokens) / (ratio * local) for local, reported in recent)
-    margin = min(max(above, MIN_MARGIN), MAX_MARGIN)
-    return TokenRatio(ratio, overhead_tokens, samples, margin)
+    # size (the overhead is fixed; the rest scales with the body). With the kinds, each
+    # sample is judged by the kinds fitted without it (leave one out): the fit is as
+    # close to its own samples as its unknowns allow, and a new body's error is larger.
+    above = max((sample[1] - overhead_tokens) / _converted(fitted, sample)
+                for sample in recent)
+    if fitted.kinds:
+        above = max(above, *_left_out(recent, fitted))
+    return replace(fitted, margin=min(max(above, MIN_MARGIN), MAX_MARGIN))
+
+
+def _converted(ratio: TokenRatio, sample: Sample) -> float:
+    """The provider's tokens ``ratio`` gives ``sample``'s body, less the overhead."""
+    by_kind = sample[2:] if len(sample) == 2 + len(KINDS) else None
+    return max(ratio.convert(by_kind, sample[0]), 1e-9)
+
+
+def fit_kinds(recent: Sequence[Sample], ratio: float, overhead: int) -> tuple[float, ...]:
+    """One ratio per kind fitted to the samples that keep their counts by kind:
+    ``reported - overhead = sum(r[k] * local[k])`` by weighted least squares (the same
+    weights by age as the one ratio), pulled toward ``ratio`` by :data:`KIND_PULL` (ridge
+    regression: stable with few samples, and a kind the samples cannot tell apart keeps
+    the one ratio), each clamped to :data:`RATIO_RANGE`. Empty (the one ratio) until
+    :data:`MIN_SAMPLES` samples keep their kinds, or when the kinds fit the samples no
+    better than the one ratio."""
+    system = _kind_system(recent, ratio, overhead)
+    if system is None:
+        return ()
+    rows, matrix, vector = system
+    kinds = _clamped(_solve(matrix, vector))
+
+    def error(ratios: Sequence[float]) -> float:
+        return sum(weight * (sum(r * x for r, x in zip(ratios, counts, strict=True))
+                             / max(1, target) - 1) ** 2
+                   for weight, counts, target in rows)
+
+    return kinds if error(kinds) <= error([ratio] * len(KINDS)) else ()
+
+
+_Rows = list[tuple[float, tuple[int, ...], int]]
+
+
+def _kind_system(recent: Sequence[Sample], ratio: float, overhead: int,
+                 ) -> tuple[_Rows, list[list[float]], list[float]] | None:
+    """The samples that keep their kinds as (weight, counts, reported less overhead), and
+    the normal equations of the pulled fit; None with fewer than :data:`MIN_SAMPLES`."""
+    size = len(KINDS)
+    rows = [(weight, sample[2:], sample[1] - overhead)
+            for weight, sample in zip(_weights(len(recent)), recent, strict=True)
+            if len(sample) == 2 + size]
+    if len(rows) < MIN_SAMPLES:
+        return None
+    pull = (KIND_PULL * sum(sum(counts) for _, counts, _ in rows) / len(rows)) ** 2
+    matrix = [[pull if i == j else 0.0 for j in range(size)] for i in range(size)]
+    vector = [pull * ratio] * size
+    for weight, counts, target in rows:
+        _add_row(matrix, vector, weight, counts, target)
+    return rows, matrix, vector
+
+
+def _add_row(matrix: list[list[float]], vector: list[float], weight: float,
+             counts: Sequence[int], target: float) -> None:
+    for i, x_i in enumerate(counts):
+        if x_i:
+            vector[i] += weight * x_i * target
+            row = matrix[i]
+            for j, x_j in enumerate(counts):
+                row[j] += weight * x_i * x_j
+
+
+def _clamped(values: Sequence[float]) -> tuple[float, ...]:
+    return tuple(min(max(value, RATIO_RANGE[0]), RATIO_RANGE[1]) for value in values)
+
+
+def _left_out(recent: Sequence[Sample], fitted: TokenRatio) -> list[float]:
+    """For each sample that keeps its kinds, its tokens past the overhead over what the
+    kinds fitted without it give it (the fit's normal equations less that sample's row)."""
+    system = _kind_system(recent, fitted.ratio, fitted.overhead)
+    if system is None:
+        return []
+    rows, matrix, vector = system
+    out = []
+    for weight, counts, target in rows:
+        less = [list(row) for row in matrix]
+        less_vector = list(vector)
+        _add_row(less, less_vector, -weight, counts, target)
+        kinds = _clamped(_solve(less, less_vector))
+        out.append(target / max(1e-9, sum(r * x for r, x in zip(kinds, counts, strict=True))))
+    return out
+
+
+def _solve(matrix: list[list[float]], vector: list[float]) -> list[float]:
+    """``matrix x = vector`` by Gaussian elimination with partial pivoting (``matrix`` is
+    symmetric positive definite here: the pull is on its diagonal)."""
+    size = len(vector)
+    rows = [[*row, value] for row, value in zip(matrix, vector, strict=True)]
+    for column in range(size):
+        pivot = max(range(column, size), key=lambda r: abs(rows[r][column]))
+        rows[column], rows[pivot] = rows[pivot], rows[column]
+        for r in range(column + 1, size):
+            factor = rows[r][column] / rows[column][column]
+            for c in range(column, size + 1):
+                rows[r][c] -= factor * rows[column][c]
+    solution = [0.0] * size
+    for r in range(size - 1, -1, -1):
+        rest = sum(rows[r][c] * solution[c] for c in range(r + 1, size))
+        solution[r] = (rows[r][size] - rest) / rows[r][r]
+    return solution
 
 
 def _line(recent: Sequence[tuple[int, int]], weights: Sequence[float],
@@ -204,11 +405,12 @@ class Calibrator:
         return self._ratio(stored, facts)
 
     def observe(self, provider: str, model: str, local_tokens: int, reported_tokens: int,
-                facts: object) -> TokenRatio:
-        """Learn from one reply: the body we counted as ``local_tokens`` was
-        ``reported_tokens`` to the provider. Returns the ratio after it (unchanged when
-        the sample is not a plausible count, which is then ignored)."""
-        sample = _sample(local_tokens, reported_tokens)
+                facts: object, by_kind: Sequence[int] | None = None) -> TokenRatio:
+        """Learn from one reply: the body we counted as ``local_tokens`` (``by_kind``: the
+        same count split by :data:`KINDS`) was ``reported_tokens`` to the provider.
+        Returns the ratio after it (unchanged when the sample is not a plausible count,
+        which is then ignored)."""
+        sample = _sample(local_tokens, reported_tokens, by_kind)
         if sample is None:
             return self.ratio(provider, model, facts)
         prior = _prior(facts)
@@ -235,4 +437,7 @@ class Calibrator:
         overhead = min(max(stored.overhead, 0), MAX_OVERHEAD)
         margin = min(max(stored.margin, MIN_MARGIN), MAX_MARGIN) \
             if math.isfinite(stored.margin) else MAX_MARGIN
-        return TokenRatio(ratio, overhead, stored.samples, margin)
+        # The kinds are fitted again from the kept samples (the row keeps the one ratio):
+        # the same samples, ratio and overhead give the same kinds the update found.
+        return TokenRatio(ratio, overhead, stored.samples, margin,
+                          fit_kinds(stored.recent, ratio, overhead))

@@ -215,7 +215,10 @@ class TokenCalibration:
     What :mod:`pioneer.history.calibration` fitted to the samples so far: the provider's
     tokens per local token (``ratio``), a fixed per-request ``overhead``, the safety
     ``margin`` and how many samples were ever taken (``samples``), with the ``recent``
-    samples (local estimate, reported count), oldest first, that the next fit starts from.
+    samples, oldest first, that the next fit starts from: each (local estimate, reported
+    count) followed by the local estimate of each kind of text
+    (:data:`pioneer.history.calibration.KINDS`), or the pair alone (a sample kept before
+    the kinds were, or whose kinds were not given).
     """
 
     provider: str
@@ -224,5 +227,5 @@ class TokenCalibration:
     overhead: int
     samples: int
     margin: float
-    recent: tuple[tuple[int, int], ...]
+    recent: tuple[tuple[int, ...], ...]
     updated_at: str = ""

@@ -38,6 +38,7 @@ from ..text import utf8_text
 from ..tokens import TokenCounter, default_counter, message_tokens
 from .artifacts import ArtifactRef, Side, render_message
 from .cache import TurnCache
+from .calibration import KINDS
 from .models import (
     HistoryCut,
     HistoryEntry,
@@ -728,7 +729,7 @@ class SqlStore:
             )
             stored = self._calibration(tx, provider, model, lock=True)
             new = update(stored if stored is not None and stored.samples > 0 else None)
-            recent = json.dumps([list(pair) for pair in new.recent], separators=(",", ":"))
+            recent = json.dumps([list(sample) for sample in new.recent], separators=(",", ":"))
             tx.execute(
                 "UPDATE token_calibration SET ratio = ?, overhead = ?, samples = ?, "
                 "margin = ?, recent = ?, updated_at = ? WHERE provider = ? AND model = ?",
@@ -741,17 +742,20 @@ class SqlStore:
         return self.write(work)
 
 
-def _samples(text: str, *, where: str, what: str) -> tuple[tuple[int, int], ...]:
-    """The ``recent`` column: a JSON list of [local, reported] pairs of integers."""
+def _samples(text: str, *, where: str, what: str) -> tuple[tuple[int, ...], ...]:
+    """The ``recent`` column: a JSON list of samples, each a list of integers: [local,
+    reported] (the row's first shape, still read) or [local, reported, then the local
+    count of each kind of text] (pioneer.history.calibration.KINDS)."""
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
         data = None
     if isinstance(data, list) and all(
-        isinstance(pair, list) and len(pair) == 2
-        and all(isinstance(n, int) and not isinstance(n, bool) for n in pair)
-        for pair in data
+        isinstance(sample, list) and len(sample) in (2, 2 + len(KINDS))
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in sample)
+        for sample in data
     ):
-        return tuple((pair[0], pair[1]) for pair in data)
+        return tuple(tuple(sample) for sample in data)
     raise StoreError(f"{where}: {what}: column recent holds {text[:80]!r}, expected a JSON "
-                     "list of [local, reported] pairs of integers")
+                     f"list of [local, reported] or [local, reported, {len(KINDS)} counts by "
+                     "kind] lists of integers")

@@ -509,7 +509,9 @@ class Turn:
         # Read before the window, so a turn stored in between is a conflict at finish().
         newest = agent.store.get_thread_conversation_history(self.thread_id, 1)
         previous = self._previous_record(newest)
-        limits = self._window.history_limits(provider, self.user_text, agent.tools, previous)
+        limits = self._window.history_limits(
+            provider, self.user_text, agent.tools, previous,
+            newest[-1] if newest and previous is not None else None)
         decision = agent.budgeter(limits).build(self.thread_id)
         earlier = self._earlier_plans(previous)
         chat = self.mode == "chat"

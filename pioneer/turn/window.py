@@ -19,6 +19,7 @@ that grows past the window").
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,7 +28,8 @@ from typing import TYPE_CHECKING, Protocol
 from ..audit.record import TurnRecord, WindowRecord
 from ..errors import ContextWindowError, Problem
 from ..history.budget import HistoryBudgeter, HistoryDecision, HistoryLimits
-from ..history.calibration import TokenRatio
+from ..history.calibration import PROSE, TokenRatio, no_kinds, text_kind
+from ..history.models import HistoryEntry
 from ..providers.api import read_context_error
 from ..providers.models import ModelFacts, model_facts
 from ..providers.overflow import ContextOverflow
@@ -38,11 +40,9 @@ from ..providers.window import (
     context_window,
     message_local_tokens,
     reply_reserve,
-    system_local_tokens,
-    tool_local_tokens,
 )
 from ..settings import PioneerSettings
-from ..tokens import TokenCounter, counter_for, message_tokens
+from ..tokens import MESSAGE_OVERHEAD, TokenCounter, counter_for
 from ._history import conversation
 
 if TYPE_CHECKING:
@@ -55,7 +55,15 @@ __all__ = [
     "cleared_text",
     "estimate_for",
     "local_capacity",
+    "message_kinds",
+    "system_kinds",
+    "tool_kinds",
 ]
+
+#: Below this many local tokens, a recorded history's estimate is too rounded to give the
+#: history's ratio.
+_SMALL_HISTORY = 1_000
+
 
 def estimate_for(facts: ModelFacts) -> TokenCounter:
     """The local token counter of ``facts``'s model: the tokenizer its model table row
@@ -78,6 +86,54 @@ def local_capacity(ratio: TokenRatio, limit: int) -> int:
         else:
             high = middle
     return low
+
+
+def _add(counts: list[int], counter: TokenCounter, text: str) -> None:
+    if text:
+        counts[text_kind(text)] += counter.count(text)
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def message_kinds(message: ChatMessage, counter: TokenCounter) -> list[int]:
+    """``message_local_tokens`` split by kind of text (the overhead and a call's name as
+    prose, each text by :func:`~pioneer.history.calibration.text_kind`)."""
+    counts = no_kinds()
+    counts[PROSE] += MESSAGE_OVERHEAD
+    _add(counts, counter, message.content)
+    for call in message.tool_calls:
+        _add(counts, counter, call.name)
+        _add(counts, counter, _compact(call.arguments))
+    if message.tool_result is not None:
+        _add(counts, counter, message.tool_result.content)
+    return counts
+
+
+def system_kinds(request: ChatRequest, counter: TokenCounter) -> list[int]:
+    """``system_local_tokens`` split by kind of text."""
+    counts = no_kinds()
+    payload = request.compiled_prompt
+    if payload is not None:
+        for text in (payload.stable_system_text, payload.dynamic_system_text):
+            if text:
+                counts[PROSE] += MESSAGE_OVERHEAD
+                _add(counts, counter, text)
+    return counts
+
+
+def tool_kinds(tools: Sequence[ToolSpec], counter: TokenCounter) -> list[int]:
+    """``tool_local_tokens`` split by kind of text."""
+    counts = no_kinds()
+    for tool in tools:
+        text = _compact(tool.model_dump(mode="json"))
+        counts[text_kind(text)] += counter.count(text)
+    return counts
+
+
+def _sum(*parts: Sequence[int]) -> list[int]:
+    return [sum(values) for values in zip(*parts, strict=True)]
 
 
 def cleared_text(name: str, call_id: str, tokens: int) -> str:
@@ -104,9 +160,28 @@ class Calibration(Protocol):
         ...
 
     def observe(self, provider: str, model: str, local_tokens: int, reported_tokens: int,
-                facts: object) -> TokenRatio:
-        """What a reply reported for a request of ``local_tokens`` local tokens."""
+                facts: object, by_kind: Sequence[int] | None = None) -> TokenRatio:
+        """What a reply reported for a request of ``local_tokens`` local tokens
+        (``by_kind``: the same split by kind of text)."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Parts:
+    """A round's request counted part by part, by kind of text."""
+
+    fixed: list[int]
+    turn: list[list[int]]
+    history: list[int]
+
+    @property
+    def rest(self) -> list[int]:
+        """Everything but the history."""
+        return _sum(self.fixed, *self.turn)
+
+    @property
+    def whole(self) -> list[int]:
+        return _sum(self.rest, self.history)
 
 
 @dataclass(slots=True)
@@ -125,11 +200,14 @@ class TurnWindow:
     cleared: dict[str, ToolResult] = field(default_factory=dict)
     #: A context-length error's limit, when it was below the window.
     maximum: int | None = None
-    #: A floor under the ratio from a context-length error.
-    floor: float = 0.0
-    #: The history's chat messages, by the decision they were made from (one per turn,
-    #: unless a round cuts it).
-    _sent: tuple[HistoryDecision, list[ChatMessage]] | None = None
+    #: Bodies a context-length error counted: (local count, by kind when known, and the
+    #: provider's count); later rounds are budgeted at no less than each one's true ratio.
+    floors: list[tuple[int, list[int] | None, int]] = field(default_factory=list)
+    #: The history's chat messages and their local counts by kind, by the decision they
+    #: were made from (one per turn, unless a round cuts it).
+    _sent: tuple[HistoryDecision, list[ChatMessage], list[int]] | None = None
+    #: The local count by kind of the last body fitted (what its reply calibrates).
+    _body: list[int] | None = None
 
     @classmethod
     def of(cls, agent: AgentParts) -> TurnWindow:
@@ -155,11 +233,12 @@ class TurnWindow:
         return reply_reserve(self.sampling, self.settings.response_reserve_tokens, provider)
 
     def ratio(self, provider: str) -> TokenRatio:
-        """The calibrated ratio of the agent's model, under the turn's floor."""
+        """The calibrated ratio of the agent's model, raised so that no body a
+        context-length error counted would be estimated below its count."""
         found = self.calibration.ratio(provider, self.model, self.facts(provider))
-        if found.ratio < self.floor:
-            return replace(found, ratio=self.floor)
-        return found
+        factor = max((reported / max(1, found.estimate(local, kinds))
+                      for local, kinds, reported in self.floors), default=1.0)
+        return found.scaled(factor) if factor > 1 else found
 
     def counter(self, provider: str) -> TokenCounter:
         """The local counter of the agent's model."""
@@ -168,23 +247,54 @@ class TurnWindow:
     # -- before the first round ----------------------------------------------------------
 
     def history_limits(self, provider: str, user_text: str, tools: Sequence[ToolSpec],
-                       previous: TurnRecord | None) -> HistoryLimits:
+                       previous: TurnRecord | None,
+                       previous_turn: HistoryEntry | None = None) -> HistoryLimits:
         """The history's share of the window before the prompt is compiled: the window
-        less the reserve and the rest of the request, estimated from the previous turn's
-        first round (its request less its history) or, for a thread's first recorded
-        turn, from the tools and this user message alone. The round's fit corrects it."""
+        less the reserve and the rest of the request, in the provider's tokens as
+        estimated. The rest is this user message, the tools and the system text; the
+        system text is taken from the previous turn's first round (its request less its
+        history and less the user message of ``previous_turn``, that turn as stored) or,
+        for a thread's first recorded turn, left to the round's fit, which corrects the
+        share.
+
+        The summarise threshold is 80% of that share as estimated (no margin): where the
+        history really has 80% of its room. The budget that truncation keeps to and a
+        summary must fit is the share with the margin. Both are in local tokens at the
+        history's ratio: the previous turn's first round's history and that turn's own
+        messages (what this history is, unless a cut moved), by kind of text."""
         counter = self.counter(provider)
-        rest = message_tokens(counter, user_text) + tool_local_tokens(tools, counter)
+        ratio = self.ratio(provider)
+        user = message_kinds(ChatMessage.user(user_text), counter)
+        rest = ratio.convert(_sum(user, tool_kinds(tools, counter))) + ratio.overhead
         first = previous.rounds[0].window if previous is not None else None
+        history_ratio = ratio.ratio
         if first is not None:
-            rest = max(rest, first.local_input_tokens - first.local_history_tokens)
-        capacity = local_capacity(self.ratio(provider),
-                                  self.window(provider).tokens - self.reserve(provider).tokens)
-        share = max(0, capacity - rest)
+            others = float(first.estimated_input_tokens - first.history_tokens)
+            # The record's history estimate is rounded up: on a few tokens (a summary
+            # alone) that is a ratio off by a few percent, so it then counts for nothing.
+            small = first.local_history_tokens < _SMALL_HISTORY
+            history_local = 0 if small else first.local_history_tokens
+            history_tokens = 0.0 if small else float(first.history_tokens)
+            if previous_turn is not None:
+                messages = conversation(previous_turn.messages())[0]
+                added = [message_kinds(m, counter) for m in messages]
+                if messages and messages[0].role == "user":
+                    others -= ratio.convert(added[0])
+                history_local += sum(sum(kinds) for kinds in added)
+                history_tokens += sum(ratio.convert(kinds) for kinds in added)
+            rest = max(rest, others + ratio.convert(user))
+            if history_local > 0 and history_tokens > 0:
+                history_ratio = history_tokens / history_local
+        limit = self.window(provider).tokens - self.reserve(provider).tokens
+        share = max(0.0, limit - rest)
+        budget = max(0, math.floor((limit / ratio.margin - rest) / history_ratio))
+        threshold = min(budget, math.floor(0.8 * share / history_ratio))
         given = self.limits
-        if given is not None and given.budget <= share:
+        if given is not None and given.budget <= budget:
             return given
-        return HistoryLimits.for_budget(share, low_water=self.settings.truncate_low_water)
+        low_water = self.settings.truncate_low_water
+        ours = HistoryLimits.for_budget(budget, low_water=low_water)
+        return replace(ours, threshold=threshold)
 
     # -- each round ----------------------------------------------------------------------
 
@@ -194,23 +304,36 @@ class TurnWindow:
         """The round's request within the window: ``messages`` are this turn's (after the
         history), ``build`` makes the request of a whole conversation, ``newest`` are the
         call ids of the newest round (never cleared). Raises :class:`ContextWindowError`
-        when it cannot fit."""
+        when it cannot fit.
+
+        The request is counted part by part and by kind of text, in the provider's tokens
+        as calibrated. Room is judged with the margin: this turn's oldest tool results are
+        cleared, then the history cut, until the estimate times the margin fits. Refusal is
+        judged without it: a request whose estimate fits with no history and every older
+        result cleared is sent, never refused."""
         counter = self.counter(provider)
         ratio = self.ratio(provider)
         window, reserve = self.window(provider), self.reserve(provider)
-        capacity = local_capacity(ratio, window.tokens - reserve.tokens)
+        limit = window.tokens - reserve.tokens
         turn = [self._as_cleared(m) for m in messages]
-        request = build(self._history(decision) + turn)
-        fixed = system_local_tokens(request, counter) + tool_local_tokens(request.tools, counter)
-        sizes = [message_local_tokens(m, counter) for m in turn]
-        if fixed + sum(sizes) + decision.sent_tokens > capacity:
-            need = fixed + sum(sizes) + decision.sent_tokens - capacity
+        history, history_kinds = self._history(decision, counter)
+        request = build(history + turn)
+        fixed = _sum(system_kinds(request, counter), tool_kinds(request.tools, counter))
+        parts = _Parts(fixed, [message_kinds(m, counter) for m in turn], history_kinds)
+        if ratio.budgeted(0, parts.whole) > limit:
+            over = ratio.budgeted(0, parts.whole) - limit
+            turn_local = sum(sum(kinds) for kinds in parts.turn)
+            turn_ratio = ratio.convert(_sum(*parts.turn)) / max(1, turn_local) \
+                if turn_local else ratio.ratio
+            need = math.ceil(over / (ratio.margin * max(turn_ratio, 1e-6)))
+            sizes = [sum(kinds) for kinds in parts.turn]
             if self._clear(turn, sizes, need, newest, counter, request.tool_call_names()):
                 turn = [self._as_cleared(m) for m in messages]
-                sizes = [message_local_tokens(m, counter) for m in turn]
-            rest = fixed + sum(sizes)
-            if rest > capacity:
-                needed = ratio.budgeted(rest) + reserve.tokens
+                parts = _Parts(fixed, [message_kinds(m, counter) for m in turn],
+                               history_kinds)
+            rest = ratio.estimate(0, parts.rest)
+            if rest > limit:
+                needed = rest + reserve.tokens
                 raise ContextWindowError(Problem(
                     f"round {round_number}: the request needs about {needed:,} tokens with "
                     f"the reply's reserve of {reserve.tokens:,} ({reserve.source}), over the "
@@ -220,28 +343,46 @@ class TurnWindow:
                     path="Turn.next_body"),
                     context_window=window.tokens, reserve_tokens=reserve.tokens,
                     needed_tokens=needed)
-            if rest + decision.sent_tokens > capacity:
+            if ratio.budgeted(0, parts.whole) > limit:
+                room = limit / ratio.margin - ratio.overhead - ratio.convert(parts.rest)
+                history_ratio = ratio.convert(history_kinds) / max(1, sum(history_kinds))
+                allowed = max(0, math.floor(room / max(history_ratio, 1e-6)))
                 decision = budgeter().cut_to(
-                    decision, capacity - rest,
+                    decision, allowed,
                     f"round {round_number}: this turn's messages left the history "
-                    f"{capacity - rest} tokens")
-            request = build(self._history(decision) + turn)
-        local = fixed + sum(sizes) + decision.sent_tokens
+                    f"{allowed} tokens")
+                history, history_kinds = self._history(decision, counter)
+                parts = _Parts(fixed, parts.turn, history_kinds)
+            request = build(history + turn)
+        whole = parts.whole
+        local = sum(whole)
+        self._body = whole
         record = WindowRecord(
             context_window=window.tokens, window_from=window.source,
             reserve_tokens=reserve.tokens, reserve_from=reserve.source,
-            estimated_input_tokens=ratio.estimate(local),
-            history_tokens=math.ceil(ratio.ratio * decision.sent_tokens),
+            estimated_input_tokens=ratio.estimate(local, whole),
+            history_tokens=math.ceil(ratio.convert(parts.history) - 1e-9),
             local_input_tokens=local, local_history_tokens=decision.sent_tokens,
             ratio=ratio.ratio, ratio_samples=ratio.samples, margin=ratio.margin,
             cleared_tool_results=len(self.cleared))
         return Fitted(request, decision, record)
 
-    def _history(self, decision: HistoryDecision) -> list[ChatMessage]:
-        """The history as the request carries it (made once per decision)."""
+    def _history(self, decision: HistoryDecision,
+                 counter: TokenCounter) -> tuple[list[ChatMessage], list[int]]:
+        """The history as the request carries it, and its local count by kind (adding up
+        to the decision's stored count; made once per decision)."""
         if self._sent is None or self._sent[0] is not decision:
-            self._sent = (decision, conversation(decision.messages)[0])
-        return list(self._sent[1])
+            messages = conversation(decision.messages)[0]
+            kinds = _sum(no_kinds(), *(message_kinds(m, counter) for m in messages))
+            # The stored counts are what the budget used: the difference (a count made
+            # with another tokenizer, a stored summary) goes to the largest kind.
+            largest = max(range(len(kinds)), key=lambda k: kinds[k])
+            kinds[largest] = max(0, kinds[largest] + decision.sent_tokens - sum(kinds))
+            if sum(kinds) != decision.sent_tokens:  # nothing to take the difference from
+                kinds = no_kinds()
+                kinds[PROSE] = decision.sent_tokens
+            self._sent = (decision, messages, kinds)
+        return list(self._sent[1]), list(self._sent[2])
 
     def _as_cleared(self, message: ChatMessage) -> ChatMessage:
         result = message.tool_result
@@ -277,7 +418,7 @@ class TurnWindow:
         """Read ``error`` (an SDK exception or an error body) as a context-length error of
         ``provider``; when it is one, the count it names calibrates against the local
         count of the body ``sent``, and the turn's later bodies are budgeted at no less
-        than that body's true ratio (10% above the one used when the error gives no
+        than that body's true ratio (10% above the estimate when the error gives no
         count) and within the maximum it names."""
         found = read_context_error(provider, error)
         if found is None:
@@ -285,13 +426,14 @@ class TurnWindow:
         if found.maximum_tokens:
             self.maximum = min(self.maximum or found.maximum_tokens, found.maximum_tokens)
         if sent is not None and sent.local_input_tokens:
+            kinds = self._sent_kinds(sent)
             if found.reported_tokens:
                 self.calibration.observe(provider, self.model, sent.local_input_tokens,
-                                         found.reported_tokens, self.facts(provider))
-                floor = found.reported_tokens / sent.local_input_tokens
+                                         found.reported_tokens, self.facts(provider), kinds)
+                reported = found.reported_tokens
             else:
-                floor = sent.ratio * 1.1
-            self.floor = max(self.floor, floor)
+                reported = math.ceil(sent.estimated_input_tokens * 1.1)
+            self.floors.append((sent.local_input_tokens, kinds, reported))
         return found
 
     def observe(self, provider: str, window: WindowRecord | None) -> None:
@@ -299,4 +441,12 @@ class TurnWindow:
         if window is None or not window.reported_input_tokens or not window.local_input_tokens:
             return
         self.calibration.observe(provider, self.model, window.local_input_tokens,
-                                 window.reported_input_tokens, self.facts(provider))
+                                 window.reported_input_tokens, self.facts(provider),
+                                 self._sent_kinds(window))
+
+    def _sent_kinds(self, sent: WindowRecord) -> list[int] | None:
+        """The local count by kind of the body ``sent`` records (the last one fitted;
+        None when the record is not that body's)."""
+        if self._body is not None and sum(self._body) == sent.local_input_tokens:
+            return list(self._body)
+        return None
