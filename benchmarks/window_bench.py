@@ -32,9 +32,10 @@ Rows, per window (targets from the issue):
   times our count of the whole body; the previous round's reported count plus that ratio
   times what the body added (a turn's first round as the former); the one constant ratio
   that does best on these bodies in hindsight (what no constant ratio beats); and one
-  ratio per kind of text, the kind guessed from the text's characters
-  (:func:`text_class`) and the ratios fitted to the same whole-body reports (a design the
-  runner does not have: it shows where the error comes from).
+  ratio per kind of text, the kind guessed from the text's characters by the bench's own
+  rules (:func:`text_class`) and the ratios fitted to the same whole-body reports: the
+  design the runner's calibration follows, with its own rules
+  (``pioneer.history.calibration.text_kind``), written here apart as a check on it.
 * ``summarise at``: where the summarise trigger sits in true tokens, as a share of what
   the history can really have (the window less the reserve and the rest of the true
   request): the true count of the history it summarised, scaled by how far past its own

@@ -109,7 +109,8 @@ def _low_level_turn(store: Any, records: TurnRecords, index: EpisodicIndex,
     newest = store.get_thread_conversation_history(THREAD, 1)
     previous = records.get(newest[-1].turn_id) if newest else None
     window = TurnWindow(model, compiler.settings, SamplingOptions(), Calibrator(store))
-    limits = window.history_limits(provider, user_text, [agent_loop.READ_FILE], previous)
+    limits = window.history_limits(provider, user_text, [agent_loop.READ_FILE], previous,
+                                   newest[-1] if previous is not None else None)
     decision = HistoryBudgeter(store, limits,
                                summary_deadline=compiler.settings.summary_timeout).build(THREAD)
     earlier = [r.cache for r in previous.rounds if r.cache] if previous else []
