@@ -31,11 +31,11 @@ from pydantic import Field
 
 from ..compile.manifest import PromptManifest
 from ..history.models import SUMMARY_PREFIX
+from ..providers._blocks import BodyBlock
+from ..providers._breakpoints import BREAKPOINT_KEY
+from ..providers._caching import MAX_CACHE_BREAKPOINTS
+from ..providers._layout import layout
 from ..providers.api import ProviderApi, provider_api
-from ..providers.blocks import BodyBlock
-from ..providers.breakpoints import BREAKPOINT_KEY
-from ..providers.caching import MAX_CACHE_BREAKPOINTS
-from ..providers.layout import layout
 from ..providers.models import model_facts
 from ..providers.request import ChatRequest
 from ..providers.rules import previewing

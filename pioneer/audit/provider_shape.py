@@ -17,10 +17,10 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..providers._layout import layout
+from ..providers._system import SystemPart, system_parts
 from ..providers.api import PROVIDER_APIS
-from ..providers.layout import layout
 from ..providers.request import ChatRequest
-from ..providers.system import SystemPart, system_parts
 from .record import ProviderShape, SystemPartRecord
 
 __all__ = ["CACHE_FIRST_CARRIERS", "CARRIERS", "provider_shape"]

@@ -47,8 +47,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.profile is not None:
         if args.name != "compile-input":
             raise UsageError("--profile goes with the compile-input schema only")
+        from ..compile._extends import resolve_profile
         from ..compile.declared import input_schema
-        from ..compile.extends import resolve_profile
         from ..compile.profile import find_profile
 
         # The profile's own files only: its templates need not be there to describe it.

@@ -1,22 +1,22 @@
 """The compiler: a turn's stages, in order, each in a module of its own.
 
 ``PromptCompiler`` loads each profile (TOML → extends → schema → structural rules →
-templates and conditions; :mod:`~pioneer.compile.extends`, :mod:`~pioneer.compile.profile`,
-:mod:`~pioneer.compile.templates`) once into a :class:`~pioneer.compile.loaded.LoadedProfile`
+templates and conditions; :mod:`~pioneer.compile._extends`, :mod:`~pioneer.compile.profile`,
+:mod:`~pioneer.compile.templates`) once into a :class:`~pioneer.compile._loaded.LoadedProfile`
 and keeps it for every later turn. ``compile`` takes a round's whole input
 (:class:`~pioneer.compile.round.RoundInput`) and is a straight chain:
 
 0. round: the hook contributions (higher priority first) and the structured sections
    the profile places become runtime sections (:mod:`~pioneer.compile.round`);
 1. load: the profile, loaded once;
-2. plan: what each section reads, split at the cache boundary (:mod:`~pioneer.compile.plan`);
+2. plan: what each section reads, split at the cache boundary (:mod:`~pioneer.compile._plan`);
 3. bootstrap: the identity files, budgeted (:mod:`~pioneer.compile.bootstrap`);
-4. pools: the contributions each pool keeps (:mod:`~pioneer.compile.pools`);
-5. stable part: the stable sections (:mod:`~pioneer.compile.assemble`);
+4. pools: the contributions each pool keeps (:mod:`~pioneer.compile._pools`);
+5. stable part: the stable sections (:mod:`~pioneer.compile._assemble`);
 6. dynamic part: the dynamic sections (:mod:`~pioneer.compile.render`, which renders
    every section, condition → source → render → budget → keep);
 7. manifest: the payload, its fingerprints and the whole manifest, ``hook_sources``
-   included (:mod:`~pioneer.compile.assemble`).
+   included (:mod:`~pioneer.compile._assemble`).
 
 Nothing of one compile is kept for the next but the loaded profiles and their plans:
 every compile reads the identity files and renders every section again.
@@ -46,7 +46,12 @@ from ..errors import (
 )
 from ..settings import PioneerSettings
 from ..tokens import TokenCounter, default_counter
-from .assemble import assemble, stable_part
+from ._assemble import assemble, stable_part
+from ._extends import ProfileSource, resolve_profile
+from ._loaded import LoadedProfile
+from ._plan import ProfilePlan, plan_profile
+from ._pools import Contribution, budget_pool
+from ._spans import SPAN, cache_attributes, compile_attributes
 from .bootstrap import BootstrapFile, BootstrapResult, load_bootstrap
 from .declared import (
     InputSpec,
@@ -56,13 +61,9 @@ from .declared import (
     shown_value,
     value_sha256,
 )
-from .extends import ProfileSource, resolve_profile
 from .fingerprint import profile_fingerprint, template_digests
 from .inputs import PromptCompileInput, parse_compile_input
-from .loaded import LoadedProfile
 from .manifest import CompiledPromptPayload, Diagnostic, InputRecord, Omission, built
-from .plan import ProfilePlan, plan_profile
-from .pools import Contribution, budget_pool
 from .profile import (
     Locator,
     ProfileSpec,
@@ -79,7 +80,6 @@ from .render import (
     representative_input,
 )
 from .round import RoundInput, hook_sources, round_sections
-from .spans import SPAN, cache_attributes, compile_attributes
 from .templates import TemplateSet, build_environment
 
 __all__ = [

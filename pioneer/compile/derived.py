@@ -8,7 +8,7 @@ from the base models with every field made optional, so a key added to
 the model behind ``schemas/profile.schema.json``: a file with ``extends`` is checked as
 a :class:`DerivedProfileSpec`, any other file (and every resolved profile) as a
 :class:`~pioneer.compile.profile.ProfileSpec`. Resolution itself lives in
-:mod:`pioneer.compile.extends`.
+:mod:`pioneer.compile._extends`.
 """
 
 from __future__ import annotations

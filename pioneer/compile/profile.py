@@ -4,7 +4,7 @@ A profile is data: its ordered sections (id, title, stability, template, conditi
 content source, budget), the bootstrap budgets and the contribution pools. Loading goes
 TOML → ``schemas/profile.schema.json`` → structural rules, and every problem found is
 reported at once with the file, the line where it can be found and the JSON path (a
-:class:`Locator` maps a path to them; :mod:`pioneer.compile.extends` resolves derived profiles
+:class:`Locator` maps a path to them; :mod:`pioneer.compile._extends` resolves derived profiles
 first and supplies one that points into whichever file of the chain wrote a value).
 Template checks need the template environment and live in :mod:`pioneer.compile.templates`.
 """

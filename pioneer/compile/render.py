@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, get_origin
 from ..errors import TemplateError
 from ..text import utf8_text
 from ..tokens import TokenCounter
+from ._plan import ProfilePlan
+from ._pools import Contribution, omitted_diagnostic
 from .allowance import render_scope, text_size
 from .bootstrap import BootstrapResult
 from .boundary import render_section, render_section_parts
@@ -38,8 +40,6 @@ from .manifest import (
     Placement,
     built,
 )
-from .plan import ProfilePlan
-from .pools import Contribution, omitted_diagnostic
 from .profile import SectionSpec
 from .readonly import FrozenDict, FrozenList
 from .refs import REF_LINE_START, count_ref_lines
@@ -47,7 +47,7 @@ from .sandbox import evaluate, render_parts
 from .templates import TemplateSet, describe, render_problem
 
 if TYPE_CHECKING:
-    from .loaded import LoadedProfile
+    from ._loaded import LoadedProfile
 
 __all__ = [
     "NO_INPUTS",

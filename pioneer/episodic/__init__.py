@@ -1,7 +1,7 @@
 """Thread episodic recall: past turns indexed with SQLite FTS5, recalled into the prompt.
 
 The stages: :mod:`.chunks` (a completed turn's texts as snippets with stable
-provenance), :mod:`.terms` (the indexed search text and safe FTS5 queries),
+provenance), :mod:`._terms` (the indexed search text and safe FTS5 queries),
 :mod:`.writer` (snippets written in the store's own transaction when a turn or summary
 is stored), :mod:`.index` (search, task summaries, re-indexing), :mod:`.recall` (the
 ``thread_episodic.context_recall`` hook feeding the Thread Context section) and
@@ -10,6 +10,7 @@ is stored), :mod:`.index` (search, task summaries, re-indexing), :mod:`.recall` 
 
 from __future__ import annotations
 
+from ._terms import fts_query, search_form
 from .chunks import CHUNK_CHARS, Snippet, split_text
 from .extractor import (
     ExtractionError,
@@ -30,7 +31,6 @@ from .recall import (
     episodic_recall_subscription,
     recall,
 )
-from .terms import fts_query, search_form
 
 __all__ = [
     "CHUNK_CHARS",

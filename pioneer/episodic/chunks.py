@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..sections.thread_context import SnippetContext, SnippetRole
+from ..sections._thread_context import SnippetContext, SnippetRole
 
 __all__ = [
     "CHUNK_CHARS",

@@ -11,8 +11,8 @@ summaries, and chunking is deterministic, so every provenance id comes back the 
 search. A process that writes turns through a store without an index attached leaves
 them unindexed until :meth:`EpisodicIndex.reindex_thread`.
 
-A search runs the user's text as quoted terms (:func:`~.terms.fts_query` on SQLite FTS5,
-:func:`~.terms.ts_query` on PostgreSQL) against the thread's snippets, keeps those the
+A search runs the user's text as quoted terms (:func:`~._terms.fts_query` on SQLite FTS5,
+:func:`~._terms.ts_query` on PostgreSQL) against the thread's snippets, keeps those the
 request's history does not already carry (:class:`Retained`), and orders them by score
 (higher is better; the newer turn first on a tie). Every count a score uses is the
 thread's own, so a thread's results never depend on the other threads in the store, nor
@@ -45,10 +45,10 @@ from ..history.store import (
     StoreTransaction,
     check_id,
 )
-from ..sections.thread_context import ThreadSnippet, snippet_artifacts
+from ..sections._thread_context import ThreadSnippet, snippet_artifacts
 from ..text import utf8_text
+from ._terms import TS_CONFIG, fts_query, query_terms, query_words, ts_operands, ts_query
 from .chunks import CONTEXTS, Snippet, task_summary_snippets, turn_snippets
-from .terms import TS_CONFIG, fts_query, query_terms, query_words, ts_operands, ts_query
 from .writer import (
     delete_snippets,
     index_thread_summary,
@@ -151,7 +151,7 @@ class SearchResult:
     ``small_index`` is whether the scores were counted over fewer than
     :data:`SMALL_INDEX` snippets, and then ``shared[i]`` is how many of the query's terms
     candidate ``i`` holds (empty otherwise: nothing reads it); ``words`` is how many words
-    the message has (:func:`~.terms.query_words`). The recall threshold reads all three
+    the message has (:func:`~._terms.query_words`). The recall threshold reads all three
     (docs/recall.md, "The recall hook").
     """
 

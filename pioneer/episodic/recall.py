@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 from ..history.budget import HistoryDecision
 from ..hooks.models import HookContext, HookResult, Subscription
-from ..sections.thread_context import ThreadSnippet, thread_context_contribution
+from ..sections._thread_context import ThreadSnippet, thread_context_contribution
 from .index import MAX_CANDIDATES, EpisodicIndex, Retained
 
 __all__ = [

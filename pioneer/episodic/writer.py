@@ -21,8 +21,8 @@ from collections.abc import Iterable
 
 from ..errors import StoreError
 from ..history.store import StoreEvent, StoreTransaction, SummaryWritten, TurnWritten
+from ._terms import TS_CONFIG, search_form, ts_search_form
 from .chunks import Snippet, summary_snippets, turn_snippets
-from .terms import TS_CONFIG, search_form, ts_search_form
 
 __all__ = [
     "delete_snippets",

@@ -36,8 +36,9 @@ from ..compile.manifest import PromptManifest
 from ..errors import StoreError
 from ..text import utf8_text
 from ..tokens import TokenCounter, default_counter, message_tokens
+from ._cache import TurnCache
+from ._tool_rounds import check_tool_rounds, dump_tool_rounds, load_tool_rounds
 from .artifacts import ArtifactRef, Side, render_message
-from .cache import TurnCache
 from .calibration import KINDS
 from .models import (
     HistoryCut,
@@ -60,7 +61,6 @@ from .store import (
     WriteHook,
     check_id,
 )
-from .tool_rounds import check_tool_rounds, dump_tool_rounds, load_tool_rounds
 
 __all__ = ["ConnectionLost", "SqlStore", "check_row"]
 

@@ -30,8 +30,8 @@ from typing import Any, Protocol
 from ..errors import PioneerError
 from ..hooks.deadline import Running
 from ..settings import PioneerSettings
+from ._tool_rounds import counted_text
 from .models import HistoryMessage
-from .tool_rounds import counted_text
 
 __all__ = [
     "ASSISTANT_TEXT_LIMIT",

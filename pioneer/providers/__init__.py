@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ._caching import MAX_CACHE_BREAKPOINTS, count_breakpoints, minimum_cacheable_tokens
+from ._layout import Layout, layout, turn_start
 from .anthropic import to_anthropic
 from .api import (
     PROVIDER_APIS,
@@ -25,9 +27,7 @@ from .api import (
     read_context_error,
     read_response,
 )
-from .caching import MAX_CACHE_BREAKPOINTS, count_breakpoints, minimum_cacheable_tokens
 from .gemini import to_gemini
-from .layout import Layout, layout, turn_start
 from .models import ModelFacts, ModelTable, load_model_table, model_facts, using_model_table
 from .names import ProviderName
 from .openai_chat import to_openai_chat

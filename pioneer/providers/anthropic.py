@@ -1,13 +1,13 @@
 """Anthropic Messages: a :class:`ChatRequest` as the body of ``POST /v1/messages``.
 
-Cache-first (the default, see :mod:`~pioneer.providers.layout`): ``tools`` sorted by
+Cache-first (the default, see :mod:`~pioneer.providers._layout`): ``tools`` sorted by
 name, ``system`` the stable text then the system messages that open the conversation
 (the summary right after the stable text), the conversation as user and assistant turns of content
 blocks, and this turn's dynamic text as a text block of the current user turn, just
 before the user's own text. Tool calls are ``tool_use`` blocks and their results
 ``tool_result`` blocks in the user turn right after, because consecutive messages of one
 role merge into one turn, which is how Anthropic wants parallel results. The cache marks
-are planned by :func:`~pioneer.providers.caching.plan_breakpoints` (end of history, last
+are planned by :func:`~pioneer.providers._caching.plan_breakpoints` (end of history, last
 block, stable part, a bridge within the 20-block lookback, summary; caller marks first;
 none below the model's minimum).
 
@@ -25,7 +25,7 @@ from collections.abc import Hashable, Iterator
 from typing import Any, cast
 
 from ..tokens import default_counter
-from .caching import (
+from ._caching import (
     MarkCandidate,
     MarkReason,
     allot_breakpoints,
@@ -34,7 +34,8 @@ from .caching import (
     minimum_cacheable_tokens,
     plan_breakpoints,
 )
-from .layout import Layout, layout
+from ._layout import Layout, layout
+from ._system import SystemPart, system_parts
 from .names import ANTHROPIC
 from .request import ChatMessage, ChatRequest, clean, model_facing
 from .rules import (
@@ -44,7 +45,6 @@ from .rules import (
     check_stop_text,
     map_call_ids,
 )
-from .system import SystemPart, system_parts
 
 __all__ = ["DEFAULT_MAX_TOKENS", "to_anthropic"]
 
@@ -132,7 +132,7 @@ def _bridge(
     the newest history turn (the last user message of the history): its history mark,
     or its stable mark when it had no history. When this turn's history mark is more
     blocks past that one than the lookback reaches (that turn's tool rounds are kept), a
-    bridge between them still reads it (:func:`~pioneer.providers.caching.bridge_position`).
+    bridge between them still reads it (:func:`~pioneer.providers._caching.bridge_position`).
     ``head`` is the number of tool and system blocks before the conversation.
     """
     users = [i for i in history if messages[i].role == "user"]

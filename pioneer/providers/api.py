@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import InputError, Problem, ProviderError
-from .anthropic import DEFAULT_MAX_TOKENS, to_anthropic
-from .blocks import (
+from ._blocks import (
     BodyBlocks,
     anthropic_blocks,
     gemini_blocks,
     openai_chat_blocks,
     openai_responses_blocks,
 )
+from .anthropic import DEFAULT_MAX_TOKENS, to_anthropic
 from .gemini import to_gemini
 from .names import (
     ANTHROPIC,

@@ -1,6 +1,6 @@
 """Gemini generateContent: a :class:`ChatRequest` as the body of ``models/{model}:generateContent``.
 
-Cache-first (the default, see :mod:`~pioneer.providers.layout`): ``systemInstruction``
+Cache-first (the default, see :mod:`~pioneer.providers._layout`): ``systemInstruction``
 holds one text part for the stable text and one for each system message that opens the
 conversation (the summary), so Gemini's implicit prefix cache sees the stable part first;
 this turn's dynamic text is a text part of the current user turn, just before the user's
@@ -30,11 +30,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .layout import Layout, layout
+from ._layout import Layout, layout
+from ._system import system_parts
 from .names import GEMINI
 from .request import ChatMessage, ChatRequest, clean, model_facing
 from .rules import check_not_empty, check_prefill, check_stop_count
-from .system import system_parts
 
 __all__ = [
     "LEAD_TEXT",

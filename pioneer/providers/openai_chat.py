@@ -1,6 +1,6 @@
 """OpenAI Chat Completions: a :class:`ChatRequest` as the body of ``POST /v1/chat/completions``.
 
-Cache-first (the default, see :mod:`~pioneer.providers.layout`): the stable text is one
+Cache-first (the default, see :mod:`~pioneer.providers._layout`): the stable text is one
 leading system (or, by option, developer) message, the conversation's own system
 messages (the history summary first among them) keep their place right after it, and
 this turn's dynamic text is one more system message placed just before the current user
@@ -11,7 +11,7 @@ earlier versions sent it. Models before GPT-5.6 cache matching prompt prefixes o
 own; ``prompt_cache_key`` (derived from ``fingerprint_stable``) sends every request with
 the same stable text to the same cache, and ``prompt_cache_retention`` is passed when set.
 GPT-5.6 and later get planned breakpoints and ``prompt_cache_options`` instead
-(:mod:`~pioneer.providers.breakpoints`). Tool calls and tool messages map one to one;
+(:mod:`~pioneer.providers._breakpoints`). Tool calls and tool messages map one to one;
 arguments are sent as the JSON text the API expects.
 """
 
@@ -21,7 +21,7 @@ import json
 from typing import Any, Literal
 
 from ..errors import InputError, Problem
-from .breakpoints import (
+from ._breakpoints import (
     BREAKPOINT_KEY,
     Slot,
     breakpoint_mark,
@@ -29,11 +29,11 @@ from .breakpoints import (
     plan_slots,
     uses_breakpoints,
 )
-from .layout import Layout, layout
+from ._layout import Layout, layout
+from ._system import joined_prompt, prompt_cache_key
 from .names import OPENAI_CHAT
 from .request import ChatMessage, ChatRequest, clean, model_facing, not_finite_error
 from .rules import OPENAI_CHAT_CALL_IDS, check_stop_count, map_call_ids, model_named
-from .system import joined_prompt, prompt_cache_key
 
 __all__ = ["SystemRole", "arguments_json", "to_openai_chat"]
 
@@ -47,7 +47,7 @@ def to_openai_chat(request: ChatRequest, *, system_role: SystemRole = "system") 
     Refused: more stop sequences than the model takes (4); ``prompt_cache_retention`` for
     GPT-5.6 and later, ``prompt_cache_ttl`` for older models or other than ``30m``.
     Mapped: call ids longer than 40 characters (:func:`~pioneer.providers.rules.map_call_ids`).
-    For GPT-5.6 and later, the breakpoints of :mod:`~pioneer.providers.breakpoints`.
+    For GPT-5.6 and later, the breakpoints of :mod:`~pioneer.providers._breakpoints`.
     """
     check_stop_count(request, OPENAI_CHAT)
     request = map_call_ids(request, OPENAI_CHAT_CALL_IDS)

@@ -1,6 +1,6 @@
 """OpenAI Responses: a :class:`ChatRequest` as the body of ``POST /v1/responses``.
 
-Cache-first (the default, see :mod:`~pioneer.providers.layout`): ``instructions`` is the
+Cache-first (the default, see :mod:`~pioneer.providers._layout`): ``instructions`` is the
 stable text; the conversation becomes ``input`` items, its system messages (the history
 summary first) in their place as system or, by option, developer messages, and this
 turn's dynamic text one more such message just before the current user message. With
@@ -8,7 +8,7 @@ turn's dynamic text one more such message just before the current user message. 
 the dynamic text, as earlier versions sent them. ``prompt_cache_key`` is derived from
 ``fingerprint_stable`` as for Chat Completions and ``prompt_cache_retention`` passed when
 set; GPT-5.6 and later get planned breakpoints and ``prompt_cache_options`` instead, with
-the stable text as the first input message (:mod:`~pioneer.providers.breakpoints`).
+the stable text as the first input message (:mod:`~pioneer.providers._breakpoints`).
 ``store`` is sent as false unless the request asks to store (the whole conversation is
 sent on every round, so nothing needs keeping server-side); the ``system`` placement
 sends it only when asked. Each tool call is a ``function_call`` item and each result a
@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError, Problem
-from .breakpoints import (
+from ._breakpoints import (
     BREAKPOINT_KEY,
     Slot,
     breakpoint_mark,
@@ -31,12 +31,12 @@ from .breakpoints import (
     plan_slots,
     uses_breakpoints,
 )
-from .layout import Layout, layout
+from ._layout import Layout, layout
+from ._system import joined_prompt, prompt_cache_key
 from .names import OPENAI_RESPONSES
 from .openai_chat import SystemRole, arguments_json
 from .request import ChatMessage, ChatRequest, clean, model_facing
 from .rules import OPENAI_RESPONSES_CALL_IDS, map_call_ids
-from .system import joined_prompt, prompt_cache_key
 
 __all__ = ["to_openai_responses"]
 
@@ -49,7 +49,7 @@ def to_openai_responses(
 
     Refused: stop sequences; ``prompt_cache_retention`` for GPT-5.6 and later,
     ``prompt_cache_ttl`` for older models. Mapped: call ids longer than 64 characters.
-    For GPT-5.6 and later, the breakpoints of :mod:`~pioneer.providers.breakpoints`, and
+    For GPT-5.6 and later, the breakpoints of :mod:`~pioneer.providers._breakpoints`, and
     the stable text as the first input message (``instructions`` takes no breakpoint).
     """
     sampling = request.sampling

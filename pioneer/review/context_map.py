@@ -35,9 +35,9 @@ from ..compile.manifest import CompiledPromptPayload, Diagnostic, ManifestSectio
 from ..errors import InputError, Problem, counted
 from ..files import builtin_dir
 from ..providers import build_request_body
+from ..providers._caching import DEFAULT_MINIMUM_TOKENS
+from ..providers._layout import turn_start
 from ..providers.api import PROVIDER_APIS
-from ..providers.caching import DEFAULT_MINIMUM_TOKENS
-from ..providers.layout import turn_start
 from ..providers.models import model_facts
 from ..providers.request import ChatMessage, ChatRequest
 from ..providers.rules import previewing

@@ -10,16 +10,16 @@ should not appear. The words live in
 
 from __future__ import annotations
 
-from .memory import MemoryItem, MemoryRecall, render_memory_recall
-from .permissions import CurrentPermissions, PermissionProfile, render_current_permissions
-from .skills import ActiveSkill, Skill, SkillsPrompt, build_skills_prompt
-from .thread_context import (
+from ._thread_context import (
     RenderedThreadContext,
     ThreadSnippet,
     render_thread_context,
     snippet_artifacts,
     thread_context_contribution,
 )
+from .memory import MemoryItem, MemoryRecall, render_memory_recall
+from .permissions import CurrentPermissions, PermissionProfile, render_current_permissions
+from .skills import ActiveSkill, Skill, SkillsPrompt, build_skills_prompt
 from .tool_domains import DEFAULT_TOOL_DOMAINS, HiddenToolDomains, render_hidden_tool_domains
 
 __all__ = [

@@ -23,7 +23,7 @@ from typing import Literal
 from ..errors import InputError, Problem
 from ..providers.request import ChatRequest, ToolCall, ToolResult, ToolSpec
 from ..sections.tool_domains import DEFAULT_TOOL_DOMAINS
-from .request_tools import REQUEST_TOOLS, ToolArgumentsError, request_tools_for
+from ._request_tools import REQUEST_TOOLS, ToolArgumentsError, request_tools_for
 
 __all__ = ["CallOutcome", "ToolCatalog", "ToolRound", "TurnTools", "Verdict"]
 

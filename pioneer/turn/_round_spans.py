@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from .. import telemetry
 from ..audit.record import PROVIDER_NAMES, HistorySnapshot, ReportedUsage, RoundRecord
-from ..compile.spans import manifest_attributes
+from ..compile._spans import manifest_attributes
+from ..providers._system import prompt_parts
 from ..providers.replies import ModelReply
 from ..providers.request import ChatRequest
-from ..providers.system import prompt_parts
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span

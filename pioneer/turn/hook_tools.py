@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from ..compile.manifest import Diagnostic
 from ..hooks.models import Offered
 from ..providers.request import ToolSpec
+from ..tools._request_tools import REQUEST_TOOLS
 from ..tools.contribution import ToolContribution
-from ..tools.request_tools import REQUEST_TOOLS
 from ..tools.visibility import ToolCatalog
 
 __all__ = ["HOOK_TOOL_PHASE", "HOOK_TOOL_TYPES", "HookTools", "catalog_with_hook_tools"]

@@ -15,11 +15,11 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from ..compile._spans import cache_attributes, compile_attributes, manifest_attributes
 from ..compile.compiler import PromptCompiler, as_compile_input
 from ..compile.inputs import PromptCompileInput
 from ..compile.manifest import CompiledPromptPayload
 from ..compile.round import StructuredSection
-from ..compile.spans import cache_attributes, compile_attributes, manifest_attributes
 from ..hooks.registry import TURN_PROMPT_PHASES, HookRegistry, HookRun, TurnContext
 from ..sections.permissions import CurrentPermissions, PermissionProfile
 from ..sections.tool_domains import HiddenToolDomains

@@ -64,7 +64,7 @@ from ..sections.permissions import CurrentPermissions
 from ..sections.runtime import runtime_block
 from ..sections.skills import build_skills_prompt, resolve_skill_outcomes
 from ..sections.tool_domains import TASK_DOMAIN, HiddenToolDomains
-from ..tools.permissions import forbidden_tools
+from ..tools._permissions import forbidden_tools
 from ..tools.visibility import CallOutcome, ToolRound, TurnTools
 from ._history import conversation, kept_rounds
 from ._lifecycle import Abandoned, warn_abandoned

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import Problem
 from ..files import builtin_dir
-from .extends import ProfileSource
+from ._extends import ProfileSource
 from .ids import BUILT_IN_SECTION_IDS, RUNTIME_BUILT_IN_IDS
 from .manifest import ManifestSection
 from .profile import ContributionSpec, ProfileSpec

@@ -13,7 +13,7 @@ therefore, for these models:
   text parts, marked or not, so a message is the same bytes on every turn;
 * put this turn's dynamic text right after the current user message, so the part the
   next turn sends again ends with a message that takes a breakpoint;
-* mark, through :func:`~pioneer.providers.caching.plan_breakpoints`, the caller's marks,
+* mark, through :func:`~pioneer.providers._caching.plan_breakpoints`, the caller's marks,
   the end of that part (the current user message), the last message, the stable text
   and the summary: at most four, none below the model's minimum;
 * send ``prompt_cache_options`` with ``mode: explicit`` (only the planned breakpoints are
@@ -31,7 +31,7 @@ from typing import Any, cast
 
 from ..errors import InputError, Problem
 from ..tokens import default_counter
-from .caching import MAX_CACHE_BREAKPOINTS, MarkCandidate, MarkReason, plan_breakpoints
+from ._caching import MAX_CACHE_BREAKPOINTS, MarkCandidate, MarkReason, plan_breakpoints
 from .models import model_facts
 from .request import ChatRequest
 from .rules import model_named

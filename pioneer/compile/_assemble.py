@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
+from ._loaded import LoadedProfile
 from .bootstrap import BootstrapResult
 from .boundary import BOUNDARY_MARKER
-from .loaded import LoadedProfile
 from .manifest import (
     COMPILER_VERSION,
     CompiledPromptPayload,

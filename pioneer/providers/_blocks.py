@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .breakpoints import BREAKPOINT_KEY
+from ._breakpoints import BREAKPOINT_KEY
 
 __all__ = [
     "BodyBlock",
