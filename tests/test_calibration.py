@@ -30,6 +30,7 @@ from pioneer.history.calibration import (
     PRIOR_MARGIN,
     RATIO_RANGE,
     RECENT,
+    UNCOVERED_RATIO,
     fit_kinds,
     fit_samples,
     text_kind,
@@ -423,6 +424,39 @@ def test_the_kinds_wait_for_three_samples_and_stay_at_the_one_ratio_when_colline
     assert fitted.estimate(8_000, body) == pytest.approx(_true(body), rel=0.01)
     # A pair-only sample (no kinds) is fitted by the one ratio alone.
     assert fit_kinds([(1_000, 1_200)] * 5, 1.2, 0) == ()
+
+
+def test_a_body_richer_in_a_kind_than_the_samples_is_budgeted_past_the_fit() -> None:
+    """Samples with little JSON (and it always in the same share of prose) leave the JSON
+    ratio near the one ratio; a body with far more JSON than any sample is budgeted for
+    that part at the upper ratio, so its true count at a far higher JSON ratio fits, while
+    a body within what the samples covered keeps the fit's own budget."""
+    rng = random.Random(11)
+    recent = []
+    for _ in range(RECENT):
+        prose = rng.randint(60_000, 80_000)
+        counts = [prose, rng.randint(2_000, 4_000), prose // 100, 0]
+        recent.append((sum(counts), _true(counts), *counts))
+    fitted = fit_samples(recent, 1.0, RECENT)
+    assert fitted.kinds, "fitted"
+    assert fitted.kinds[2] < 1.5  # the samples could not show JSON's ratio of 1.8
+    assert fitted.covered[2] == max(sample[4] for sample in recent)
+    body = [60_000, 2_000, 40_000, 0]
+    assert fitted.estimate(sum(body), body) < _true(body)  # the fit alone falls short
+    assert fitted.budgeted(sum(body), body) >= _true(body)
+    uncovered = body[2] - fitted.covered[2]
+    assert fitted.guarded(body) == pytest.approx(
+        fitted.convert(body) + (UNCOVERED_RATIO - fitted.kinds[2]) * uncovered)
+    # Split into parts, the rest first, the guarded count adds up to the whole body's.
+    rest, history = [5_000, 500, 30_000, 0], [55_000, 1_500, 10_000, 0]
+    assert fitted.guarded(rest) + fitted.guarded(history, after=rest) == pytest.approx(
+        fitted.guarded(body))
+    # A body within the samples' amounts is budgeted as before: the fit times the margin.
+    inside = list(recent[-1][2:])
+    assert fitted.guarded(inside) == fitted.convert(inside)
+    assert fitted.budgeted(sum(inside), inside) == math.ceil(
+        (fitted.convert(inside) + fitted.overhead) * fitted.body_margin(inside) - 1e-9)
+    assert fitted.body_margin(inside) >= fitted.margin
 
 
 @settings(max_examples=150, deadline=None)

@@ -50,6 +50,7 @@ __all__ = [
     "PRIOR_MARGIN",
     "RATIO_RANGE",
     "RECENT",
+    "UNCOVERED_RATIO",
     "Calibrator",
     "TokenRatio",
     "fit_samples",
@@ -94,6 +95,11 @@ PROSE, CODE, DATA, SCRIPT = range(len(KINDS))
 #: recent samples show in different amounts gets its own ratio; large enough that a kind
 #: they barely show (or always show in the same proportion as another) keeps the one ratio.
 KIND_PULL = 0.02
+#: Provider tokens per local token a budget counts for the part of a kind past the most
+#: of it any recent sample held: the top of :data:`RATIO_RANGE`. The samples say nothing
+#: of what that part costs (a fit on bodies with little JSON keeps JSON near the one
+#: ratio, whatever JSON really costs), so it is budgeted at the most a ratio may be.
+UNCOVERED_RATIO = RATIO_RANGE[1]
 # The overhead is kept only when the line's weighted squared error is at most this share
 # of the ratio-only fit's, and the samples' sizes span at least this share of the largest:
 # with one size, or noise, an intercept is a guess.
@@ -162,6 +168,12 @@ class TokenRatio:
     samples: int
     margin: float
     kinds: tuple[float, ...] = ()
+    #: Per kind, the most local tokens of it one recent sample held: the amount the fit
+    #: has seen (empty when the samples keep no kinds).
+    covered: tuple[int, ...] = ()
+    #: The kinds fitted with each recent sample left out: how far the fit moves on the
+    #: evidence of one sample, for :meth:`budgeted`'s margin on a body's own mix.
+    left_out: tuple[tuple[float, ...], ...] = ()
 
     def convert(self, by_kind: Sequence[int] | None = None, local_tokens: int = 0) -> float:
         """The provider's tokens of a part of a body (no overhead, no margin, not rounded):
@@ -177,14 +189,51 @@ class TokenRatio:
         ``by_kind`` when given), no margin."""
         return _ceil(self.convert(by_kind, local_tokens) + self.overhead)
 
+    def guarded(self, by_kind: Sequence[int], after: Sequence[int] | None = None) -> float:
+        """The provider's tokens a budget counts for a part of a body (``by_kind`` its
+        local counts by kind; no overhead, no margin): each kind at its fitted ratio up to
+        the amount of it the recent samples covered (:attr:`covered`), and past that amount
+        at :data:`UNCOVERED_RATIO`, since the fit cannot say what a kind costs beyond what
+        it has seen. ``after`` are the counts of the rest of the body, budgeted first (they
+        use up the covered amounts): the parts' sum is the whole body's."""
+        if len(self.covered) != len(by_kind):
+            return self.convert(by_kind)
+        ratios = self.kinds if len(self.kinds) == len(by_kind) else (self.ratio,) * len(by_kind)
+        used = after if after is not None and len(after) == len(by_kind) else (0,) * len(by_kind)
+        total = 0.0
+        for ratio, count, seen, before in zip(ratios, by_kind, self.covered, used,
+                                              strict=True):
+            count, left = max(0, count), max(0, seen - max(0, before))
+            total += ratio * min(count, left) + max(ratio, UNCOVERED_RATIO) * max(0, count - left)
+        return total
+
+    def body_margin(self, by_kind: Sequence[int]) -> float:
+        """The margin of a body split as ``by_kind``: :attr:`margin`, or more where the fit
+        is unsure of this mix, as far as the body's estimate rises when any one recent
+        sample is left out of the fit (at most :data:`MAX_MARGIN`)."""
+        if not self.left_out or len(self.kinds) != len(by_kind):
+            return self.margin
+        base = self.convert(by_kind)
+        if base <= 0:
+            return self.margin
+        moved = max(sum(r * max(0, x) for r, x in zip(kinds, by_kind, strict=True))
+                    for kinds in self.left_out) / base
+        return min(max(self.margin, moved), max(self.margin, MAX_MARGIN))
+
     def budgeted(self, local_tokens: int, by_kind: Sequence[int] | None = None) -> int:
-        """The estimate times the margin: what a budget must leave room for."""
-        return _ceil(self.estimate(local_tokens, by_kind) * self.margin)
+        """What a budget must leave room for: the estimate times the margin; for a body
+        split by kind, its :meth:`guarded` count plus the overhead, times its
+        :meth:`body_margin`."""
+        if by_kind is None or len(by_kind) != len(self.covered):
+            return _ceil(self.estimate(local_tokens, by_kind) * self.margin)
+        return _ceil((self.guarded(by_kind) + self.overhead) * self.body_margin(by_kind))
 
     def scaled(self, factor: float) -> TokenRatio:
         """Every ratio times ``factor`` (a floor a context-length error set)."""
         return replace(self, ratio=self.ratio * factor,
-                       kinds=tuple(r * factor for r in self.kinds))
+                       kinds=tuple(r * factor for r in self.kinds),
+                       left_out=tuple(tuple(r * factor for r in kinds)
+                                      for kinds in self.left_out))
 
 
 def _ceil(value: float) -> int:
@@ -259,8 +308,19 @@ def fit_samples(recent: Sequence[Sample], prior: float, samples: int) -> TokenRa
     above = max((sample[1] - overhead_tokens) / _converted(fitted, sample)
                 for sample in recent)
     if fitted.kinds:
-        above = max(above, *_left_out(recent, fitted))
-    return replace(fitted, margin=min(max(above, MIN_MARGIN), MAX_MARGIN))
+        above = max(above, *(ratio for ratio, _ in _left_out(recent, fitted)))
+    return _with_guard(replace(fitted, margin=min(max(above, MIN_MARGIN), MAX_MARGIN)), recent)
+
+
+def _with_guard(fitted: TokenRatio, recent: Sequence[Sample]) -> TokenRatio:
+    """``fitted`` with what :meth:`TokenRatio.budgeted` guards a body with: the amount of
+    each kind the samples covered, and the kinds fitted with each sample left out."""
+    kept = [sample[2:] for sample in recent if len(sample) == 2 + len(KINDS)]
+    if not kept:
+        return fitted
+    covered = tuple(max(counts[k] for counts in kept) for k in range(len(KINDS)))
+    left_out = tuple(kinds for _, kinds in _left_out(recent, fitted)) if fitted.kinds else ()
+    return replace(fitted, covered=covered, left_out=left_out)
 
 
 def _converted(ratio: TokenRatio, sample: Sample) -> float:
@@ -326,9 +386,11 @@ def _clamped(values: Sequence[float]) -> tuple[float, ...]:
     return tuple(min(max(value, RATIO_RANGE[0]), RATIO_RANGE[1]) for value in values)
 
 
-def _left_out(recent: Sequence[Sample], fitted: TokenRatio) -> list[float]:
+def _left_out(recent: Sequence[Sample], fitted: TokenRatio,
+              ) -> list[tuple[float, tuple[float, ...]]]:
     """For each sample that keeps its kinds, its tokens past the overhead over what the
-    kinds fitted without it give it (the fit's normal equations less that sample's row)."""
+    kinds fitted without it give it (the fit's normal equations less that sample's row),
+    and those kinds."""
     system = _kind_system(recent, fitted.ratio, fitted.overhead)
     if system is None:
         return []
@@ -339,7 +401,8 @@ def _left_out(recent: Sequence[Sample], fitted: TokenRatio) -> list[float]:
         less_vector = list(vector)
         _add_row(less, less_vector, -weight, counts, target)
         kinds = _clamped(_solve(less, less_vector))
-        out.append(target / max(1e-9, sum(r * x for r, x in zip(kinds, counts, strict=True))))
+        out.append((target / max(1e-9, sum(r * x for r, x in zip(kinds, counts, strict=True))),
+                    kinds))
     return out
 
 
@@ -439,5 +502,6 @@ class Calibrator:
             if math.isfinite(stored.margin) else MAX_MARGIN
         # The kinds are fitted again from the kept samples (the row keeps the one ratio):
         # the same samples, ratio and overhead give the same kinds the update found.
-        return TokenRatio(ratio, overhead, stored.samples, margin,
-                          fit_kinds(stored.recent, ratio, overhead))
+        return _with_guard(TokenRatio(ratio, overhead, stored.samples, margin,
+                                      fit_kinds(stored.recent, ratio, overhead)),
+                           stored.recent)

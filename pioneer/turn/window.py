@@ -325,7 +325,7 @@ class TurnWindow:
             turn_local = sum(sum(kinds) for kinds in parts.turn)
             turn_ratio = ratio.convert(_sum(*parts.turn)) / max(1, turn_local) \
                 if turn_local else ratio.ratio
-            need = math.ceil(over / (ratio.margin * max(turn_ratio, 1e-6)))
+            need = math.ceil(over / (ratio.body_margin(parts.whole) * max(turn_ratio, 1e-6)))
             sizes = [sum(kinds) for kinds in parts.turn]
             if self._clear(turn, sizes, need, newest, counter, request.tool_call_names()):
                 turn = [self._as_cleared(m) for m in messages]
@@ -343,10 +343,19 @@ class TurnWindow:
                     path="Turn.next_body"),
                     context_window=window.tokens, reserve_tokens=reserve.tokens,
                     needed_tokens=needed)
-            if ratio.budgeted(0, parts.whole) > limit:
-                room = limit / ratio.margin - ratio.overhead - ratio.convert(parts.rest)
-                history_ratio = ratio.convert(history_kinds) / max(1, sum(history_kinds))
+            # The history is cut to the room the rest leaves it, budgeted as a whole body
+            # is (ratio.budgeted: the amounts past what the samples covered at the upper
+            # ratio, the margin of the body's mix); a cut changes the history's mix, so
+            # the body is checked again and cut once more while it is still over.
+            for _ in range(4):
+                if ratio.budgeted(0, parts.whole) <= limit or not sum(history_kinds):
+                    break
+                room = (limit / ratio.body_margin(parts.whole) - ratio.overhead
+                        - ratio.guarded(parts.rest))
+                history_ratio = ratio.guarded(history_kinds, after=parts.rest) \
+                    / max(1, sum(history_kinds))
                 allowed = max(0, math.floor(room / max(history_ratio, 1e-6)))
+                allowed = min(allowed, max(0, decision.sent_tokens - 1))
                 decision = budgeter().cut_to(
                     decision, allowed,
                     f"round {round_number}: this turn's messages left the history "
