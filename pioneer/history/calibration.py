@@ -16,7 +16,10 @@ span different sizes and the line fits them clearly better than the ratio alone,
 stays within ``0..`` :data:`MAX_OVERHEAD`. The ratio is clamped to
 :data:`RATIO_RANGE`. The margin is the highest ratio of a recent sample (its tokens past
 the overhead per local token) over the fitted one, at least :data:`MIN_MARGIN` and at
-most :data:`MAX_MARGIN`: a body whose content is no costlier than a recent one's fits. Until
+most :data:`MAX_MARGIN`: a body whose content is no costlier than a recent one's fits. A
+body's budget (:meth:`TokenRatio.budgeted`) guards against extrapolation: the part of a
+kind past the most of it a recent sample held counts at :data:`UNCOVERED_RATIO`, and the
+margin rises as far as the body's estimate moves with one sample left out. Until
 :data:`MIN_SAMPLES` samples, the model table's prior ratio (raised to the largest ratio
 seen so far) is used with :data:`PRIOR_MARGIN`.
 
