@@ -260,11 +260,13 @@ def request_blocks(
             digest = _digest(digest, _block_texts({"tool_choice": choice})[1])
         digest = _digest(digest, canonical)
         # The status given as plan_cache gives it, which then copies only the blocks whose
-        # status changes.
-        blocks.append(CacheBlock(
+        # status changes. Every field is made here from the body (already scrubbed) and
+        # counts of it, so the block is not validated again: with thousands of tool calls
+        # validation cost more than the rest of the report.
+        blocks.append(CacheBlock.model_construct(
             index=position, kind=kind, label=raw.label, tokens=count(text), chars=len(text),
             digest=digest, marked=raw.marked, status="uncached",
-            sections=sections if kind in ("stable", "prompt") else [],
+            sections=list(sections) if kind in ("stable", "prompt") else [],
         ))
     return blocks
 
