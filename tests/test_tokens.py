@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from tiktoken_ext import openai_public
 
 from pioneer import PioneerError, tokens
-from pioneer.caches import LruCache
+from pioneer.caches import LruCache, entry_bytes
 from pioneer.tokens import (
     O200K_FILE,
     O200K_SHA256,
@@ -225,6 +225,21 @@ def test_counts_are_cached_per_tokenizer() -> None:
     assert (cl100k.count(text), o200k.count(text)) == (first, second)
     stats = cache.stats()
     assert (stats.entries, stats.misses, stats.hits) == (2, 2, 2)
+
+
+@given(st.lists(st.text(max_size=400), max_size=12))
+@settings(max_examples=40, deadline=None)
+def test_the_token_cache_reports_what_its_entries_hold(texts: list[str]) -> None:
+    """Each count is sized without walking its entry: the reported bytes equal the deep
+    measurement of every key and count held."""
+    cache = LruCache[tuple[str, int, int], int]("token_counts", 1 << 20)
+    for name in ("cl100k", "o200k"):
+        counter = TiktokenCounter(tokenizer=name, cache=cache)
+        for text in texts:
+            counter.count(text)
+    keys = cache.keys()  # a copy: the lookups below reorder the cache
+    held = {key: cache.get(key) for key in keys}
+    assert cache.stats().bytes == sum(entry_bytes(key, found) for key, found in held.items())
 
 
 def test_the_cache_budget_follows_the_latest_setting() -> None:
