@@ -63,12 +63,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pioneer import Agent, PioneerError, PioneerSettings, ToolSpec, ensure_runtime_home
+from pioneer import (
+    Agent,
+    PioneerError,
+    PioneerSettings,
+    ProviderName,
+    ToolSpec,
+    ensure_runtime_home,
+)
 from pioneer.history import Calibrator, SqliteStore, Summarizer, SummaryRequest
+from pioneer.history.calibration import _solve  # the runner's least-squares solve
 from pioneer.providers import SamplingOptions
 from pioneer.tokens import TiktokenCounter
 
-PROVIDER, MODEL = "anthropic", "claude-sonnet-4-5"
+PROVIDER: ProviderName = "anthropic"
+MODEL = "claude-sonnet-4-5"
 KINDS = ("english", "code", "json", "other-script")
 #: Provider tokens per local token, by kind of text: what the scripted provider counts.
 RATIOS = {"english": 1.15, "code": 1.35, "json": 1.8, "other-script": 0.6}
@@ -328,24 +337,6 @@ class KindFit:
     def observe(self, features: list[float], true: int) -> None:
         """One reply's report."""
         self.samples.append((features, float(true)))
-
-
-def _solve(matrix: list[list[float]], vector: list[float]) -> list[float]:
-    """``matrix x = vector`` by Gaussian elimination with partial pivoting."""
-    size = len(vector)
-    rows = [[*row, value] for row, value in zip(matrix, vector, strict=True)]
-    for column in range(size):
-        pivot = max(range(column, size), key=lambda r: abs(rows[r][column]))
-        rows[column], rows[pivot] = rows[pivot], rows[column]
-        for r in range(column + 1, size):
-            factor = rows[r][column] / rows[column][column]
-            for c in range(column, size + 1):
-                rows[r][c] -= factor * rows[column][c]
-    solution = [0.0] * size
-    for r in range(size - 1, -1, -1):
-        rest = sum(rows[r][c] * solution[c] for c in range(r + 1, size))
-        solution[r] = (rows[r][size] - rest) / rows[r][r]
-    return solution
 
 
 class StubSummarizer(Summarizer):
