@@ -26,7 +26,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
-from .caches import LruCache, entry_bytes
+from .caches import LruCache
 from .errors import PioneerError, Problem
 
 if TYPE_CHECKING:
@@ -230,8 +229,6 @@ class TiktokenCounter:
         #: size.
         self.cache: LruCache[tuple[str, int, int], int] = (
             cache if cache is not None else LruCache("token_counts", cache_bytes))
-        #: What every entry's size holds whatever its numbers (:meth:`_entry_bytes`).
-        self._entry_fixed = entry_bytes((tokenizer, 0, 0), 0) - 3 * sys.getsizeof(0)
 
     def _encode_len(self, text: str) -> int:
         if not text:
@@ -262,15 +259,8 @@ class TiktokenCounter:
         found = cache.get(key)
         if found is None:
             found = self._encode_len(text)
-            cache.put(key, found, self._entry_bytes(key, found))
+            cache.put(key, found)
         return found
-
-    def _entry_bytes(self, key: tuple[str, int, int], found: int) -> int:
-        """:func:`~pioneer.caches.entry_bytes` of a count's entry, without walking it: the
-        key's tuple and tokenizer name are the same in every entry, only the sizes of its
-        three numbers change."""
-        getsizeof = sys.getsizeof
-        return self._entry_fixed + getsizeof(key[1]) + getsizeof(key[2]) + getsizeof(found)
 
 
 @lru_cache(maxsize=8)

@@ -260,13 +260,11 @@ def request_blocks(
             digest = _digest(digest, _block_texts({"tool_choice": choice})[1])
         digest = _digest(digest, canonical)
         # The status given as plan_cache gives it, which then copies only the blocks whose
-        # status changes. Every field is made here from the body (already scrubbed) and
-        # counts of it, so the block is not validated again: with thousands of tool calls
-        # validation cost more than the rest of the report.
-        blocks.append(CacheBlock.model_construct(
+        # status changes.
+        blocks.append(CacheBlock(
             index=position, kind=kind, label=raw.label, tokens=count(text), chars=len(text),
             digest=digest, marked=raw.marked, status="uncached",
-            sections=list(sections) if kind in ("stable", "prompt") else [],
+            sections=sections if kind in ("stable", "prompt") else [],
         ))
     return blocks
 
