@@ -25,6 +25,7 @@ from support import run_cli, run_script
 
 from pioneer import Agent, InputError, PromptCompileInput, PromptCompiler
 from pioneer.compile.declared import InputSpec, input_schema, parse_var, value_problem
+from pioneer.compile.templates import TemplateSet, build_environment
 from pioneer.errors import ProfileError
 from pioneer.review import names
 
@@ -265,6 +266,49 @@ def test_a_stable_section_reading_a_per_turn_input_is_a_warning(tmp_path: Path) 
         f'warning: {file}:{when}: sections[0] (id "facts") → when: stable section "facts" '
         f'reads input "seats", declared changes = "turn": {fix}',
     ]
+
+
+def test_reads_and_input_uses_follow_includes_imports_and_extends(tmp_path: Path) -> None:
+    """What a template reads, and where it reads ``inputs``, through every template it
+    includes, imports or extends, each once (a cycle ends), whether or not it was checked
+    first; a missing template reads nothing, while one that cannot be parsed or is named at
+    render time makes the names read unknown (``None``) and adds no input reads."""
+    templates = {
+        "main.md.j2": "{{ inputs.a }}\n{% include 'part.md.j2' %}\n"
+                      "{% from 'macros.md.j2' import m %}\n"
+                      "{% include 'gone.md.j2' ignore missing %}\n",
+        "part.md.j2": "{{ x }}\n{{ inputs.b }}\n{% include 'main.md.j2' %}\n",
+        "macros.md.j2": "{% macro m() %}{{ inputs['c'] }}{{ y }}{% endmacro %}\n",
+        "child.md.j2": "{% extends 'main.md.j2' %}\n",
+        "broken.md.j2": "{{ inputs.d }}\n{% include 'bad.md.j2' %}\n",
+        "bad.md.j2": "{% if %}\n",
+        "computed.md.j2": "{{ inputs.e }}\n{% include which %}\n",
+    }
+    for name, text in templates.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+
+    def file(name: str) -> str:
+        return str(tmp_path / name)
+
+    uses = (("a", file("main.md.j2"), 1), ("c", file("macros.md.j2"), 1),
+            ("b", file("part.md.j2"), 2))
+    for checked in (False, True):
+        templates_set = TemplateSet(build_environment([tmp_path]))
+        if checked:
+            assert list(templates_set.check_template(
+                "main.md.j2", frozenset({"inputs", "x", "y", "which"}), context="")) == []
+        assert templates_set.input_uses("main.md.j2") == uses
+        assert templates_set.names_read("main.md.j2") == frozenset({"inputs", "x", "y"})
+        assert templates_set.input_uses("child.md.j2") == uses
+        assert templates_set.names_read("child.md.j2") == frozenset({"inputs", "x", "y"})
+        assert templates_set.names_read("part.md.j2") == frozenset({"inputs", "x", "y"})
+        assert templates_set.input_uses("broken.md.j2") == (("d", file("broken.md.j2"), 1),)
+        assert templates_set.names_read("broken.md.j2") is None
+        assert templates_set.input_uses("computed.md.j2") == (
+            ("e", file("computed.md.j2"), 1),)
+        assert templates_set.names_read("computed.md.j2") is None
+        assert templates_set.input_uses("gone.md.j2") == ()
+        assert templates_set.names_read("gone.md.j2") == frozenset()
 
 
 def test_inspect_shows_the_inputs_each_section_reads(tmp_path: Path) -> None:
