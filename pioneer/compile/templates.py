@@ -204,29 +204,46 @@ class TemplateSet:
 
     def _collect_reads(self, name: str) -> frozenset[str] | None:
         names: set[str] = set()
+        for reached in self._reached(name):
+            if reached is None:  # unreadable, invalid or computed: it may read any name
+                return None
+            names |= meta.find_undeclared_variables(reached[0])
+        return frozenset(names)
+
+    def _reached(self, name: str) -> Iterator[tuple[nodes.Template, str] | None]:
+        """Template ``name`` and every template it includes, imports or extends, each once
+        (a cycle ends): its tree and its file as messages name it.
+
+        A template not found is passed over (an ``ignore missing`` include renders
+        nothing). ``None`` stands for what cannot be followed: a template that cannot be
+        read or parsed, or a reference whose name is computed at render time (rendering
+        or the template's check reports either).
+        """
         pending, seen = [name], set()
         while pending:
             current = pending.pop()
             if current in seen:
                 continue
             seen.add(current)
-            ast = self._asts.get(current)
-            if ast is None:
+            if current in self._asts:  # checked: its tree and its file are kept
+                ast, display = self._asts[current], self._sources[current][1]
+            else:
                 try:
                     source, filename, _ = self.env.loader.get_source(  # type: ignore[union-attr]
-                        self.env, current
-                    )
+                        self.env, current)
                     ast = self.env.parse(source, current, filename)
-                except jinja2.TemplateNotFound:  # an ``ignore missing`` include renders nothing
+                except jinja2.TemplateNotFound:
                     continue
-                except Exception:  # unreadable or invalid: rendering reports it
-                    return None
-            names |= meta.find_undeclared_variables(ast)
+                except Exception:
+                    yield None
+                    continue
+                display = display_name(filename)
+            yield ast, display
             for referenced in meta.find_referenced_templates(ast):
                 if referenced is None:
-                    return None
-                pending.append(referenced)
-        return frozenset(names)
+                    yield None
+                else:
+                    pending.append(referenced)
 
     def is_builtin(self, name: str) -> bool:
         """Whether template ``name`` is read from the built-in templates (shipped in the
@@ -247,21 +264,10 @@ class TemplateSet:
         if found is not None:
             return found
         uses: list[tuple[str | None, str, int]] = []
-        pending, seen = [name], set()
-        while pending:
-            current = pending.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            try:
-                source, filename, _ = self.env.loader.get_source(  # type: ignore[union-attr]
-                    self.env, current)
-                ast = self._asts.get(current) or self.env.parse(source, current, filename)
-            except Exception:  # missing, unreadable or invalid: its own check says so
-                continue
-            display = display_name(filename)
-            uses += [(input_name, display, line) for input_name, line in input_uses(ast)]
-            pending += [ref for ref in meta.find_referenced_templates(ast) if ref is not None]
+        for reached in self._reached(name):
+            if reached is not None:  # what cannot be followed: its own check says so
+                ast, display = reached
+                uses += [(input_name, display, line) for input_name, line in input_uses(ast)]
         self._input_uses[name] = found = tuple(uses)
         return found
 
