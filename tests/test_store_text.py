@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -95,6 +96,32 @@ def test_any_text_reads_back_as_written(store_target: StoreTarget) -> None:
             assert [(e.user_text, e.assistant_text) for e in written] == texts
 
         round_trip()
+
+
+def test_an_open_postgresql_store_connects_nothing_behind_its_callers_back(
+    pg_server: Any,
+) -> None:
+    # The property above draws its examples while both stores are open, and Hypothesis
+    # fails a draw during which the process's ``random`` moved. The pool draws from it for
+    # every session it opens, on its own threads: a store whose pool was still connecting
+    # when it was returned (and that grew a second session for its first caller) moved it
+    # in the middle of an example now and then, under load; the example passed when
+    # replayed. An open store has its session, and one caller at a time uses only it.
+    schema, url = pg_server.new_schema()
+    try:
+        with make_store(url) as store, make_store(url, cache_bytes=0) as reader:
+            state = random.getstate()
+            store.ensure_thread("t")
+            for n in range(5):
+                store.add_turn("t", user_text=f"u{n}", assistant_text="a")
+                assert len(reader.get_thread_conversation_history("t")) == n + 1
+            moved = random.getstate() != state
+            assert not moved
+            for opened in (store, reader):
+                stats = opened._pool.get_stats()  # type: ignore[attr-defined]
+                assert (stats["pool_size"], stats["connections_num"]) == (1, 1)
+    finally:
+        pg_server.drop_schema(schema)
 
 
 def test_the_escape_is_one_to_one() -> None:

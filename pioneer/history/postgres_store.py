@@ -284,13 +284,25 @@ class PostgresStore(SqlStore):
         self._open_pool(make_conninfo(url, options=options), pool_size)
 
     def _open_pool(self, conninfo: str, size: int) -> None:
-        """Open the pool of sessions (:meth:`_pooled` hands them out)."""
+        """Open the pool of sessions (:meth:`_pooled` hands them out), its first session
+        made before the store is returned."""
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             conninfo, min_size=1, max_size=size, open=False, timeout=self._connect_timeout,
             kwargs={"autocommit": True}, configure=self._configure,
             name=f"pioneer {self._where}",
         )
-        self._pool.open()
+        # Not opened in the background: the store's first unit of work would find the pool
+        # still empty and make it grow a second session for one caller, and both would
+        # connect on the pool's threads while the caller goes on. Each new session also
+        # draws its lifetime's jitter from the process's ``random`` module, so a program
+        # that seeds ``random`` would see its sequence move at a moment it cannot know.
+        # The limit is the one the direct connection above had (libpq counts whole seconds).
+        limit = max(1, round(self._connect_timeout))
+        try:
+            self._pool.open(wait=True, timeout=limit)
+        except PoolTimeout:  # the pool closed itself
+            raise StoreError(f"{self._where}: no connection to the server within "
+                             f"{limit:g} s") from None
 
     def _configure(self, conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
         """Set up a new session of the pool (no I/O: the async pool's sessions too)."""
