@@ -19,6 +19,7 @@ import asyncio
 import gc
 import inspect
 import json
+import random
 import sys
 import threading
 import time
@@ -34,9 +35,10 @@ from conftest import StoreTarget
 from test_history_summarizer import REQUEST, ChatServer, completion
 
 import pioneer.hooks.deadline
-from pioneer import Agent, AsyncAgent, AsyncTurn, PioneerSettings, Turn
+from pioneer import Agent, AsyncAgent, AsyncTurn, PioneerSettings, StoreError, Turn
 from pioneer.history import HistoryLimits
-from pioneer.history.loop import LoopBridgeError
+from pioneer.history.async_postgres import AsyncPostgresStore
+from pioneer.history.loop import LoopBridge, LoopBridgeError
 from pioneer.history.models import HistoryEntry
 from pioneer.history.sql_store import SqlStore
 from pioneer.history.summarizer import (
@@ -237,6 +239,77 @@ def test_a_store_call_on_the_loop_thread_is_an_error_not_a_hang(pg_server: Any,
                 await agent.run(agent.store.ensure_thread, "t")  # a worker: fine
                 with pytest.raises(LoopBridgeError, match="the event loop's own thread"):
                     agent.store.get_thread("t")
+
+        asyncio.run(asyncio.wait_for(run(), 60))
+    finally:
+        pg_server.drop_schema(schema)
+
+
+def test_an_open_async_pool_connects_nothing_behind_its_callers_back(pg_server: Any) -> None:
+    # The sync store's twin (test_store_text.py): the async pool opens on the loop at the
+    # first unit of work, and that unit of work is served once the pool has its session.
+    # A pool still connecting when it handed out its first session grew a second one for
+    # a lone caller, connected on the loop while the caller went on, and drew that
+    # session's lifetime jitter from the process's ``random`` at a moment nobody chose.
+    schema, url = pg_server.new_schema()
+    try:
+        async def run() -> None:
+            bridge = LoopBridge()
+            bridge.bind()
+            store = AsyncPostgresStore(url, bridge=bridge)
+            reader = AsyncPostgresStore(url, bridge=bridge, cache_bytes=0)
+            try:
+                await asyncio.to_thread(store.ensure_thread, "t")  # opens the store's pool
+                await asyncio.to_thread(reader.get_thread, "t")  # and the reader's
+                state = random.getstate()
+                for n in range(5):
+                    await asyncio.to_thread(store.add_turn, "t", user_text=f"u{n}",
+                                            assistant_text="a")
+                    history = await asyncio.to_thread(
+                        reader.get_thread_conversation_history, "t")
+                    assert len(history) == n + 1
+                moved = random.getstate() != state
+                assert not moved
+                for opened in (store, reader):
+                    stats = opened._apool.get_stats()
+                    assert (stats["pool_size"], stats["connections_num"]) == (1, 1)
+            finally:
+                await asyncio.to_thread(store.close)
+                await asyncio.to_thread(reader.close)
+
+        asyncio.run(asyncio.wait_for(run(), 60))
+    finally:
+        pg_server.drop_schema(schema)
+
+
+def test_an_async_pool_that_cannot_connect_is_a_store_error_and_the_next_call_retries(
+    pg_server: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The sessions of the pool are refused (the store's own direct connection, made first,
+    # was not): the first unit of work waits for the pool's first session as the sync
+    # store's constructor does, then is a StoreError. The pool closed itself and cannot be
+    # opened again; the next unit of work opens a new one.
+    schema, url = pg_server.new_schema()
+    connect = psycopg.AsyncConnection.connect
+
+    async def refused(*args: Any, **kwargs: Any) -> Any:
+        raise psycopg.OperationalError("refused by the test")
+
+    try:
+        async def run() -> None:
+            bridge = LoopBridge()
+            bridge.bind()
+            store = AsyncPostgresStore(url, bridge=bridge, connect_timeout=0.1)
+            try:
+                monkeypatch.setattr(psycopg.AsyncConnection, "connect", refused)
+                with pytest.raises(StoreError) as raised:
+                    await asyncio.to_thread(store.ensure_thread, "t")
+                assert str(raised.value).endswith(": no connection to the server within 1 s")
+                monkeypatch.setattr(psycopg.AsyncConnection, "connect", connect)
+                record = await asyncio.to_thread(store.ensure_thread, "t")
+                assert record.thread_id == "t"
+            finally:
+                await asyncio.to_thread(store.close)
 
         asyncio.run(asyncio.wait_for(run(), 60))
     finally:

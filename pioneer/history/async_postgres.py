@@ -9,9 +9,12 @@ through its :class:`~pioneer.history.loop.LoopBridge`. One statement is one hand
 the loop (the statement and its rows), so a worker waits for the server without holding
 the loop, and the loop serves the other turns meanwhile.
 
-The async pool opens on the loop at the first statement; :meth:`AsyncPostgresStore.close`
-closes it there. Opening the store (the one direct connection that checks the URL and
-migrates the schema) is done by the constructor, like the sync store's.
+The async pool opens on the loop at the first statement, and that statement waits for the
+pool's first session, as the sync store's constructor does (so a lone caller uses that one
+session and the pool connects nothing on the loop behind its back);
+:meth:`AsyncPostgresStore.close` closes it there. Opening the store (the one direct
+connection that checks the URL and migrates the schema) is done by the constructor, like
+the sync store's.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from ..errors import StoreError
 from .loop import LoopBridge
 from .postgres_store import PostgresStore
 
@@ -115,21 +119,43 @@ class AsyncPostgresStore(PostgresStore):
         super().__init__(url, **options)
 
     def _open_pool(self, conninfo: str, size: int) -> None:
+        """Make the async pool; it opens on the loop, at the first statement (:meth:`_open`)."""
+        self._conninfo, self._size = conninfo, size
+        self._apool = self._new_pool()
+        self._shut = False
+
+    def _new_pool(self) -> AsyncConnectionPool[psycopg.AsyncConnection[Any]]:
         async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
             self._configure(conn)
 
-        self._apool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
-            conninfo, min_size=1, max_size=size, open=False, timeout=self._connect_timeout,
-            kwargs={"autocommit": True}, configure=configure,
+        return AsyncConnectionPool(
+            self._conninfo, min_size=1, max_size=self._size, open=False,
+            timeout=self._connect_timeout, kwargs={"autocommit": True}, configure=configure,
             name=f"pioneer {self._where} (async)",
         )
-        self._shut = False
 
     async def _open(self) -> None:
         # Every caller runs on the one loop: the first starts the opening, all wait for it.
         if self._opened is None:
-            self._opened = asyncio.ensure_future(self._apool.open(wait=False))
+            self._opened = asyncio.ensure_future(self._open_waiting())
         await asyncio.shield(self._opened)
+
+    async def _open_waiting(self) -> None:
+        # The sync store's rule (PostgresStore._open_pool): the pool is in use only once its
+        # first session is made. Opened in the background, the first unit of work would find
+        # it empty and make it grow a second session for one caller, connected on the loop
+        # while the caller goes on, each drawing its lifetime's jitter from the process's
+        # ``random``. The loop serves the other tasks meanwhile; only the caller's worker
+        # thread waits, as long as the constructor's direct connection could have.
+        limit = max(1, round(self._connect_timeout))
+        try:
+            await self._apool.open(wait=True, timeout=limit)
+        except PoolTimeout:
+            # The pool closed itself and cannot be opened again: the next unit of work
+            # starts over with a new one.
+            self._apool, self._opened = self._new_pool(), None
+            raise StoreError(f"{self._where}: no connection to the server within "
+                             f"{limit:g} s") from None
 
     def _closed(self) -> bool:
         return self._shut
