@@ -38,6 +38,17 @@ TURN = st.tuples(TEXT | st.none(), TEXT | st.none())
 BEHAVIOURS = ["none", "ok", "empty", "blank", "raises", "pioneer-error", "not-text", "huge",
               "surrogate", "late"]
 NUMBERS = itertools.count()
+#: The deadline of a summarizer that answers: it returns at once, and however busy the
+#: machine (the call is handed to a worker thread, which builds the prompt) it is in time.
+IN_TIME = 60.0
+#: The deadline of the "late" summarizer, which waits for an event the test sets only
+#: after the decision, so it misses the deadline whatever the machine's speed.
+LATE = 0.05
+
+
+def deadline(behaviour: str) -> float:
+    """The summary deadline a pass with this summarizer gets."""
+    return LATE if behaviour == "late" else IN_TIME
 
 
 class Summarizer:
@@ -45,7 +56,7 @@ class Summarizer:
 
     def __init__(self, behaviour: str, hold: threading.Event | None = None) -> None:
         self.behaviour = behaviour
-        #: "late" waits for ``hold`` (when given) and sets ``returned`` once it gives up.
+        #: "late" waits for ``hold`` and sets ``returned`` once it gives up.
         self.hold = hold
         self.returned = threading.Event()
 
@@ -69,10 +80,8 @@ class Summarizer:
             case "surrogate":
                 return "kept \ud800 text"
             case "late":
-                if self.hold is None:
-                    time.sleep(0.3)
-                else:
-                    self.hold.wait(30)
+                assert self.hold is not None
+                self.hold.wait(30)
                 self.returned.set()
                 return "too late"
         raise AssertionError(self.behaviour)
@@ -127,16 +136,20 @@ def test_any_history_is_budgeted_or_a_pioneer_error(
     store.ensure_thread(thread, model="m")
     for user, assistant in turns:
         store.add_turn(thread, user_text=user, assistant_text=assistant)
+    hold = threading.Event()  # a late summarizer answers only after both passes
     budgeter = HistoryBudgeter(
         store, HistoryLimits.from_tokens(max_context, reserve),
-        summarizer=None if behaviour == "none" else Summarizer(behaviour),
-        summary_deadline=0.05,
+        summarizer=None if behaviour == "none" else Summarizer(behaviour, hold),
+        summary_deadline=deadline(behaviour),
     )
-    first = budgeter.build(thread)
-    check_decision(first, len(turns))
-    for user, assistant in again:  # the next pass loads only what a summary left out
-        store.add_turn(thread, user_text=user, assistant_text=assistant)
-    second = budgeter.build(thread)
+    try:
+        first = budgeter.build(thread)
+        check_decision(first, len(turns))
+        for user, assistant in again:  # the next pass loads only what a summary left out
+            store.add_turn(thread, user_text=user, assistant_text=assistant)
+        second = budgeter.build(thread)
+    finally:
+        hold.set()
     check_decision(second, len(turns) + len(again))
     if first.mode == "summarise" and first.summary_stored:
         assert second.turns_loaded == len(again)
@@ -151,7 +164,7 @@ def test_any_history_is_budgeted_or_a_pioneer_error(
     ("pioneer-error", "summarizer failed: upstream said no"),
     ("not-text", "summarizer returned dict, not text"),
     ("huge", "summary of 20009 tokens does not fit the budget of 60"),
-    ("late", "summarizer gave no reply within 0.05 s"),
+    ("late", f"summarizer gave no reply within {LATE:g} s"),
 ])
 def test_each_summarizer_failure_falls_back_to_the_newest_turns(
     store: SqliteStore, behaviour: str, reason: str
@@ -162,7 +175,8 @@ def test_each_summarizer_failure_falls_back_to_the_newest_turns(
         store.add_turn(thread, user_text=f"question {n}", assistant_text=f"answer {n}")
     hold = threading.Event()  # the late summarizer answers only after the decision
     budgeter = HistoryBudgeter(store, HistoryLimits.from_tokens(60, 0),
-                               summarizer=Summarizer(behaviour, hold), summary_deadline=0.05)
+                               summarizer=Summarizer(behaviour, hold),
+                               summary_deadline=deadline(behaviour))
     try:
         decision = budgeter.build(thread)
     finally:
@@ -182,7 +196,7 @@ def test_a_late_summary_is_never_stored(store: SqliteStore) -> None:
     hold = threading.Event()
     late = Summarizer("late", hold)
     budgeter = HistoryBudgeter(store, HistoryLimits.from_tokens(60, 0),
-                               summarizer=late, summary_deadline=0.05)
+                               summarizer=late, summary_deadline=LATE)
     assert budgeter.build("late-store").mode == "truncate"
     hold.set()  # now the abandoned call returns its summary, which its worker drops
     assert late.returned.wait(30)
