@@ -31,9 +31,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from sys import getsizeof
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
-from .caches import LruCache
+from .caches import ENTRY_OVERHEAD, LruCache
 from .errors import PioneerError, Problem
 
 if TYPE_CHECKING:
@@ -236,6 +237,8 @@ class TiktokenCounter:
         tokenizer = self.tokenizer
         encoding = _encoding(tokenizer)
         if len(text) < LONG_SPACE:  # no long white-space run: one piece
+            if "<|" not in text:  # no special token: the same tokens without looking for one
+                return len(encoding.encode_ordinary(text))
             return len(encoding.encode(text, allowed_special="all"))
         specials = tuple(encoding.special_tokens_set)
         whole_spaces = not _spec(tokenizer).spaces_end_whole
@@ -259,8 +262,15 @@ class TiktokenCounter:
         found = cache.get(key)
         if found is None:
             found = self._encode_len(text)
-            cache.put(key, found)
+            cache.put(key, found, _entry_bytes(key, found))
         return found
+
+
+def _entry_bytes(key: tuple[str, int, int], count: int) -> int:
+    """What :func:`~pioneer.caches.entry_bytes` gives for a count's entry (its key, a tuple
+    of an ASCII name and two numbers, and the count), without walking it."""
+    return (ENTRY_OVERHEAD + getsizeof(key) + getsizeof(key[0]) + getsizeof(key[1])
+            + getsizeof(key[2]) + getsizeof(count))
 
 
 @lru_cache(maxsize=8)

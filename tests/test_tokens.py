@@ -140,6 +140,20 @@ def test_o200k_counting_in_pieces_gives_tiktokens_count(text: str, length: int) 
         len(encoding.encode(text, allowed_special="all")))
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(_PIECES | st.sampled_from(["<|", "|>", "<", "|", "endoftext"]),
+                     max_size=30).map("".join),
+       tokenizer=st.sampled_from(["cl100k", "o200k"]))
+@example(text="a<|endoftext|>b", tokenizer="cl100k")
+@example(text="<|endoftext", tokenizer="o200k")
+def test_a_count_is_tiktokens_with_special_tokens_allowed(text: str, tokenizer: str) -> None:
+    """A text without ``<|`` is counted without looking for special tokens; with or
+    without, the count is tiktoken's with every special token allowed."""
+    encoding = tokens._encoding(tokenizer)
+    assert TiktokenCounter(0, tokenizer=tokenizer).count(text) == len(
+        encoding.encode(text, allowed_special="all"))
+
+
 @pytest.mark.parametrize("tail", ["done.", "", "<|endoftext|>"])
 def test_a_million_spaces_are_counted_in_o200k(no_network: None, tail: str) -> None:
     """tiktoken's o200k pattern gives up on a million spaces even at the end of a text
