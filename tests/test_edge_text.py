@@ -4,15 +4,16 @@ unknown key at the same place (pioneer/text.py)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from pioneer.providers.request import SamplingOptions, ToolCall
-from pioneer.text import scrub
+from pioneer.text import json_writer, scrub
 
 
 class _Text(str):
@@ -66,3 +67,38 @@ def test_an_unknown_key_is_reported_as_its_replaced_text(key: str) -> None:
         ToolCall.model_validate(scrub(data))
     assert [e["loc"] for e in given_error.value.errors()] == [
         e["loc"] for e in scrubbed_error.value.errors()]
+
+
+_KEYS = st.text(max_size=8) | st.integers() | st.floats(allow_nan=False) | st.booleans() \
+    | st.none()
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.integers(min_value=2**70)
+    | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
+    | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON_VALUES,
+       separators=st.sampled_from([(",", ":"), (", ", ": ")]), sort_keys=st.booleans())
+def test_the_json_writer_writes_what_json_dumps_writes(
+    value: Any, separators: tuple[str, str], sort_keys: bool,
+) -> None:
+    """The same text as ``json.dumps`` with the same options, or the same error (a key
+    ``sort_keys`` cannot order)."""
+    write = json_writer(sort_keys=sort_keys, separators=separators)
+    try:
+        expected = json.dumps(value, ensure_ascii=False, sort_keys=sort_keys,
+                              separators=separators)
+    except TypeError:
+        with pytest.raises(TypeError):
+            write(value)
+        return
+    assert write(value) == expected
+
+
+def test_the_json_writer_refuses_what_json_cannot_write() -> None:
+    write = json_writer()
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        write({"a": object()})

@@ -19,7 +19,6 @@ that grows past the window").
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -42,6 +41,7 @@ from ..providers.window import (
     reply_reserve,
 )
 from ..settings import PioneerSettings
+from ..text import json_writer
 from ..tokens import MESSAGE_OVERHEAD, TokenCounter, counter_for
 from ._history import conversation
 
@@ -93,8 +93,8 @@ def _add(counts: list[int], counter: TokenCounter, text: str) -> None:
         counts[text_kind(text)] += counter.count(text)
 
 
-def _compact(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+#: A value as compact JSON with sorted keys.
+_compact = json_writer()
 
 
 def message_kinds(message: ChatMessage, counter: TokenCounter) -> list[int]:
