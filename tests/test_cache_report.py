@@ -22,7 +22,7 @@ from pioneer import (
     ToolSpec,
     ensure_runtime_home,
 )
-from pioneer.audit import CacheBlock, plan_cache, request_blocks
+from pioneer.audit import CacheBlock, plan_cache, plan_request, request_blocks
 from pioneer.audit.cache_report import _block_texts, _strip_marks
 from pioneer.providers import (
     PROVIDERS,
@@ -76,6 +76,29 @@ def _thread(home: Path, provider: str, placement: DynamicPlacement = "cache-firs
         history = [*history, ChatMessage.user(f"Question {turn}: " + "why? " * 40),
                    ChatMessage.assistant(f"Answer {turn}: " + "because. " * 60)]
     return requests
+
+
+@pytest.mark.parametrize("placement", ["cache-first", "system"])
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_a_request_is_planned_as_its_blocks_are(home: Path, provider: str,
+                                                placement: DynamicPlacement) -> None:
+    """``plan_request`` (each block made once, with its status) gives the plan that
+    ``plan_cache`` gives of the request's blocks, round after round."""
+    earlier: list[list[CacheBlock]] = []
+    messages = [ChatMessage.system(SUMMARY), ChatMessage.user("Question: " + "why? " * 40)]
+    for round_ in range(3):
+        request = ChatRequest(model=MODELS[provider], compiled_prompt=_payload(home, "10:00"),
+                              messages=messages, tools=TOOLS,
+                              cache=CacheOptions(dynamic_placement=placement))
+        body = PROVIDERS[provider](request)
+        planned = plan_request(provider, request, body, earlier)
+        assert planned == plan_cache(provider, MODELS[provider],
+                                     request_blocks(provider, request, body), earlier)
+        assert planned.cached_tokens > 0 or round_ == 0
+        earlier.append(list(planned.blocks))
+        call = ToolCall(id=f"c{round_}", name="clock")
+        messages = [*messages, ChatMessage.assistant(tool_calls=[call]),
+                    ChatMessage.tool(call.id, "12:00 " * 80)]
 
 
 @pytest.mark.parametrize("provider", list(PROVIDERS))

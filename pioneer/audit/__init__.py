@@ -18,6 +18,7 @@ from .cache_report import (
     FirstDifference,
     SectionDigest,
     plan_cache,
+    plan_request,
     request_blocks,
 )
 from .provider_shape import CARRIERS, provider_shape
@@ -69,6 +70,7 @@ __all__ = [
     "TurnRecords",
     "WindowRecord",
     "plan_cache",
+    "plan_request",
     "provider_shape",
     "request_blocks",
 ]

@@ -23,8 +23,8 @@ explain`` prints them and the context map draws them block by block.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field
@@ -39,7 +39,7 @@ from ..providers.api import ProviderApi, provider_api
 from ..providers.models import model_facts
 from ..providers.request import ChatRequest
 from ..providers.rules import previewing
-from ..text import EDGE_CONFIG, CheckedModel
+from ..text import EDGE_CONFIG, CheckedModel, json_writer
 from ..tokens import TokenCounter, default_counter
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "SectionDigest",
     "block_texts",
     "plan_cache",
+    "plan_request",
     "request_blocks",
 ]
 
@@ -168,10 +169,10 @@ def _strip_marks(value: Any) -> Any:
     return value
 
 
-#: A block's JSON as it is counted, and as it is digested (``json.dumps`` with these
-#: options; one encoder each, made once).
-_COUNTED_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
-_DIGESTED_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+#: A block's JSON as it is counted, and as it is digested (sorted keys; the counted one
+#: spaced as ``json.dumps`` spaces by default, the digested one compact).
+_COUNTED_JSON = json_writer(separators=(", ", ": "))
+_DIGESTED_JSON = json_writer()
 #: How a mark's key appears in a block's JSON (neither key has a character JSON escapes).
 _MARKED = tuple(f'"{mark}"' for mark in sorted(_MARKS))
 
@@ -184,7 +185,7 @@ def _text_of(content: Any, *, unmarked: bool = False) -> str:
         return str(content["text"])
     if isinstance(content, str):
         return content
-    return _COUNTED_JSON.encode(content if unmarked else _strip_marks(content))
+    return _COUNTED_JSON(content if unmarked else _strip_marks(content))
 
 
 def _block_texts(content: Any) -> tuple[str, str]:
@@ -192,13 +193,13 @@ def _block_texts(content: Any) -> tuple[str, str]:
     cache marks left out. The marks are looked for in the JSON first: most blocks carry
     none, and those are not copied to leave them out."""
     try:
-        canonical = _DIGESTED_JSON.encode(content)
+        canonical = _DIGESTED_JSON(content)
         marked = any(mark in canonical for mark in _MARKED)
     except TypeError:  # a mapping that is not a dict: stripping makes it one
         marked = True
     if marked:
         content = _strip_marks(content)
-        canonical = _DIGESTED_JSON.encode(content)
+        canonical = _DIGESTED_JSON(content)
     return _text_of(content, unmarked=True), canonical
 
 
@@ -216,6 +217,26 @@ def _digest(previous: str, canonical: str) -> str:
     return hashlib.sha256(f"{previous}\n{canonical}".encode()).hexdigest()[:16]
 
 
+@dataclass(slots=True)
+class _Block:
+    """What a plan reads of a block, before its status is known: the plan of a new
+    request (:func:`plan_request`) makes each :class:`CacheBlock` once, with its status."""
+
+    index: int
+    kind: BlockKind
+    label: str
+    tokens: int
+    chars: int
+    digest: str
+    marked: bool
+    sections: list[SectionDigest]
+
+    def made(self, status: BlockStatus) -> CacheBlock:
+        return CacheBlock(index=self.index, kind=self.kind, label=self.label,
+                          tokens=self.tokens, chars=self.chars, digest=self.digest,
+                          marked=self.marked, status=status, sections=self.sections)
+
+
 def request_blocks(
     provider: str,
     request: ChatRequest,
@@ -230,6 +251,33 @@ def request_blocks(
     the layout keeps that body a prefix of this one. ``manifest`` (default: the one the
     request's compiled prompt carries) names the sections of the stable block.
     """
+    return [block.made("uncached")
+            for block in _blocks(provider, request, body, manifest=manifest, counter=counter)]
+
+
+def plan_request(
+    provider: str,
+    request: ChatRequest,
+    body: Mapping[str, Any],
+    earlier: Sequence[Sequence[CacheBlock]] = (),
+    *,
+    manifest: PromptManifest | None = None,
+    counter: TokenCounter | None = None,
+) -> CachePlan:
+    """The cache plan of ``body`` after the ``earlier`` requests: :func:`plan_cache` of
+    its :func:`request_blocks`, each block made once."""
+    return _plan(provider, request.model,
+                 _blocks(provider, request, body, manifest=manifest, counter=counter), earlier)
+
+
+def _blocks(
+    provider: str,
+    request: ChatRequest,
+    body: Mapping[str, Any],
+    *,
+    manifest: PromptManifest | None,
+    counter: TokenCounter | None,
+) -> list[_Block]:
     count = (counter or default_counter()).count
     plan = layout(request)
     api = provider_api(provider)
@@ -246,7 +294,7 @@ def request_blocks(
     sections = [SectionDigest(id=s.id, digest=s.sha256[:16]) for s in manifest.sections
                 if s.stability == "stable"] if manifest else []
 
-    blocks: list[CacheBlock] = []
+    blocks: list[_Block] = []
     digest = ""
     # Anthropic keeps the tools and system entries when tool_choice changes, not the
     # messages' (docs/providers.md, "Anthropic cache marks"): the choice is part of the
@@ -259,13 +307,8 @@ def request_blocks(
         if position == len(head) and choice is not None:
             digest = _digest(digest, _block_texts({"tool_choice": choice})[1])
         digest = _digest(digest, canonical)
-        # The status given as plan_cache gives it, which then copies only the blocks whose
-        # status changes.
-        blocks.append(CacheBlock(
-            index=position, kind=kind, label=raw.label, tokens=count(text), chars=len(text),
-            digest=digest, marked=raw.marked, status="uncached",
-            sections=sections if kind in ("stable", "prompt") else [],
-        ))
+        blocks.append(_Block(position, kind, raw.label, count(text), len(text), digest,
+                             raw.marked, sections if kind in ("stable", "prompt") else []))
     return blocks
 
 
@@ -341,6 +384,11 @@ def plan_cache(
     read the longest prefix shared with any earlier request (older OpenAI models in
     128-token steps).
     """
+    return _plan(provider, model, blocks, earlier)
+
+
+def _plan(provider: str, model: str, blocks: Sequence[CacheBlock | _Block],
+          earlier: Sequence[Sequence[CacheBlock]]) -> CachePlan:
     ends = _ends(blocks)
     total = ends[-1] if ends else 0
     facts = model_facts(model, provider)
@@ -358,8 +406,11 @@ def plan_cache(
     for block, end in zip(blocks, ends, strict=True):
         status: BlockStatus = "cached" if end <= cached_end else (
             "written" if end <= written_end else "uncached")
-        statuses.append(block if block.status == status
-                        else block.model_copy(update={"status": status}))
+        if isinstance(block, _Block):
+            statuses.append(block.made(status))
+        else:
+            statuses.append(block if block.status == status
+                            else block.model_copy(update={"status": status}))
     return CachePlan(
         provider=provider, model=model, minimum_tokens=minimum, step_tokens=step,
         total_tokens=total, cached_tokens=cached_end, written_tokens=written_end - cached_end,
@@ -369,7 +420,7 @@ def plan_cache(
     )
 
 
-def _ends(blocks: Sequence[CacheBlock]) -> list[int]:
+def _ends(blocks: Sequence[CacheBlock | _Block]) -> list[int]:
     ends: list[int] = []
     total = 0
     for block in blocks:
@@ -378,7 +429,8 @@ def _ends(blocks: Sequence[CacheBlock]) -> list[int]:
     return ends
 
 
-def _shared_blocks(blocks: Sequence[CacheBlock], earlier: Sequence[Sequence[CacheBlock]]) -> int:
+def _shared_blocks(blocks: Sequence[CacheBlock | _Block],
+                   earlier: Sequence[Sequence[CacheBlock]]) -> int:
     seen = {block.digest for request in earlier for block in request}
     shared = 0
     for block in blocks:
@@ -389,7 +441,7 @@ def _shared_blocks(blocks: Sequence[CacheBlock], earlier: Sequence[Sequence[Cach
 
 
 def _anthropic(
-    blocks: Sequence[CacheBlock], ends: Sequence[int],
+    blocks: Sequence[CacheBlock | _Block], ends: Sequence[int],
     earlier: Sequence[Sequence[CacheBlock]], minimum: int,
 ) -> tuple[int, int, int]:
     """(shared blocks, end of the cached prefix, end of the written part) in tokens."""
@@ -409,7 +461,7 @@ def _anthropic(
 
 
 def _breakpoints(
-    blocks: Sequence[CacheBlock], ends: Sequence[int],
+    blocks: Sequence[CacheBlock | _Block], ends: Sequence[int],
     earlier: Sequence[Sequence[CacheBlock]], minimum: int,
 ) -> tuple[int, int, int]:
     """OpenAI GPT-5.6+: (shared blocks, end of the cached prefix, end of the written part).
@@ -435,7 +487,7 @@ def _breakpoints(
 
 
 def first_difference(
-    blocks: Sequence[CacheBlock], previous: Sequence[CacheBlock]
+    blocks: Sequence[CacheBlock | _Block], previous: Sequence[CacheBlock]
 ) -> FirstDifference | None:
     """Where ``blocks`` first differ from ``previous``, and whether that broke the cache.
 
@@ -469,7 +521,7 @@ def first_difference(
                            reason=_reason(blocks, previous, index))
 
 
-def _changed_section(here: CacheBlock, before: CacheBlock) -> str | None:
+def _changed_section(here: CacheBlock | _Block, before: CacheBlock) -> str | None:
     old = {s.id: s.digest for s in before.sections}
     for section in here.sections:
         if old.get(section.id) != section.digest:
@@ -478,7 +530,8 @@ def _changed_section(here: CacheBlock, before: CacheBlock) -> str | None:
     return next((s.id for s in before.sections if s.id not in new), None)
 
 
-def _reason(blocks: Sequence[CacheBlock], previous: Sequence[CacheBlock], index: int) -> str:
+def _reason(blocks: Sequence[CacheBlock | _Block], previous: Sequence[CacheBlock],
+            index: int) -> str:
     before = previous[index]
     here = blocks[index] if index < len(blocks) else None
     if before.kind == "tools" or (here is not None and here.kind == "tools"):

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ..audit.cache_report import CacheBlock, CachePlan, block_texts, plan_cache, request_blocks
+from ..audit.cache_report import CacheBlock, CachePlan, block_texts, plan_request, request_blocks
 from ..audit.record import ReportedUsage, RoundRecord, TurnRecord
 from ..compile.compiler import LoadedProfile, PromptCompiler
 from ..compile.manifest import CompiledPromptPayload, Diagnostic, ManifestSection
@@ -296,10 +296,10 @@ def _map_request(
             file=profile.file or None))
     sources = _Sources(compiler, profile, payload)
     body = build_request_body(provider, request)
-    blocks = request_blocks(provider, request, body, manifest=payload.manifest, counter=counter)
     earlier = [_blocks_of(provider, before, counter)
                for before in (previous if previous is not None else [_previous_turn(request)])]
-    plan = plan_cache(provider, request.model, blocks, earlier)
+    plan = plan_request(provider, request, body, earlier, manifest=payload.manifest,
+                        counter=counter)
     pieces = _from_plan(plan, _Opened(
         payload.manifest.sections, [s.title for s in payload.sections],
         [s.text for s in payload.sections], sources.of, sources.diagnostics),

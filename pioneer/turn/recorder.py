@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, get_args
 
-from ..audit.cache_report import CacheBlock, CachePlan, plan_cache, request_blocks
+from ..audit.cache_report import CacheBlock, CachePlan, plan_request
 from ..audit.provider_shape import provider_shape
 from ..audit.record import (
     ExecutionSecurity,
@@ -152,8 +152,7 @@ class TurnAudit:
                 path="ChatRequest → tools",
             ))
         hidden = tools.hidden if tools is not None else {}
-        blocks = request_blocks(provider, request, body, manifest=manifest)
-        cache = plan_cache(provider, request.model, blocks, self._earlier)
+        cache = plan_request(provider, request, body, self._earlier, manifest=manifest)
         # The plan's blocks are these with their status (which later plans do not read):
         # kept instead, so each block is held once.
         self._earlier.append(cache.blocks)
