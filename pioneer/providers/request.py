@@ -12,7 +12,6 @@ validation failures into an :class:`~pioneer.errors.InputError` naming file and 
 from __future__ import annotations
 
 import functools
-import json
 import math
 import os
 import re
@@ -131,10 +130,6 @@ def _scrub(value: Any) -> Any:
     return value
 
 
-#: JSON that refuses NaN and infinities, written without escaping what is not ASCII.
-_STRICT_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
-
-
 class _NotFinite(Exception):
     pass
 
@@ -181,13 +176,6 @@ def model_facing(adapter: Callable[P, dict[str, Any]]) -> Callable[P, dict[str, 
     @functools.wraps(adapter)
     def wrapped(*args: P.args, **kwargs: P.kwargs) -> dict[str, Any]:
         made = adapter(*args, **kwargs)
-        try:
-            # One pass in C over every string and number: a body with neither the marker
-            # (which JSON writes as it is) nor a number JSON cannot hold is sent as made.
-            if _COMMENT not in _STRICT_JSON.encode(made):
-                return made
-        except (TypeError, ValueError):
-            pass  # not JSON as it stands: the walk below finds what
         try:
             body: dict[str, Any] = _scrub(made)
         except _NotFinite:
