@@ -16,6 +16,7 @@ from pioneer import Agent, InputError, ToolSpec, Turn, ensure_runtime_home
 from pioneer.audit import RoundRecord
 from pioneer.providers import ToolCall
 from pioneer.turn import ProviderName
+from pioneer.turn._rounds import FAILURES_LISTED
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import agent_loop
@@ -99,6 +100,56 @@ def test_only_the_applications_error_results_ask_for_a_retry(home: Path) -> None
         assert step.runnable == () and step.outcomes[0].verdict == "refused"
         turn.next_body()
         assert _section(turn.rounds[-1], "retry_runtime_instruction") is None
+
+
+def _retry_text(body: dict[str, Any]) -> str:
+    """The Retry Instruction's text in a body (its section, up to the next heading)."""
+    sent = json.loads(json.dumps(body))  # every text of the body, at any depth
+    texts: list[str] = []
+    stack: list[Any] = [sent]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    [found] = [text for text in texts if "## Retry Instruction\n" in text]
+    return found.split("## Retry Instruction\n", 1)[1].split("\n\n## ", 1)[0]
+
+
+def test_calls_that_fail_alike_are_one_paragraph_with_their_count(home: Path) -> None:
+    with _agent(home) as agent:
+        turn = agent.turn(THREAD, "Read my notes.")
+        turn.next_body()
+        step = turn.receive(_reply(turn, "", [_call(n, path=f"n{n}.md") for n in range(1, 6)]))
+        errors = {"c1": "ENOENT", "c2": "EACCES", "c3": "ENOENT", "c5": "ENOENT"}
+        for call in step.runnable:
+            turn.add_tool_result(call.id, errors.get(call.id, "The notes."),
+                                 is_error=call.id in errors)
+        text = _retry_text(turn.next_body())
+    paragraphs = text.split("\n\n")
+    assert [p.count("A tool call failed.") for p in paragraphs] == [1, 1]
+    assert paragraphs[0].endswith("- error: ENOENT\n- failed calls: 3")
+    assert paragraphs[1].endswith("- error: EACCES")
+
+
+def test_past_the_listed_failures_the_rest_are_counted_in_one_line(home: Path) -> None:
+    calls = FAILURES_LISTED + 30
+    with _agent(home) as agent:
+        turn = agent.turn(THREAD, "Read every file.")
+        turn.next_body()
+        step = turn.receive(_reply(turn, "", [_call(n, path=f"n{n}.md")
+                                               for n in range(1, calls + 1)]))
+        for number, call in enumerate(step.runnable):  # the first 30 distinct, then alike
+            turn.add_tool_result(call.id, f"no file {min(number, 29)}", is_error=True)
+        text = _retry_text(turn.next_body())
+    assert text.count("A tool call failed.") == FAILURES_LISTED
+    assert f"- error: no file {FAILURES_LISTED - 1}\n" in text + "\n"
+    # Errors 20 to 28 once each, error 29 by the last 21 calls.
+    assert text.endswith("\n\n30 more failed calls, with other errors, are not listed here: "
+                         "each error is in its call's result.")
 
 
 def test_a_long_error_is_quoted_by_its_head(home: Path) -> None:

@@ -4,8 +4,9 @@ A turn fixes its compile input when it starts; four sections depend on the round
 (docs/hooks-and-sections.md, "Sections that follow the round"):
 
 * **Retry Instruction** after a tool result the application marked as an error
-  (``add_tool_result(..., is_error=True)``): the failed tool and the head of its error,
-  for the round right after it only;
+  (``add_tool_result(..., is_error=True)``): the failed tool and the head of its error
+  (each distinct failure once, with its count of calls), for the round right after it
+  only;
 * the **final-answer instruction** in the same section when the round is the turn's last
   (``max_rounds``): the model is told to stop calling tools, and the body lets it call
   none;
@@ -20,18 +21,24 @@ in every round of a turn.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 from ..compile.compiler import PromptCompiler
 from ..compile.inputs import PromptCompileInput
 from ..errors import InputError, Problem
 from ..sections.runtime import retry_instruction
 
-__all__ = ["ERROR_HEAD_CHARS", "RoundFacts", "check_max_rounds", "round_input"]
+__all__ = ["ERROR_HEAD_CHARS", "FAILURES_LISTED", "RoundFacts", "check_max_rounds", "round_input"]
 
 #: Characters of a tool's error the Retry Instruction quotes (the whole error is in the
 #: tool result right before it).
 ERROR_HEAD_CHARS = 500
+#: Distinct failures (tool and error head) the Retry Instruction lists after a round;
+#: the calls with other errors are counted in one line.
+FAILURES_LISTED = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,11 +68,7 @@ def round_input(compiler: PromptCompiler, turn_input: PromptCompileInput,
             compiler, "final_answer",
             reason=f"this is request {facts.final_of} of at most {facts.final_of} in this turn"))
     else:
-        # Each distinct failure rendered once: thousands of parallel calls often fail alike.
-        rendered = {failure: retry_instruction(compiler, "tool_retry", tool=failure[0],
-                                               reason=_head(failure[1]))
-                    for failure in dict.fromkeys(facts.failed)}
-        texts += [rendered[failure] for failure in facts.failed]
+        texts += _failures(compiler, facts.failed)
     update: dict[str, object] = {
         "include_task_orchestration_policy":
             turn_input.include_task_orchestration_policy or facts.task_tools,
@@ -76,6 +79,24 @@ def round_input(compiler: PromptCompiler, turn_input: PromptCompileInput,
     if all(getattr(turn_input, name) == value for name, value in update.items()):
         return turn_input
     return turn_input.model_copy(update=update)
+
+
+def _failures(compiler: PromptCompiler, failed: Sequence[tuple[str, str]]) -> list[str]:
+    """The Retry Instruction's paragraphs for ``failed``: each distinct failure (tool and
+    error head) once, in the order of its first call, with how many calls gave it when
+    more than one; past :data:`FAILURES_LISTED`, one line for the calls left out. Each
+    error is in its call's result right before, so thousands of parallel calls that fail
+    add a few paragraphs, not one each."""
+    calls = Counter((tool, _head(error)) for tool, error in failed)
+    texts = []
+    for (tool, head), count in islice(calls.items(), FAILURES_LISTED):
+        text = retry_instruction(compiler, "tool_retry", tool=tool, reason=head).strip()
+        texts.append(f"{text}\n- failed calls: {count:,}" if count > 1 else text)
+    left_out = sum(islice(calls.values(), FAILURES_LISTED, None))
+    if left_out:
+        texts.append(f"{left_out:,} more failed calls, with other errors, are not listed "
+                     "here: each error is in its call's result.")
+    return texts
 
 
 def _head(error: str) -> str:
