@@ -140,12 +140,12 @@ def test_scrub_walks_any_depth() -> None:
 #: the machine running the tests may be busy (docs/failure-behaviour.md has the figures).
 GUARD_SECONDS = 20.0
 #: CPU seconds 10,000 parallel calls may take from the reply to their last result
-#: (``receive`` and ``add_tool_result``): 0.22 to 0.28 measured on a 2-core machine
+#: (``receive`` and ``add_tool_result``): about 0.2 measured on a 2-core machine
 #: (``benchmarks/fanout_bench.py``), so room for a busy or slower one.
 CALLS_SECONDS = 1.0
 #: CPU seconds the same may take with the next body over them (``next_body``: the window,
-#: the body, the record with its cache plan of 20,000 new blocks): 1.1 to 1.3 measured
-#: there, a third of it the tokenizer counting the new blocks.
+#: the body, the record with its cache plan of 20,000 new blocks): 1.0 to 1.2 measured
+#: there, a quarter of it the tokenizer counting the new blocks.
 ROUND_SECONDS = 3.0
 #: 10,000 calls cost at most this many times what 2,000 do (linear time: 5; the rest is
 #: noise), so the test guards the growth whatever the machine's speed.
