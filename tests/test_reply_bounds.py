@@ -4,7 +4,6 @@ answered with an error) without a raw ``RecursionError`` and in time linear in i
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
@@ -24,7 +23,9 @@ from pioneer.text import REPLACEMENT, scrub
 from pioneer.turn import ProviderName
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
 import agent_loop
+import fanout_bench
 
 PROVIDERS: list[ProviderName] = ["anthropic", "openai-chat", "openai-responses", "gemini"]
 
@@ -152,46 +153,23 @@ ROUND_SECONDS = 3.0
 FAN_OUT_RATIO = 7.0
 
 
-def _fan_out(agent: Agent, count: int) -> tuple[float, float]:
-    """CPU seconds ``count`` parallel calls take from the reply to their last result
-    (every other one an error), and to the next body, in a thread of their own with ids
-    and paths no other run uses: the process's own time, which other processes on the
-    machine change little."""
-    turn = agent.turn(f"fan{count}", "Read every file")
-    turn.next_body()
-    calls = tuple((f"call_{count}_{n}", "read_file", {"path": f"f{count}_{n}.md"})
-                  for n in range(count))
-    data = _calls_reply(agent.provider, calls)
-    # The objects alive before (the test process's own, a gateway's) are left out of the
-    # collector's passes while this runs: each full pass over them costs what they hold,
-    # not what the calls do, and would come once or not at all depending on where the
-    # collector's counts stand.
-    gc.collect()
-    gc.freeze()
-    try:
-        started = time.process_time()
-        step = turn.receive(data)
-        for number, call in enumerate(step.runnable):  # every other one failed
-            turn.add_tool_result(call.id, "text", is_error=bool(number % 2))
-        answered = time.process_time()
-        body = turn.next_body()
-        built = time.process_time()
-    finally:
-        gc.unfreeze()
-    assert len(step.runnable) == count
-    assert json.dumps(body).count(f"call_{count}_{count - 1}") >= 2  # the last call, result
-    return answered - started, built - started
+def _fan_out(agent: Agent, count: int) -> dict[str, float]:
+    """CPU seconds ``count`` parallel calls take through each step, as the fan-out bench
+    times them: the process's own time, which other processes on the machine change
+    little, with the objects alive before left out of the collector's passes."""
+    return fanout_bench.one_run(agent, agent.provider, count, f"test{count}", floor=False)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_ten_thousand_parallel_calls_cost_linear_time(
     agents: dict[str, Agent], provider: ProviderName,
 ) -> None:
-    _, small = _fan_out(agents[provider], 2_000)
-    calls, whole = _fan_out(agents[provider], 10_000)
-    assert calls < CALLS_SECONDS, calls
-    assert whole < ROUND_SECONDS, whole
-    assert whole < FAN_OUT_RATIO * small, (small, whole)
+    small = _fan_out(agents[provider], 2_000)["total"]
+    large = _fan_out(agents[provider], 10_000)
+    calls, whole = large["receive"] + large["results"], large["total"]
+    assert calls < CALLS_SECONDS, large
+    assert whole < ROUND_SECONDS, large
+    assert whole < FAN_OUT_RATIO * small, (small, large)
 
 
 # -- long ids ----------------------------------------------------------------------------
