@@ -287,3 +287,27 @@ def test_a_block_error_stays_the_error_when_the_turn_cannot_be_kept(
         raise ValueError("boom")
     [note] = info.value.__notes__
     assert note.startswith("turn 'turn-1' could not be kept as abandoned: ")
+
+
+def test_a_reply_whose_calibration_write_fails_can_be_received_again(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    db = tmp_path / "p.db"
+    with _agent(db, home) as agent:
+        turn = agent.turn(THREAD, "Question 1", turn_id="turn-1")
+        turn.next_body()
+        plan = turn.rounds[-1].cache
+        assert plan is not None
+        response = agent_loop.response("openai-chat", agent.model, "Answer 1.", [],
+                                       agent_loop.usage("openai-chat", plan, 5))
+
+        def failing(*args: Any, **kwargs: Any) -> Any:
+            raise StoreError("the database went away")
+
+        monkeypatch.setattr(agent.calibration, "observe", failing)
+        with pytest.raises(StoreError, match="went away"):
+            turn.receive(response)
+        monkeypatch.undo()
+        assert turn.receive(response).text == "Answer 1."
+        assert turn.finish().entry.assistant_text == "Answer 1."
+    assert _record(db, "turn-1").rounds[0].window.reported_input_tokens == plan.total_tokens

@@ -327,8 +327,13 @@ class Turn:
             raise InputError("no request is waiting for its reply; call next_body() first")
         reply = read_response(self._provider, response)
         number = self._round.number
+        # The calibration (a store write) first: when it fails, nothing of the reply is
+        # taken yet, and the same response can be received again.
+        sent = started.audit.rounds[number - 1].window
+        if sent is not None and reply.usage is not None and reply.usage.input_tokens:
+            self._window.observe(self._provider, sent.model_copy(
+                update={"reported_input_tokens": reply.usage.input_tokens}))
         started.audit.report_reply(number, reply)
-        self._window.observe(self._provider, started.audit.rounds[number - 1].window)
         diagnostics: tuple[Diagnostic, ...] = ()
         if self.mode == "chat" and reply.tool_calls:
             reply, diagnostics = _without_calls(reply)
