@@ -289,6 +289,36 @@ def test_a_block_error_stays_the_error_when_the_turn_cannot_be_kept(
     assert note.startswith("turn 'turn-1' could not be kept as abandoned: ")
 
 
+def test_a_finish_whose_store_write_fails_leaves_the_turn_open(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    db = tmp_path / "p.db"
+    with _agent(db, home) as agent:
+        turn = agent.turn(THREAD, "Question 1", turn_id="turn-1")
+        turn.next_body()
+        _answer(turn, "Answer 1.")
+        stored = agent.store.add_turn
+
+        def failing(*args: Any, **kwargs: Any) -> Any:
+            raise StoreError("the database went away")
+
+        monkeypatch.setattr(agent.store, "add_turn", failing)
+        with pytest.raises(StoreError, match="went away"):
+            turn.finish()
+        monkeypatch.setattr(agent.store, "add_turn", stored)
+        assert turn.finish().entry.assistant_text == "Answer 1."  # the paid reply is kept
+        other = agent.turn(THREAD, "Question 2", turn_id="turn-2")
+        other.next_body()
+        _answer(other, "Answer 2.")
+        monkeypatch.setattr(agent.store, "add_turn", failing)
+        with pytest.raises(StoreError, match="went away"):
+            other.finish()
+        with pytest.warns(ResourceWarning, match="closed without finish"):
+            other.close()  # the store can still keep its record
+    assert _history(db) == ["turn-1"]
+    assert _record(db, "turn-2").abandoned == "closed without finish()"
+
+
 def test_a_reply_whose_calibration_write_fails_can_be_received_again(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

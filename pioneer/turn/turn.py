@@ -430,8 +430,6 @@ class Turn:
                                              user_text=self.user_text,
                                              assistant_text=text or None,
                                              tool_rounds=rounds)
-            self._end()
-            diagnostics = self._post_turn(started, entry, record)
         except ThreadConflictError as conflict:
             self._end()
             end_agent_span(self._span, self._replies, error=describe_exception(conflict))
@@ -443,9 +441,13 @@ class Turn:
             except Exception as failure:
                 conflict.add_note(f"its record could not be kept as abandoned either: {failure}")
             raise
+        # Any other failure stored nothing: the turn stays open, to finish() again or to
+        # close() (kept as abandoned), like a turn any other call of which raised.
+        self._end()
+        try:
+            diagnostics = self._post_turn(started, entry, record)
         except BaseException as error:
             end_agent_span(self._span, self._replies, error=describe_exception(error))
-            self._end()
             raise
         end_agent_span(self._span, self._replies)
         return FinishedTurn(entry, record, (*self._diagnostics, *diagnostics))
