@@ -138,8 +138,8 @@ def with_vars(compiler: PromptCompiler, compile_input: PromptCompileInput,
     checked against the declarations of its profile; each problem is located at its
     ``--var`` or at its line of the input file ``source``. With ``allow_missing``, an
     input without a default may be left out (the budget gate gives it an example)."""
-    from ..compile.declared import parse_var, resolve_inputs
-    from ..errors import InputError, Problem, counted, did_you_mean, format_path
+    from ..compile.declared import inputs_error, not_declared, parse_var, resolve_inputs
+    from ..errors import Problem, format_path
 
     if not pairs and not compile_input.inputs:
         return compile_input  # only a missing input can be wrong: the compile says so
@@ -154,10 +154,8 @@ def with_vars(compiler: PromptCompiler, compile_input: PromptCompileInput,
         if not equals or not name:
             problems.append(Problem(f'expected NAME=VALUE, got "{pair}"', path="--var"))
         elif spec is None:
-            hint = did_you_mean(name, profile.inputs) or (
-                f" (it declares {', '.join(profile.inputs) or 'none'})")
-            problems.append(Problem(f'input "{name}" is not declared by profile '
-                                    f'"{profile.name}"{hint}', path=f"--var {name}"))
+            problems.append(Problem(not_declared(name, profile.inputs, profile.name),
+                                    path=f"--var {name}"))
         else:
             from_var.add(name)
             try:
@@ -183,6 +181,5 @@ def with_vars(compiler: PromptCompiler, compile_input: PromptCompileInput,
                                                        profile=profile.name, locate=locate)[1]
                  if problem.path not in failed]
     if problems:
-        raise InputError(problems, summary=f"error: {counted(len(problems), 'problem')} in "
-                         f'the inputs of profile "{profile.name}"')
+        raise inputs_error(problems, profile.name)
     return compile_input.model_copy(update={"inputs": values})

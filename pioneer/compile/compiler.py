@@ -40,7 +40,6 @@ from ..errors import (
     Problem,
     ProfileError,
     TemplateError,
-    counted,
     did_you_mean,
     problem_summary,
 )
@@ -57,6 +56,7 @@ from .declared import (
     InputSpec,
     InputValue,
     Locate,
+    inputs_error,
     resolve_inputs,
     shown_value,
     value_sha256,
@@ -403,8 +403,7 @@ class PromptCompiler:
         values, problems = resolve_inputs(declared, given, profile=profile.spec.name,
                                           **({"locate": locate} if locate else {}))
         if problems:
-            raise InputError(problems, summary=f"error: {counted(len(problems), 'problem')} "
-                             f"in the inputs of profile \"{profile.spec.name}\"")
+            raise inputs_error(problems, profile.spec.name)
         return FrozenDict(values, "inputs")
 
     def input_reads(self, profile: LoadedProfile) -> Mapping[str, frozenset[str] | None]:

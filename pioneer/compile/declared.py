@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 from jinja2 import nodes
 from pydantic import BaseModel, Field, StringConstraints
 
-from ..errors import Problem, did_you_mean, format_path
+from ..errors import InputError, Problem, counted, did_you_mean, format_path
 from ..text import EDGE_CONFIG
 
 __all__ = [
@@ -37,6 +37,8 @@ __all__ = [
     "declaration_problems",
     "input_schema",
     "input_uses",
+    "inputs_error",
+    "not_declared",
     "parse_var",
     "resolve_inputs",
     "shown_value",
@@ -240,9 +242,7 @@ def resolve_inputs(
 
     for name in given:
         if name not in declared:
-            hint = did_you_mean(str(name), declared) or (
-                f" (it declares {', '.join(declared)})" if declared else " (it declares none)")
-            problem(name, f'input "{name}" is not declared by profile "{profile}"{hint}')
+            problem(name, not_declared(name, declared, profile))
     for name, spec in declared.items():
         if name in given:
             value = given[name]
@@ -260,6 +260,19 @@ def resolve_inputs(
                 f"{_expected_type(spec)}, got nothing (it has no default)", file=file,
                 line=line, path=format_path(["inputs", name])))
     return values, problems
+
+
+def not_declared(name: str, declared: Mapping[str, InputSpec], profile: str) -> str:
+    """What is said of a given input the profile does not declare: the closest declared
+    name, else every one."""
+    hint = did_you_mean(str(name), declared) or f" (it declares {', '.join(declared) or 'none'})"
+    return f'input "{name}" is not declared by profile "{profile}"{hint}'
+
+
+def inputs_error(problems: list[Problem], profile: str) -> InputError:
+    """The error for the problems of one compile's inputs."""
+    return InputError(problems, summary=f"error: {counted(len(problems), 'problem')} in the "
+                      f'inputs of profile "{profile}"')
 
 
 def parse_var(spec: InputSpec, name: str, text: str) -> InputValue:
