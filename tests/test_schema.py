@@ -162,6 +162,24 @@ def test_the_printed_schemas_accept_what_pioneer_accepts(tmp_path: Path) -> None
     _validator("manifest").validate(json.loads(manifest))
 
 
+@pytest.mark.parametrize("section_id", ["\u0455oul", "zero\u200bwidth", "two words"])
+def test_the_printed_schemas_refuse_the_ids_pioneer_refuses(section_id: str) -> None:
+    """docs/profiles.md, "Ids": a compile input's and a hook's section ids follow the
+    profile's id rule, and the published schemas say so, not only the compiler."""
+    given = {"runtime_sections": [{"id": section_id, "content": "x"}]}
+    with pytest.raises(ValueError, match=r"not allowed|must not contain"):
+        PromptCompileInput.model_validate(given)
+    assert list(_validator("compile-input").iter_errors(given))
+    assert list(_validator("compile-input").iter_errors(
+        {"dynamic_sections": [{"id": section_id, "content": "x"}]}))
+    hooks = jsonschema.Draft202012Validator(load_schema("hook_contribution.schema.json"))
+    hook = {"contribution_id": "c1", "domain": "docs", "content": "x", "section_id": "docs.faq"}
+    assert not list(hooks.iter_errors(hook))
+    assert list(hooks.iter_errors({**hook, "section_id": section_id}))
+    assert not list(_validator("compile-input").iter_errors(
+        {"runtime_sections": [{"id": "request_tools.hidden_domains", "content": "x"}]}))
+
+
 def test_a_profile_with_the_schema_directive_of_the_docs(tmp_path: Path) -> None:
     """docs/profiles.md, "Editor support": the schema written as shown, and a profile that
     starts with the #:schema line, which pioneer loads and the schema validates."""

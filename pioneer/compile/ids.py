@@ -22,6 +22,7 @@ __all__ = [
     "BUILT_IN_SECTION_IDS",
     "ID_PATTERN",
     "ID_RULE",
+    "ID_SCHEMA",
     "PROFILE_ALIASES",
     "RUNTIME_BUILT_IN_IDS",
     "check_dynamic_id",
@@ -32,6 +33,10 @@ __all__ = [
 #: What a section id, a contribution id and a profile name may hold (the profile schema's
 #: ``pattern``; :func:`id_problem` says which character breaks it).
 ID_PATTERN = r"^[A-Za-z0-9_.:-]+$"
+#: The id rule as the schema of a model that checks it in Python says it (the compile
+#: input's and a hook's section ids), so a caller validating against the published schema
+#: refuses what the compiler refuses.
+ID_SCHEMA: dict[str, str] = {"pattern": ID_PATTERN}
 #: The rule in words, as messages give it.
 ID_RULE = "an id holds ASCII letters, digits, '_', '-', '.' and ':' only"
 _ID = re.compile(ID_PATTERN[1:-1])

@@ -20,7 +20,7 @@ from pydantic import AfterValidator, ConfigDict, Field, Strict, ValidationError,
 from ..documents import STDIN_NAME, TomlLines, json_lines, parse_document, read_text
 from ..errors import InputError, Problem, counted, format_path
 from ..text import EDGE_CONFIG, CheckedModel, EdgeModel, unknown_field
-from .ids import PROFILE_ALIASES, check_dynamic_id, check_runtime_id
+from .ids import ID_SCHEMA, PROFILE_ALIASES, check_dynamic_id, check_runtime_id
 
 __all__ = [
     "DynamicSectionInput",
@@ -59,13 +59,15 @@ class SectionInput(EdgeModel):
 class RuntimeSectionInput(SectionInput):
     """A runtime section: a built-in runtime id or a dynamic id."""
 
-    id: Annotated[str, AfterValidator(check_runtime_id)] = Field(description="Section id.")
+    id: Annotated[str, AfterValidator(check_runtime_id)] = Field(
+        description="Section id.", json_schema_extra=ID_SCHEMA)
 
 
 class DynamicSectionInput(SectionInput):
     """A hook (dynamic) section: always a dynamic id."""
 
-    id: Annotated[str, AfterValidator(check_dynamic_id)] = Field(description="Section id.")
+    id: Annotated[str, AfterValidator(check_dynamic_id)] = Field(
+        description="Section id.", json_schema_extra=ID_SCHEMA)
 
 
 class PromptLimits(CheckedModel):

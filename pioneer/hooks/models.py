@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from pydantic import AfterValidator, Field
 
-from ..compile.ids import check_runtime_id
+from ..compile.ids import ID_SCHEMA, check_runtime_id
 from ..compile.manifest import Diagnostic, HookSourceEntry, HookSourceRef
 from ..errors import HookError, InputError, Problem, wrong_field
 from ..text import EDGE_CONFIG, EdgeModel, texts
@@ -96,7 +96,8 @@ class PromptSectionContribution(_Contribution):
     """Text for one section of the prompt, placed by the profile under ``section_id``."""
 
     section_id: Annotated[str, AfterValidator(check_runtime_id)] = Field(
-        description="A built-in runtime id (agents_md, memory_recall, ...) or a dynamic id."
+        description="A built-in runtime id (agents_md, memory_recall, ...) or a dynamic id.",
+        json_schema_extra=ID_SCHEMA,
     )
     title: str | None = Field(
         default=None, description="Heading; the profile's default when blank."
@@ -107,7 +108,8 @@ class PromptContextContribution(_Contribution):
     """Context text for the section named by ``domain`` (e.g. ``thread_context``)."""
 
     domain: Annotated[str, AfterValidator(check_runtime_id)] = Field(
-        description="The target section: a built-in runtime id or a dynamic id."
+        description="The target section: a built-in runtime id or a dynamic id.",
+        json_schema_extra=ID_SCHEMA,
     )
 
 
