@@ -1,4 +1,4 @@
-"""The context window a request must fit, the reply's reserve, and a request's local size.
+"""The context window a request must fit, the reply's reserve, and a message's local size.
 
 :func:`context_window` says which window applies to a model: the ``max_context_tokens``
 setting when it is set (an override), else the model's ``context_window`` from the model
@@ -7,25 +7,23 @@ the reply is kept: the request's ``max_tokens``, else ``response_reserve_tokens`
 turn runner, ``pioneer history``, ``inspect``, ``explain`` and the context map all take
 the window from here, so they agree (docs/history.md, "Budgeting").
 
-:func:`request_tokens` counts a :class:`~pioneer.providers.request.ChatRequest` in local
-tokens, part by part: the system text, each tool definition, each message (its text,
-tool calls and tool result, plus the per-message overhead). The history's messages can
-be given their stored counts instead of being counted again. It is the local estimate
-the runner sets against the provider's reported input; the count does not depend on a
-provider's body layout, so one calibration serves every body of a model.
+:func:`message_local_tokens` counts one :class:`~pioneer.providers.request.ChatMessage`
+in local tokens: its text, tool calls and tool result, plus the per-message overhead.
+The turn runner counts the rest of a request the same way, split by kind of text
+(:mod:`pioneer.turn.window`); the count does not depend on a provider's body layout, so
+one calibration serves every body of a model.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from ..tokens import MESSAGE_OVERHEAD, TokenCounter
 from .api import provider_api
 from .models import model_facts
-from .request import ChatMessage, ChatRequest, SamplingOptions, ToolSpec
+from .request import ChatMessage, SamplingOptions
 
 __all__ = [
     "ContextWindow",
@@ -33,9 +31,6 @@ __all__ = [
     "context_window",
     "message_local_tokens",
     "reply_reserve",
-    "request_tokens",
-    "system_local_tokens",
-    "tool_local_tokens",
 ]
 
 
@@ -79,22 +74,6 @@ def reply_reserve(sampling: SamplingOptions | None, response_reserve_tokens: int
     return ReplyReserve(response_reserve_tokens, "response_reserve_tokens")
 
 
-def system_local_tokens(request: ChatRequest, counter: TokenCounter) -> int:
-    """The stable and the dynamic system text, each as one message."""
-    payload = request.compiled_prompt
-    if payload is None:
-        return 0
-    return sum(counter.count(text) + MESSAGE_OVERHEAD
-               for text in (payload.stable_system_text, payload.dynamic_system_text) if text)
-
-
-def tool_local_tokens(tools: Sequence[ToolSpec], counter: TokenCounter) -> int:
-    """Each tool definition as compact JSON (name, description, parameters)."""
-    return sum(counter.count(json.dumps(tool.model_dump(mode="json"), ensure_ascii=False,
-                                        sort_keys=True, separators=(",", ":")))
-               for tool in tools)
-
-
 def message_local_tokens(message: ChatMessage, counter: TokenCounter) -> int:
     """One message: its text, its tool calls (name and arguments), its tool result, and
     the per-message overhead."""
@@ -106,13 +85,3 @@ def message_local_tokens(message: ChatMessage, counter: TokenCounter) -> int:
         tokens += counter.count(message.tool_result.content)
     return tokens
 
-
-def request_tokens(request: ChatRequest, counter: TokenCounter,
-                   history_tokens: Sequence[int] = ()) -> int:
-    """The local tokens of ``request``: system text, tools and messages. The first
-    ``len(history_tokens)`` messages are the history and count as given (their stored
-    counts); the rest are counted."""
-    given = len(history_tokens)
-    return (system_local_tokens(request, counter) + tool_local_tokens(request.tools, counter)
-            + sum(history_tokens)
-            + sum(message_local_tokens(m, counter) for m in request.messages[given:]))
