@@ -251,6 +251,15 @@ def test_no_breakpoint_below_the_minimum() -> None:
     assert "prompt_cache_options" not in body  # no breakpoint: OpenAI's implicit one works
 
 
+def test_the_minimum_is_counted_with_the_models_tokenizer() -> None:
+    # About 780 tokens in o200k (the model's), 1,180 in cl100k: below the 1,024 minimum.
+    text = "Погода в Осло сегодня дождливая, и ветер дует с моря. " * 40
+    body = typed("openai-chat", to_openai_chat(
+        ChatRequest(model="gpt-5.6", messages=[ChatMessage.user(text)])))
+    assert body["messages"] == [{"role": "user", "content": _text(text)}]
+    assert "prompt_cache_options" not in body
+
+
 def test_the_next_turn_reads_through_this_turns_user_message(
     payload: CompiledPromptPayload,
 ) -> None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from ..errors import InputError, Problem
-from ..tokens import default_counter
+from ..tokens import counter_for
 from ._caching import MAX_CACHE_BREAKPOINTS, MarkCandidate, MarkReason, plan_breakpoints
 from .models import model_facts
 from .request import ChatRequest
@@ -121,8 +121,11 @@ def plan_slots(
     """The slots to mark (index, the candidate that won), at most four, none below the
     model's minimum; ``head`` holds the blocks before the first slot (the tools) and
     ``dynamic`` the index of the dynamic text's slot, if any."""
-    minimum = model_facts(request.model, provider).min_cacheable_tokens
-    counter = default_counter()
+    facts = model_facts(request.model, provider)
+    minimum = facts.min_cacheable_tokens
+    # The minimum is in the model's tokens: counted with the tokenizer its row names
+    # (o200k for these models), not cl100k, which counts other scripts far higher.
+    counter = counter_for(facts.tokenizer)
     total = sum(counter.count(json.dumps(item, ensure_ascii=False)) for item in head)
     counts: list[int] = []
     for slot in slots:
