@@ -60,7 +60,6 @@ __all__ = [
 #: OpenAI's ``prompt_cache_breakpoint`` (GPT-5.6 and later), or nothing (a prefix cache the
 #: provider keeps on its own: older OpenAI models, Gemini).
 BreakpointStyle = Literal["cache_control", "prompt_cache_breakpoint", "implicit"]
-#: The provider a row belongs to (both OpenAI APIs are ``openai``).
 
 _DATE = r"^[0-9]{4}-[0-9]{2}(-[0-9]{2})?$"
 _FACTS = (

@@ -13,7 +13,7 @@ provider. A call that failed because the request was too long is read by
 :func:`~pioneer.providers.read_context_error` (:mod:`.overflow`).
 
 Replies are untrusted input: reasoning items are counted and skipped, a tool call whose
-arguments are not a JSON object, or nest deeper than :data:`~pioneer.errors.MAX_DEPTH`
+arguments are not a JSON object, or nest deeper than :data:`~pioneer.documents.MAX_DEPTH`
 levels, is kept (with empty arguments) and its problem listed in
 :attr:`ModelReply.argument_errors`, so the tool router answers it with an error result
 and the model can try again; a call id longer than :data:`MAX_CALL_ID_CHARS` is replaced
@@ -298,7 +298,7 @@ def _arguments_object(value: Any, call_id: str, errors: dict[str, str]) -> dict[
 
 
 def _too_deep(value: Any) -> str | None:
-    """Where ``value`` first nests deeper than :data:`~pioneer.errors.MAX_DEPTH` levels
+    """Where ``value`` first nests deeper than :data:`~pioneer.documents.MAX_DEPTH` levels
     (its path, shortened), or ``None``: a walk with its own stack, so any depth a parser
     accepts is measured without Python's recursion limit."""
     # Each entry: a value, its depth and its trail (the key it is under, then the
