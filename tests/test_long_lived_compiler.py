@@ -124,7 +124,6 @@ def test_names_read_through_an_include_reach_the_template(
         assert payload.to_json() == _cold(compile_input, template_path=[partial_templates])
 
 
-@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
 def test_a_symlink_repointed_outside_the_root_is_seen(
     full_home: Path, tmp_path: Path
 ) -> None:
@@ -176,7 +175,6 @@ def test_the_render_limit_counts_the_same_input_text(
     assert len(seen) >= 6  # three identity files and at least three inputs
 
 
-@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
 @pytest.mark.parametrize(
     ("name", "target", "readable"),
     [
