@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -251,6 +252,21 @@ def test_a_fifo_input_is_refused_without_being_opened(tmp_path: Path) -> None:
     assert not (tmp_path / "ctx.html").exists()
 
 
+def _until_it_handles_stops(process: subprocess.Popen[str]) -> None:
+    """Wait until the watch has put in its own SIGTERM handler (and its SIGINT one, put in
+    just before): a stop sent earlier, while the interpreter starts, would kill it before
+    it could keep its page, however slow the machine. Read from /proc, Linux's own."""
+    deadline = time.monotonic() + PATIENCE
+    while True:
+        assert process.poll() is None, "the watch ended before it was stopped"
+        status = Path(f"/proc/{process.pid}/status").read_text()
+        caught = int(re.search(r"^SigCgt:\s*([0-9a-f]+)$", status, re.M)[1], 16)
+        if caught & (1 << (signal.SIGTERM - 1)):
+            return
+        assert time.monotonic() < deadline, "the watch never handled SIGTERM"
+        time.sleep(0.01)
+
+
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
 def test_a_render_that_would_run_for_hours_is_stopped_at_once(tmp_path: Path, how: int) -> None:
     # With the step limit raised out of reach the render would run for hours; a stop
@@ -264,10 +280,11 @@ def test_a_render_that_would_run_for_hours_is_stopped_at_once(tmp_path: Path, ho
     process = _start(tmp_path, "--profile", "mybot",
                      PIONEER_RENDER_STEP_LIMIT=str(10**15))
     try:
-        time.sleep(2)  # start-up, and well into the render
+        _until_it_handles_stops(process)
+        time.sleep(0.5)  # into the render, which begins a few steps after
         assert process.poll() is None
         process.send_signal(how)
-        code = process.wait(timeout=5)  # a guard against a hang: it stops in milliseconds
+        code = process.wait(timeout=PATIENCE)  # a guard against a hang: it stops at once
     finally:
         if process.poll() is None:
             process.kill()
