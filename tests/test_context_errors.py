@@ -211,6 +211,13 @@ def test_hostile_errors_never_crash(error: object) -> None:
                                          "1,000 maximum")
 
 
+def test_a_long_message_is_kept_to_its_first_characters() -> None:
+    # The hostile cases above read as None or as a short message: this one reaches the bound.
+    message = f"{ANTHROPIC_TOO_LONG}. " + "What follows is long. " * 1_000
+    assert read_context_error("anthropic", anthropic_body(message)) == \
+        ContextOverflow(208310, 200000, message[:MAX_MESSAGE])
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     provider=st.sampled_from(["anthropic", "openai-chat", "openai-responses", "gemini"]),
