@@ -233,7 +233,7 @@ def test_the_summarizer_reads_the_tool_rounds() -> None:
 
 
 def test_call_ids_two_stored_turns_share_are_told_apart() -> None:
-    from pioneer.turn._history import conversation
+    from pioneer.turn._history import call_ids, conversation
 
     def turn(n: int) -> list[HistoryMessage]:
         return [HistoryMessage("user", f"Q{n}"),
@@ -245,3 +245,4 @@ def test_call_ids_two_stored_turns_share_are_told_apart() -> None:
     calls = [c.id for m in messages for c in m.tool_calls]
     results = [m.tool_result.call_id for m in messages if m.tool_result is not None]
     assert calls == results == ["c1", "c1_h2", "c1_h3"] and used == set(calls)
+    assert call_ids([*turn(1), *turn(2), *turn(3)]) == used  # without making the messages

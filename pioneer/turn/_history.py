@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from ..history.models import HistoryMessage, StoredCall
 from ..providers.request import ChatMessage, ToolCall, ToolResult
 
-__all__ = ["conversation", "kept_rounds"]
+__all__ = ["call_ids", "conversation", "kept_rounds"]
 
 
 def conversation(messages: Sequence[HistoryMessage]) -> tuple[list[ChatMessage], set[str]]:
@@ -47,6 +47,16 @@ def conversation(messages: Sequence[HistoryMessage]) -> tuple[list[ChatMessage],
         else:
             out.append(ChatMessage(role=message.role, content=message.content))
     return out, used
+
+
+def call_ids(messages: Sequence[HistoryMessage]) -> set[str]:
+    """Every call id :func:`conversation` gives ``messages``, without making the messages."""
+    used: set[str] = set()
+    for message in messages:
+        if message.role != "tool":
+            for call in message.tool_calls:
+                _fresh(call.id, used)
+    return used
 
 
 def _fresh(call_id: str, used: set[str]) -> str:

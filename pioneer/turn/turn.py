@@ -66,7 +66,7 @@ from ..sections.skills import build_skills_prompt, resolve_skill_outcomes
 from ..sections.tool_domains import TASK_DOMAIN, HiddenToolDomains
 from ..tools._permissions import forbidden_tools
 from ..tools.visibility import CallOutcome, ToolRound, TurnTools
-from ._history import conversation, kept_rounds
+from ._history import call_ids, kept_rounds
 from ._lifecycle import Abandoned, warn_abandoned
 from ._rounds import RoundFacts, check_max_rounds, round_input
 from ._telemetry import end_agent_span, start_agent_span
@@ -566,7 +566,7 @@ class Turn:
         )
         # The history's messages come from the decision each round (a round may cut it
         # further); this turn's start with its user message.
-        self._ids = conversation(decision.messages)[1]
+        self._ids = call_ids(decision.messages)
         self._messages = [ChatMessage.user(self.user_text)]
         self._first = len(self._messages)
         self._started = _Started(decision, compile_input, context, hook_run, tools, audit,
