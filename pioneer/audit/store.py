@@ -139,6 +139,15 @@ def _load(text: str | None) -> Any:
         raise _NotJson("a number too long to read") from None
 
 
+def _unreadable(where: str, what: str, error: _NotJson | ValidationError) -> StoreError:
+    """The error for a stored record that does not read back."""
+    if isinstance(error, _NotJson):
+        return StoreError(f"{where}: {what} is unreadable: not JSON ({error})")
+    item = error.errors()[0]
+    detail = f"{format_path(item['loc']) or '(record)'}: {item['msg']}"
+    return StoreError(f"{where}: {what} is unreadable: {detail}")
+
+
 def read_turn_record(tx: StoreTransaction, turn_id: str) -> TurnRecord | None:
     """The stored record of ``turn_id``, or ``None`` when the turn has none."""
     where = tx.where
@@ -172,12 +181,8 @@ def read_turn_record(tx: StoreTransaction, turn_id: str) -> TurnRecord | None:
             "skills": _load(skills), "security": _load(security), "tools": _load(tools),
             "rounds": rounds,
         })
-    except _NotJson as error:
-        raise StoreError(f"{where}: {what} is unreadable: not JSON ({error})") from None
-    except ValidationError as error:
-        item = error.errors()[0]
-        detail = f"{format_path(item['loc']) or '(record)'}: {item['msg']}"
-        raise StoreError(f"{where}: {what} is unreadable: {detail}") from None
+    except (_NotJson, ValidationError) as error:
+        raise _unreadable(where, what, error) from None
 
 
 def write_abandoned_turn(tx: StoreTransaction, record: TurnRecord, *, user_text: str,
@@ -210,12 +215,8 @@ def read_abandoned_turn(tx: StoreTransaction, turn_id: str) -> TurnRecord | None
     check_row(row, "record", ("text",), where=where, what=what)
     try:
         return TurnRecord.model_validate(_load(row[0]))
-    except _NotJson as error:
-        raise StoreError(f"{where}: {what} is unreadable: not JSON ({error})") from None
-    except ValidationError as error:
-        item = error.errors()[0]
-        detail = f"{format_path(item['loc']) or '(record)'}: {item['msg']}"
-        raise StoreError(f"{where}: {what} is unreadable: {detail}") from None
+    except (_NotJson, ValidationError) as error:
+        raise _unreadable(where, what, error) from None
 
 
 class TurnRecords:
