@@ -285,6 +285,22 @@ def test_a_cut_reply_is_continued_and_stored_whole(home: Path, provider: Provide
     assert text.index("Boots, tent, ") < text.rindex("Continue.")
 
 
+def test_a_continuation_sent_again_is_still_a_continuation(home: Path) -> None:
+    with _agent(home) as agent:
+        turn = agent.turn(THREAD, "Write the packing list.")
+        turn.next_body()
+        assert turn.receive(_reply(turn, "Boots, tent, ", [])).done
+        first = json.dumps(turn.next_body(continue_generation=True))
+        again = json.dumps(turn.next_body())  # a retry: the same round, built again
+        turn.receive(_reply(turn, "stove.", []))
+        finished = turn.finish()
+    assert finished.entry.assistant_text == "Boots, tent, stove."
+    for body in (first, again):
+        assert "Your previous reply was cut off by the output limit." in body
+    assert _section(finished.record.rounds[-1], "recovery_continuation") == \
+        "recovery_continuation"
+
+
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_changed_tool_choice_breaks_the_message_prefix_on_anthropic_only(

@@ -252,6 +252,7 @@ class Turn:
         self._errors: list[tuple[str, str]] = []  # error results the application added
         self._failed: tuple[tuple[str, str], ...] = ()  # ... to the calls of the last round
         self._cut: list[str] = []  # texts of replies continued by a later round
+        self._continuing = False  # the round being sent continues a cut reply
         self._window = TurnWindow.of(agent)
         self._newest: frozenset[str] = frozenset()  # call ids of the newest tool round
         self._diagnostics: tuple[Diagnostic, ...] = ()
@@ -265,7 +266,8 @@ class Turn:
         """The body of the next provider request (for ``provider``, default the agent's).
 
         Called again before :meth:`receive`, it builds the same round again (to retry,
-        or to send to another provider): the record keeps the body that was answered.
+        or to send to another provider; ``continue_generation`` is then the round's own):
+        the record keeps the body that was answered.
         ``continue_generation`` asks the model to go on with a reply the output limit cut
         off (the Recovery Continuation section); after a reply without tool calls, the
         next round then continues it, and :meth:`finish` stores the joined text.
@@ -283,6 +285,7 @@ class Turn:
         if not resend:
             self._check_limit()
             self._take_results(continue_generation)
+            self._continuing = continue_generation
         if self._started is None:
             self._span = self._pending.span = start_agent_span(self.agent, self.thread_id,
                                                                self.turn_id)
@@ -296,7 +299,7 @@ class Turn:
             facts = RoundFacts(
                 failed=self._failed,
                 final_of=self.max_rounds if round_.closed else None,
-                continuation=continue_generation,
+                continuation=self._continuing,
                 task_tools=any(name in task_tools for name in round_.names),
             )
             permissions = started.audit.permissions
