@@ -46,6 +46,15 @@ def page(name: str) -> str:
     return path.read_text("utf-8")
 
 
+def table_rows(page_name: str, name: str) -> list[list[str]]:
+    """The rows of the table a page marks with ``<!-- table: NAME -->`` on the line before
+    it, header and rule left out: each row its cells, stripped (``\\|`` stays in a cell)."""
+    found = re.search(rf"<!-- table: {re.escape(name)} -->\n((?:\|.*\n)+)", page(page_name))
+    assert found is not None, f"{page_name} has no table {name}"
+    return [[cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
+            for line in found.group(1).splitlines()[2:]]
+
+
 def blocks(path: Path) -> list[Block]:
     """Every fenced block of a page, with the "prints" block that follows a python one."""
     text = path.read_text("utf-8")

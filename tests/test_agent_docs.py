@@ -11,7 +11,7 @@ import typing
 from typing import Any
 
 import pytest
-from doc_pages import example, page
+from doc_pages import example, page, table_rows
 
 import pioneer
 from pioneer import Agent, FinishedTurn, PioneerError, Step
@@ -20,13 +20,7 @@ TEXT = page("agent.md")
 
 
 def _rows(name: str) -> dict[str, list[str]]:
-    found = re.search(rf"<!-- table: {re.escape(name)} -->\n((?:\|.*\n)+)", TEXT)
-    assert found is not None, f"docs/agent.md has no table {name}"
-    rows = {}
-    for line in found.group(1).splitlines()[2:]:
-        cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
-        rows[cells[0].strip("`")] = cells[1:]
-    return rows
+    return {row[0].strip("`"): row[1:] for row in table_rows("agent.md", name)}
 
 
 def _parameters(function: Any) -> list[str]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import get_args
 
 import pytest
-from doc_pages import DOCS, ROOT, Block, blocks, page, pages, shown
+from doc_pages import DOCS, ROOT, Block, blocks, page, pages, shown, table_rows
 from pydantic import BaseModel
 from stores import Server
 from support import run_cli, sqlite_exec
@@ -174,14 +174,8 @@ def test_python_blocks_type_check(tmp_path: Path) -> None:
 # Reference facts -------------------------------------------------------------------------------
 
 
-def _table(name: str, text: str) -> dict[str, list[str]]:
-    found = re.search(rf"<!-- table: {name} -->\n((?:\|.*\n)+)", text)
-    assert found is not None, f"no table {name}"
-    rows = {}
-    for line in found.group(1).splitlines()[2:]:
-        cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
-        rows[cells[0].strip("`")] = cells[1:]
-    return rows
+def _table(name: str, page_name: str) -> dict[str, list[str]]:
+    return {row[0].strip("`"): row[1:] for row in table_rows(page_name, name)}
 
 
 @pytest.mark.parametrize(("model", "page_name", "defaults"),
@@ -190,7 +184,7 @@ def _table(name: str, text: str) -> dict[str, list[str]]:
                          ids=["PromptCompileInput", "PromptManifest"])
 def test_model_table_lists_its_fields(model: type[BaseModel], page_name: str,
                                       defaults: bool) -> None:
-    rows = _table(model.__name__, page(page_name))
+    rows = _table(model.__name__, page_name)
     assert list(rows) == list(model.model_fields)
     if defaults:
         for key, info in model.model_fields.items():
@@ -294,7 +288,7 @@ def test_store_refusals_are_what_a_read_command_prints(
                        r"PostgreSQL", text)
     assert latest is not None
     assert latest.groups() == (str(len(MIGRATIONS)), str(len(POSTGRES_MIGRATIONS)))
-    rows = _table("store-refusals", text)
+    rows = _table("store-refusals", "stores.md")
     assert list(rows) == list(REFUSALS)
     for number, (found, (make_file, make_schema)) in enumerate(REFUSALS.items()):
         on_sqlite, on_postgres = (cell.strip("`") for cell in rows[found])

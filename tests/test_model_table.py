@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from doc_pages import example, page
+from doc_pages import example, table_rows
 from support import run_cli as run
 
 from pioneer import InputError
@@ -330,17 +330,9 @@ def test_a_missing_file_is_named(tmp_path: Path) -> None:
 # -- docs/providers.md states the table as it is ----------------------------------------
 
 
-def _doc_rows(name: str) -> list[list[str]]:
-    text = page("providers.md")
-    found = re.search(rf"<!-- table: {name} -->\n((?:\|.*\n)+)", text)
-    assert found is not None, f"no table {name} in docs/providers.md"
-    return [[cell.strip() for cell in line.split("|")[1:-1]]
-            for line in found.group(1).splitlines()[2:]]
-
-
 def test_the_docs_list_every_model_row() -> None:
     data = tomllib.loads(TABLE.read_text("utf-8"))
-    rows = _doc_rows("models")
+    rows = table_rows("providers.md", "models")
     assert [row[0].strip("`") for row in rows] == [row["model"] for row in data["models"]]
     for row in rows:
         facts = model_facts(row[0].strip("`"))
@@ -351,7 +343,7 @@ def test_the_docs_list_every_model_row() -> None:
 
 
 def test_the_docs_list_every_family_in_order() -> None:
-    rows = _doc_rows("families")
+    rows = table_rows("providers.md", "families")
     assert [row[0] for row in rows] == builtin_model_table().family_names()
     data = {row["family"]: row for row in tomllib.loads(TABLE.read_text("utf-8"))["families"]}
     for row in rows:
@@ -510,7 +502,7 @@ def test_the_docs_list_every_prior() -> None:
     """docs/providers.md's table of priors states each row's tokenizer, ratio and date."""
     data = tomllib.loads(TABLE.read_text("utf-8"))
     stated: dict[str, tuple[str, float, str]] = {}
-    for row in _doc_rows("token-priors"):
+    for row in table_rows("providers.md", "token-priors"):
         names = re.sub(r" \(.*?\)", "", row[0]).replace(" families", "").replace(
             " family", "")
         for name in re.split(r",\s*", names):

@@ -7,22 +7,12 @@ import importlib
 import re
 
 import pytest
-from doc_pages import page
+from doc_pages import page, table_rows
 
 import pioneer
 
-API = page("api.md")
-
-
-def _table(name: str) -> list[list[str]]:
-    found = re.search(rf"<!-- table: {re.escape(name)} -->\n((?:\|.*\n)+)", API)
-    assert found is not None, f"docs/api.md has no table {name}"
-    return [[cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
-            for line in found.group(1).splitlines()[2:]]
-
-
-PUBLIC = {row[0].strip("`"): row for row in _table("public")}
-MOVED = {row[0].strip("`"): row[1].strip("`") for row in _table("moved")}
+PUBLIC = {row[0].strip("`"): row for row in table_rows("api.md", "public")}
+MOVED = {row[0].strip("`"): row[1].strip("`") for row in table_rows("api.md", "moved")}
 
 
 def _named(text: str, name: str) -> bool:
