@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from pydantic.config import JsonDict
+
 __all__ = [
     "BUILT_IN_SECTION_IDS",
     "ID_PATTERN",
@@ -36,7 +38,7 @@ ID_PATTERN = r"^[A-Za-z0-9_.:-]+$"
 #: The id rule as the schema of a model that checks it in Python says it (the compile
 #: input's and a hook's section ids), so a caller validating against the published schema
 #: refuses what the compiler refuses.
-ID_SCHEMA: dict[str, str] = {"pattern": ID_PATTERN}
+ID_SCHEMA: JsonDict = {"pattern": ID_PATTERN}
 #: The rule in words, as messages give it.
 ID_RULE = "an id holds ASCII letters, digits, '_', '-', '.' and ':' only"
 _ID = re.compile(ID_PATTERN[1:-1])
