@@ -34,7 +34,7 @@ from ..history.store import DatabaseStore
 from ..history.summarizer import Summarizer, summarizer_from_settings
 from ..hooks.registry import HookRegistry
 from ..providers import PROVIDERS
-from ..providers.models import ModelTable, load_model_table, using_model_table
+from ..providers.models import ModelTable, load_model_table, model_facts, using_model_table
 from ..providers.names import ProviderName
 from ..providers.openai_chat import SystemRole
 from ..providers.request import CacheOptions, SamplingOptions, ToolSpec
@@ -45,6 +45,7 @@ from ..sections.permissions import PermissionProfile
 from ..sections.skills import Skill
 from ..sections.tool_domains import DEFAULT_TOOL_DOMAINS
 from ..settings import HistoryToolRounds, PioneerSettings
+from ..tokens import TiktokenCounter, counter_for
 from ..tools.visibility import ToolCatalog, checked_shapes
 from ._lifecycle import AbandonedWriter, ThreadGuard
 from ._rounds import check_max_rounds
@@ -207,7 +208,15 @@ class Agent:
 
     def _open_store(self, target: PioneerSettings | str | os.PathLike[str]) -> DatabaseStore:
         """The store ``target`` names, opened with the agent's settings."""
-        return open_store(target, settings=self.settings)
+        return open_store(target, settings=self.settings, counter=self.history_counter())
+
+    def history_counter(self) -> TiktokenCounter:
+        """The counter a store the agent opens counts the stored turns with: the model's
+        tokenizer (its model table row), so the history is counted as the rest of the
+        request is."""
+        with self.model_rules():
+            tokenizer = model_facts(self.model, self.provider).tokenizer
+        return counter_for(tokenizer, self.settings.token_cache_bytes)
 
     def model_rules(self) -> AbstractContextManager[Any]:
         """A block in which the providers' rules come from the agent's model table."""

@@ -101,7 +101,8 @@ class _SyncAgent(Agent):
 
             return AsyncPostgresStore(url, bridge=self._bridge, **options)
 
-        return open_store(target, settings=self.settings, postgres=postgres)
+        return open_store(target, settings=self.settings, postgres=postgres,
+                          counter=self.history_counter())
 
 
 class AsyncAgent:
