@@ -20,6 +20,7 @@ from pioneer import Agent, LockError, PioneerSettings, PromptCompiler
 from pioneer.history import HistoryLimits, OpenAIChatSummarizer
 from pioneer.history.summarizer import summarizer_from_settings
 from pioneer.review.lock import verify_lock
+from pioneer.tokens import counter_for, message_tokens
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import agent_loop
@@ -215,3 +216,23 @@ def test_a_thread_folder_runs_the_agents_md_hook(tmp_path: Path) -> None:
                 turn.close()
     assert "Run the tests with make check." in bodies[0]
     assert "Run the tests with make check." not in bodies[1]
+
+
+@pytest.mark.parametrize(("provider", "tokenizer"), [("openai-chat", "o200k"),
+                                                     ("anthropic", "cl100k")])
+def test_an_agents_store_counts_the_history_with_the_models_tokenizer(
+    tmp_path: Path, provider: str, tokenizer: str,
+) -> None:
+    """The stored turns are counted as the window counts the rest of the request: in the
+    tokenizer of the model's table row (Russian: o200k counts far fewer than cl100k)."""
+    text = " ".join(["команда проверила план развёртывания и решила что миграция пройдёт"] * 5)
+    with Agent(tmp_path / "a.db", provider=provider,  # type: ignore[arg-type]
+               model=agent_loop.MODELS[provider]) as agent:
+        agent.store.ensure_thread("t")
+        agent.store.add_turn("t", user_text=text, assistant_text="ok", turn_id="t1",
+                             user_item_id="u1", assistant_item_id="a1")
+        [entry] = agent.store.get_thread_conversation_history("t")
+    counts = {name: message_tokens(counter_for(name), entry.user_text)
+              for name in ("o200k", "cl100k")}
+    assert counts["o200k"] < counts["cl100k"]
+    assert entry.user_tokens == counts[tokenizer]

@@ -208,9 +208,9 @@ class Agent:
 
     def _open_store(self, target: PioneerSettings | str | os.PathLike[str]) -> DatabaseStore:
         """The store ``target`` names, opened with the agent's settings."""
-        return open_store(target, settings=self.settings, counter=self.history_counter())
+        return open_store(target, settings=self.settings, counter=self._history_counter())
 
-    def history_counter(self) -> TiktokenCounter:
+    def _history_counter(self) -> TiktokenCounter:
         """The counter a store the agent opens counts the stored turns with: the model's
         tokenizer (its model table row), so the history is counted as the rest of the
         request is."""

@@ -102,7 +102,7 @@ class _SyncAgent(Agent):
             return AsyncPostgresStore(url, bridge=self._bridge, **options)
 
         return open_store(target, settings=self.settings, postgres=postgres,
-                          counter=self.history_counter())
+                          counter=self._history_counter())
 
 
 class AsyncAgent:
