@@ -112,7 +112,8 @@ def message_kinds(message: ChatMessage, counter: TokenCounter) -> list[int]:
 
 
 def system_kinds(request: ChatRequest, counter: TokenCounter) -> list[int]:
-    """``system_local_tokens`` split by kind of text."""
+    """The compiled system text's local tokens (each part with its message overhead),
+    split by kind of text."""
     counts = no_kinds()
     payload = request.compiled_prompt
     if payload is not None:
@@ -124,7 +125,7 @@ def system_kinds(request: ChatRequest, counter: TokenCounter) -> list[int]:
 
 
 def tool_kinds(tools: Sequence[ToolSpec], counter: TokenCounter) -> list[int]:
-    """``tool_local_tokens`` split by kind of text."""
+    """The tool definitions' local tokens (each as compact JSON), split by kind of text."""
     counts = no_kinds()
     for tool in tools:
         text = _compact(tool.model_dump(mode="json"))
